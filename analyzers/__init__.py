@@ -1,0 +1,42 @@
+"""Analyzers: pure functions from tables (trainctl.signals.Signals) to typed findings.
+
+No SSH, no printing, no file paths. Each analyzer module exposes a pure function with its
+thresholds as documented keyword arguments, plus an `analyze(signals)` adapter registered below.
+`trainctl diagnose` runs every registered analyzer whose inputs are present.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from trainctl.findings import Finding
+from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
+
+__all__ = ["Analyzer", "ANALYZERS", "run_analyzers"]
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    name: str
+    # The analyzer runs when at least one of these kinds holds rows.
+    requires: tuple[SignalKind, ...]
+    run: Callable[[Signals], list[Finding]]
+
+
+def _registry() -> list[Analyzer]:
+    # Imported here so that importing one analyzer does not import them all.
+    analyzers: list[Analyzer] = []
+    return analyzers
+
+
+ANALYZERS: list[Analyzer] = _registry()
+
+
+def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    for a in ANALYZERS if analyzers is None else analyzers:
+        if any(signals.has(k) for k in a.requires):
+            findings.extend(a.run(signals))
+    return findings

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up everything the tests need on a fresh Debian machine (venv, torch, Debian's
+# openssh-server for the SSH tests) and runs the whole suite. Extra args go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x /usr/sbin/sshd ]; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
+fi
+bash scripts/setup.sh
+exec .venv/bin/pytest "$@"

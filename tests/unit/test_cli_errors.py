@@ -1,0 +1,42 @@
+"""Bad input to `diagnose`: one line naming the path and what was expected, exit 1, no traceback."""
+
+from __future__ import annotations
+
+
+def _one_clean_line(res) -> str:
+    assert res.code == 1, res
+    assert "Traceback" not in res.stderr
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+def test_empty_dir(cli, tmp_path) -> None:
+    line = _one_clean_line(cli("diagnose", tmp_path))
+    assert line.startswith(f"error: {tmp_path}: directory is empty")
+
+
+def test_dir_that_is_not_a_run(cli, tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    line = _one_clean_line(cli("diagnose", tmp_path))
+    assert f"{tmp_path}: not a trainctl run dir" in line
+
+
+def test_missing_path(cli, tmp_path) -> None:
+    line = _one_clean_line(cli("diagnose", tmp_path / "nope"))
+    assert "no such file or directory" in line
+
+
+def test_truncated_parquet(cli, tmp_path) -> None:
+    import pyarrow as pa
+
+    from trainctl import dataset
+    p = dataset.write_table(tmp_path, "timeline", "n1", pa.table({
+        "rank": pa.array([0], pa.int32()), "step": [1], "phase": ["forward"], "duration_ns": [5]}))
+    p.write_bytes(p.read_bytes()[:30])
+    line = _one_clean_line(cli("diagnose", tmp_path))
+    assert f"{p}: not a readable Parquet file" in line
+
+
+def test_usage_error_exits_2(cli) -> None:
+    assert cli("diagnose").code == 2

@@ -1,0 +1,58 @@
+"""The `trainctl` console script: the Typer app and the one place errors become exit codes.
+
+Exit codes (DESIGN.md): 0 clean, 1 trainctl error (one line naming the value and the fix, no
+traceback unless -vv), 2 usage, 3 findings at or above --fail-on.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from trainctl import __version__
+from trainctl.cli import diagnose as diagnose_cmd
+from trainctl.cli.console import err, setup_logging
+from trainctl.errors import TrainctlError
+
+app = typer.Typer(
+    name="trainctl",
+    help="SRE diagnosis of distributed training runs: launch, collect, diagnose, evict, runbooks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"verbose": 0}
+
+
+@app.callback()
+def _root(
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More logs on stderr; -vv shows tracebacks."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+    _state["verbose"] = verbose
+    setup_logging(verbose)
+
+
+app.command("diagnose")(diagnose_cmd.diagnose)
+
+
+def main(argv: list[str] | None = None) -> None:
+    # Standalone mode: Typer turns usage errors into exit 2 and typer.Exit(n) into SystemExit(n);
+    # only trainctl's own errors need translating here.
+    try:
+        app(args=argv, prog_name="trainctl")
+    except TrainctlError as e:
+        if _state["verbose"] >= 2:
+            err.print_exception()
+        err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""`trainctl diagnose PATH [--json] [--fail-on warning|critical]`."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from trainctl.cli.console import err, out
+from trainctl.cli.render import findings_table
+from trainctl.findings import Severity
+from trainctl.ops.diagnosis import diagnose_path
+
+# Exit code when findings reach --fail-on (DESIGN.md: 0 clean, 1 error, 2 usage, 3 findings).
+EXIT_FINDINGS = 3
+
+
+class FailOn(str, Enum):
+    WARNING = "warning"
+    CRITICAL = "critical"
+    NEVER = "never"
+
+
+def diagnose(
+    path: Path = typer.Argument(..., help="Run dir, collected dataset, Flight Recorder dump dir, or a log file."),
+    json_out: bool = typer.Option(False, "--json", help="Findings JSON on stdout (schema_version 1)."),
+    fail_on: FailOn = typer.Option(FailOn.CRITICAL, "--fail-on", help="Exit 3 when a finding is at least this severe."),
+) -> None:
+    """Find stragglers, hung collectives, faulty hosts and crashes in PATH, with evidence."""
+    with err.status(f"diagnosing {path} ...", spinner="dots"):
+        report = diagnose_path(path)
+    if json_out:
+        out.print_json(report.to_json()) if out.is_terminal else print(report.to_json())
+    else:
+        out.print(findings_table(report))
+    worst = report.max_severity()
+    if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
+        raise typer.Exit(EXIT_FINDINGS)

@@ -1,0 +1,237 @@
+"""Reading and writing the hive-partitioned Parquet dataset (the layout in trainctl.schemas).
+
+Writers conform a table to the contract (cast, fill omitted nullable columns) and write atomically
+(temp file + rename), so a crash never leaves a half-written part that readers would trip over.
+Readers validate every file's footer against the contract before reading any data, and fail with
+the file, the column and the expected type.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+from urllib.parse import quote, unquote
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from trainctl.errors import DatasetError, SchemaMismatch
+from trainctl.schemas import META_KIND, META_VERSION, SCHEMA_VERSION, SignalKind, schema_for
+
+__all__ = [
+    "HOST_COLUMN",
+    "PartFile",
+    "conform",
+    "write_table",
+    "list_parts",
+    "kinds_present",
+    "hosts_present",
+    "validate_part",
+    "read_table",
+    "open_dataset",
+]
+
+HOST_COLUMN = "host"
+
+
+@dataclass(frozen=True)
+class PartFile:
+    kind: SignalKind
+    host: str
+    path: Path
+
+
+def _host_dir(root: Path, kind: SignalKind, host: str) -> Path:
+    return root / kind.value / f"{HOST_COLUMN}={quote(host, safe='')}"
+
+
+def _string_like(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _compatible(actual: pa.DataType, expected: pa.DataType) -> bool:
+    if actual.equals(expected):
+        return True
+    # Other writers (Polars, DuckDB) emit large_string / string_view / dictionary strings.
+    if _string_like(actual) and _string_like(expected):
+        return True
+    if pa.types.is_null(actual):  # an all-null column written without a type
+        return True
+    if pa.types.is_timestamp(actual) and pa.types.is_timestamp(expected):
+        return actual.unit == expected.unit and (actual.tz or "UTC").upper() in ("UTC", "+00:00")
+    return False
+
+
+def conform(table: pa.Table, kind: SignalKind | str, *, where: str = "table") -> pa.Table:
+    """Return `table` with exactly the contract's columns, in order, cast to the contract's types.
+
+    Omitted nullable columns are filled with nulls; a missing required column or a column whose
+    type cannot be cast raises SchemaMismatch naming `where`, the column and the expected type.
+    Extra columns (including a stray `host`) are dropped: host lives in the path.
+    """
+    kind = SignalKind(kind)
+    schema = schema_for(kind)
+    cols = []
+    for field in schema:
+        if field.name in table.column_names:
+            col = table.column(field.name)
+            if not col.type.equals(field.type):
+                try:
+                    col = col.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise SchemaMismatch(
+                        f"{where}: column {field.name!r} of {kind.value} has type {col.type}, "
+                        f"expected {field.type} ({exc})"
+                    ) from exc
+            if not field.nullable and col.null_count:
+                raise SchemaMismatch(f"{where}: column {field.name!r} of {kind.value} holds nulls, expected {field.type} not null")
+            cols.append(col)
+        elif field.nullable:
+            cols.append(pa.nulls(table.num_rows, field.type))
+        else:
+            raise SchemaMismatch(f"{where}: required column {field.name!r} ({field.type}) of {kind.value} is missing")
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def write_table(
+    root: str | os.PathLike[str],
+    kind: SignalKind | str,
+    host: str,
+    table: pa.Table,
+    *,
+    part: str | None = None,
+) -> Path:
+    """Write `table` as one part file under `root/<kind>/host=<host>/`; returns its path.
+
+    `part` names the file (`part-<part>.parquet`), so a writer that re-writes the same part (a
+    spool flushing rank 3's buffer) replaces it instead of duplicating rows.
+    """
+    kind = SignalKind(kind)
+    if not host or "/" in host:
+        raise DatasetError(f"host name {host!r} cannot be a partition; use a plain host name")
+    table = conform(table, kind)
+    out_dir = _host_dir(Path(root), kind, host)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    name = f"part-{part or uuid.uuid4().hex[:12]}.parquet"
+    final = out_dir / name
+    tmp = out_dir / f".{name}.{os.getpid()}.tmp"
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, final)
+    return final
+
+
+def list_parts(root: str | os.PathLike[str], kind: SignalKind | str) -> list[PartFile]:
+    kind = SignalKind(kind)
+    base = Path(root) / kind.value
+    if not base.is_dir():
+        return []
+    parts = []
+    for host_dir in sorted(base.iterdir()):
+        if not host_dir.is_dir() or not host_dir.name.startswith(f"{HOST_COLUMN}="):
+            continue
+        host = unquote(host_dir.name.split("=", 1)[1])
+        for p in sorted(host_dir.glob("*.parquet")):
+            if not p.name.startswith("."):
+                parts.append(PartFile(kind, host, p))
+    return parts
+
+
+def kinds_present(root: str | os.PathLike[str]) -> list[SignalKind]:
+    """Kinds with at least one part file under `root` (a run dir or a collected dataset)."""
+    return [k for k in SignalKind if list_parts(root, k)]
+
+
+def hosts_present(root: str | os.PathLike[str]) -> list[str]:
+    return sorted({p.host for k in SignalKind for p in list_parts(root, k)})
+
+
+def validate_part(part: PartFile) -> pa.Schema:
+    """Check one file's footer against the contract without reading its data."""
+    try:
+        actual = pq.read_schema(part.path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DatasetError(
+            f"{part.path}: not a readable Parquet file ({exc}); it may be truncated: "
+            "re-run collect for this host or delete the file"
+        ) from exc
+    meta = actual.metadata or {}
+    kind_meta = meta.get(META_KIND)
+    if kind_meta is not None and kind_meta.decode() != part.kind.value:
+        raise SchemaMismatch(f"{part.path}: holds kind {kind_meta.decode()!r} but sits in the {part.kind.value!r} folder")
+    version = meta.get(META_VERSION)
+    if version is not None and version.decode() != str(SCHEMA_VERSION):
+        raise SchemaMismatch(
+            f"{part.path}: schema version {version.decode()}, this trainctl reads version {SCHEMA_VERSION}; "
+            "re-collect with a matching trainctl"
+        )
+    for field in schema_for(part.kind):
+        idx = actual.get_field_index(field.name)
+        if idx < 0:
+            if not field.nullable:
+                raise SchemaMismatch(f"{part.path}: required column {field.name!r} is missing, expected type {field.type}")
+            continue
+        got = actual.field(idx).type
+        if not _compatible(got, field.type):
+            raise SchemaMismatch(f"{part.path}: column {field.name!r} has type {got}, expected {field.type}")
+    return actual
+
+
+def read_table(
+    root: str | os.PathLike[str],
+    kind: SignalKind | str,
+    *,
+    hosts: Iterable[str] | None = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """Read every part of a kind into one table, with the `host` column added from the paths.
+
+    Every file is validated first; an unknown or mismatched schema raises SchemaMismatch.
+    Returns an empty table of the contract's schema (plus host) when no part exists.
+    """
+    kind = SignalKind(kind)
+    wanted = set(hosts) if hosts is not None else None
+    tables = []
+    for part in list_parts(root, kind):
+        if wanted is not None and part.host not in wanted:
+            continue
+        validate_part(part)
+        try:
+            t = pq.read_table(part.path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise DatasetError(f"{part.path}: cannot read Parquet data ({exc}); re-collect this host or delete the file") from exc
+        t = conform(t, kind, where=str(part.path))
+        if columns is not None:
+            t = t.select([c for c in columns if c != HOST_COLUMN])
+        tables.append(t.append_column(HOST_COLUMN, pa.array([part.host] * t.num_rows, pa.string())))
+    if not tables:
+        empty = schema_for(kind).empty_table()
+        if columns is not None:
+            empty = empty.select([c for c in columns if c != HOST_COLUMN])
+        return empty.append_column(HOST_COLUMN, pa.array([], pa.string()))
+    return pa.concat_tables(tables)
+
+
+def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.Dataset:
+    """A lazy, validated pyarrow Dataset over all parts of a kind (for tables too big to load).
+
+    Footers are validated first; scanning then reads only the columns and rows a query needs
+    (DuckDB and Polars can query the returned dataset directly).
+    """
+    kind = SignalKind(kind)
+    parts = list_parts(root, kind)
+    for part in parts:
+        validate_part(part)
+    schema = schema_for(kind).append(pa.field(HOST_COLUMN, pa.string()))
+    return pads.dataset(
+        [str(p.path) for p in parts],
+        schema=schema,
+        format="parquet",
+        partitioning=pads.partitioning(pa.schema([(HOST_COLUMN, pa.string())]), flavor="hive"),
+        partition_base_dir=str(Path(root) / kind.value),
+    )

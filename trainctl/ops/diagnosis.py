@@ -1,0 +1,109 @@
+"""`trainctl diagnose PATH`: detect what PATH is, load its signals, run the analyzers.
+
+PATH may be a run dir (run.json + tables + raw artefacts), a collected dataset (tables only), a
+directory of raw Flight Recorder dumps, or one log file. The kind is detected, never asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pyarrow as pa
+
+from trainctl import dataset
+from trainctl.analyzers import run_analyzers
+from trainctl.errors import InputError
+from trainctl.findings import Report
+from trainctl.rundir import RunInfo, read_run_info
+from trainctl.schemas import SignalKind
+from trainctl.signals import Signals, TableLike
+
+__all__ = ["InputKind", "detect_input", "load_signals", "diagnose_path", "RAW_PARSERS"]
+
+
+class InputKind(str, Enum):
+    RUN_DIR = "run_dir"
+    DATASET = "dataset"
+    FLIGHT_RECORDER = "flight_recorder"
+    LOG_FILE = "log_file"
+
+
+# Tables larger than this stay lazy (pyarrow Dataset) so analyzers can aggregate out of core.
+LAZY_ROWS = 5_000_000
+
+# Parsers of raw artefacts in a run dir (or dataset) that are not tables yet: Flight Recorder
+# dumps, rank logs, raw stacks. Each takes the directory and its RunInfo (or None) and returns
+# tables by kind; they run only when the directory holds no parsed table of that kind.
+RawParser = Callable[[Path, "RunInfo | None"], Mapping[SignalKind, pa.Table]]
+RAW_PARSERS: list[RawParser] = []
+
+# Detectors for directories of raw Flight Recorder dumps, and their loader (issue: hangs).
+FlightRecorderLoader = Callable[[Path], tuple[Mapping[SignalKind, pa.Table], "RunInfo | None"]]
+FR_DIR_DETECT: list[Callable[[Path], bool]] = []
+FR_DIR_LOAD: list[FlightRecorderLoader] = []
+
+# Loader for one log file (issue: log signatures).
+LOG_FILE_LOAD: list[Callable[[Path], pa.Table]] = []
+
+
+def detect_input(path: Path) -> InputKind:
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory; pass a run dir, a collected dataset, a Flight Recorder dump dir or a log file")
+    if path.is_file():
+        return InputKind.LOG_FILE
+    if not any(path.iterdir()):
+        raise InputError(f"{path}: directory is empty; expected a run dir (run.json), a dataset (<kind>/host=<host>/), Flight Recorder dumps or a log file")
+    if read_run_info(path) is not None:
+        return InputKind.RUN_DIR
+    if any((path / k.value).is_dir() for k in SignalKind):
+        return InputKind.DATASET
+    if any(detect(path) for detect in FR_DIR_DETECT):
+        return InputKind.FLIGHT_RECORDER
+    raise InputError(
+        f"{path}: not a trainctl run dir (no run.json), not a dataset (no <kind>/host=<host>/ folders) "
+        "and holds no Flight Recorder dumps; pass the --run-dir of `trainctl launch` or the --out of `trainctl collect`"
+    )
+
+
+def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
+    tables: dict[SignalKind, TableLike] = {}
+    for kind in dataset.kinds_present(root):
+        ds = dataset.open_dataset(root, kind)  # validates every file's schema
+        tables[kind] = ds if ds.count_rows() > LAZY_ROWS else dataset.read_table(root, kind)
+    return tables
+
+
+def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
+    kind = kind or detect_input(path)
+    if kind is InputKind.LOG_FILE:
+        if not LOG_FILE_LOAD:
+            raise InputError(f"{path}: log files are not supported by this build")
+        return Signals(None, {SignalKind.LOG_EVENTS: LOG_FILE_LOAD[0](path)}, str(path))
+    if kind is InputKind.FLIGHT_RECORDER:
+        tables, run = FR_DIR_LOAD[0](path)
+        return Signals(run, dict(tables), str(path))
+    run = read_run_info(path)
+    tables = _load_tables(path)
+    for parse in RAW_PARSERS:
+        for k, t in parse(path, run).items():
+            if k not in tables and t.num_rows:
+                tables[k] = t
+    if not tables:
+        raise InputError(f"{path}: holds no signals yet (no tables, dumps or logs); did the run start? see {path}/logs")
+    return Signals(run, tables, str(path))
+
+
+def diagnose_path(path: str | os.PathLike[str]) -> Report:
+    p = Path(path)
+    kind = detect_input(p)
+    signals = load_signals(p, kind)
+    findings = run_analyzers(signals)
+    return Report(
+        run_id=signals.run.run_id if signals.run else None,
+        findings=tuple(findings),
+        source=str(p),
+        source_kind=kind.value,
+    )

@@ -1,0 +1,214 @@
+"""Parquet contracts: one schema per signal kind (DESIGN.md, "Parquet dataset").
+
+Each table is a folder of Parquet files hive-partitioned by host:
+`DATASET/<kind>/host=<host>/part-*.parquet`. `host` comes from the path and is not stored in the
+files; readers (trainctl.dataset) add it back as a string column. Column names carry their units
+(`_ns`, `_bytes`, `_pct`, `_w`, `_c`, `_mhz`, `_s`). Each file carries the kind and schema version
+in its Arrow metadata so a reader can refuse a file written against another contract.
+
+Nullable columns may be null where a device or a source lacks the value; a writer may omit a
+nullable column entirely (the reader fills it with nulls), but never a required one.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Mapping
+
+import pyarrow as pa
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "META_KIND",
+    "META_VERSION",
+    "SignalKind",
+    "Phase",
+    "SCHEMAS",
+    "schema_for",
+    "empty_table",
+]
+
+SCHEMA_VERSION = 1
+META_KIND = b"trainctl.kind"
+META_VERSION = b"trainctl.schema_version"
+
+_TS = pa.timestamp("ns", tz="UTC")
+
+
+class SignalKind(str, Enum):
+    TIMELINE = "timeline"
+    COLLECTIVES = "collectives"
+    GPU_METRICS = "gpu_metrics"
+    HOST_METRICS = "host_metrics"
+    LOG_EVENTS = "log_events"
+    STACKS = "stacks"
+    COLLECTION_STATUS = "collection_status"
+    HOST_FACTS = "host_facts"
+
+
+class Phase(str, Enum):
+    """Values of timeline.phase.
+
+    The reference trainer records data/forward/backward/communication/optimizer (and `step`, the
+    whole step). An unmodified user script gives `compute` (step start to its first collective:
+    input + forward + backward as the rank saw them), `wait` (first collective entered to step end)
+    and `data` where the DataLoader could be timed.
+    """
+
+    DATA = "data"
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    COMMUNICATION = "communication"
+    OPTIMIZER = "optimizer"
+    STEP = "step"
+    COMPUTE = "compute"
+    WAIT = "wait"
+
+
+def _f(name: str, typ: pa.DataType, nullable: bool = True) -> pa.Field:
+    return pa.field(name, typ, nullable=nullable)
+
+
+_FIELDS: Mapping[SignalKind, list[pa.Field]] = {
+    # rank x step x phase; durations are intra-rank so host clock offsets do not matter.
+    SignalKind.TIMELINE: [
+        _f("rank", pa.int32(), False),
+        _f("local_rank", pa.int16()),
+        _f("step", pa.int64(), False),
+        _f("phase", pa.string(), False),
+        _f("start_ts", _TS),
+        _f("duration_ns", pa.int64(), False),
+        _f("tokens", pa.int64()),  # tokens this rank processed in this step (packed batches)
+        _f("source", pa.string()),  # cuda_event | perf_counter | flight_recorder
+    ],
+    # rank x process group x seq, from Flight Recorder dumps or the runtime's own traces.
+    SignalKind.COLLECTIVES: [
+        _f("rank", pa.int32(), False),
+        _f("pg_name", pa.string(), False),
+        _f("pg_desc", pa.string()),
+        _f("pg_ranks", pa.list_(pa.int32())),  # global ranks of the group, null if unknown (gloo)
+        _f("seq", pa.int64()),  # collective_seq_id within the group; null for p2p
+        _f("p2p_seq", pa.int64()),
+        _f("record_id", pa.int64()),
+        _f("op", pa.string(), False),  # all_reduce, broadcast, all_gather, barrier, send, recv, ...
+        _f("input_sizes", pa.list_(pa.list_(pa.int64()))),
+        _f("output_sizes", pa.list_(pa.list_(pa.int64()))),
+        _f("input_dtypes", pa.list_(pa.string())),
+        _f("output_dtypes", pa.list_(pa.string())),
+        _f("enqueue_ts", _TS),
+        _f("start_ts", _TS),
+        _f("end_ts", _TS),
+        _f("state", pa.string()),  # scheduled | started | completed
+        _f("retired", pa.bool_()),
+        _f("timeout_ms", pa.int64()),
+        _f("frames", pa.string()),  # JSON list of {name, filename, line}, innermost last
+    ],
+    SignalKind.GPU_METRICS: [
+        _f("ts", _TS, False),
+        _f("gpu", pa.int16(), False),
+        _f("gpu_uuid", pa.string()),
+        _f("pci_bus_id", pa.string()),
+        _f("sm_util_pct", pa.float32()),
+        _f("mem_util_pct", pa.float32()),
+        _f("power_w", pa.float32()),
+        _f("power_limit_w", pa.float32()),
+        _f("temp_c", pa.float32()),
+        _f("sm_clock_mhz", pa.int32()),
+        _f("sm_clock_max_mhz", pa.int32()),
+        _f("mem_used_bytes", pa.int64()),
+        _f("mem_total_bytes", pa.int64()),
+        _f("pcie_link_gen", pa.int8()),
+        _f("pcie_link_gen_max", pa.int8()),
+        _f("pcie_link_width", pa.int8()),
+        _f("pcie_link_width_max", pa.int8()),
+        _f("ecc_sbe_volatile", pa.int64()),
+        _f("ecc_dbe_volatile", pa.int64()),
+        _f("ecc_sbe_total", pa.int64()),
+        _f("ecc_dbe_total", pa.int64()),
+        _f("retired_pages", pa.int64()),
+        _f("nvlink_crc_errors_total", pa.int64()),
+        _f("throttle_reasons", pa.uint64()),  # NVML clocks-event-reasons bitmask
+        _f("xid", pa.int32()),  # last Xid seen on this GPU, null if none
+    ],
+    SignalKind.HOST_METRICS: [
+        _f("ts", _TS, False),
+        _f("cpu_util_pct", pa.float32()),
+        _f("mem_used_bytes", pa.int64()),
+        _f("mem_total_bytes", pa.int64()),
+        _f("net_rx_bytes_per_s", pa.float64()),
+        _f("net_tx_bytes_per_s", pa.float64()),
+        _f("load1", pa.float32()),
+        _f("gpu_count", pa.int16()),  # GPUs NVML enumerates now: a drop is a lost GPU
+    ],
+    # Parsed, classified log lines (rank logs, kernel logs, pasted logs).
+    SignalKind.LOG_EVENTS: [
+        _f("ts", _TS),
+        _f("source", pa.string(), False),  # file the line came from
+        _f("line_no", pa.int64(), False),
+        _f("rank", pa.int32()),
+        _f("kind", pa.string()),  # a FindingKind value, null for context lines
+        _f("category", pa.string()),
+        _f("severity", pa.string()),
+        _f("signature", pa.string()),  # name of the rule that matched
+        _f("pg", pa.string()),
+        _f("seq", pa.int64()),
+        _f("op", pa.string()),
+        _f("xid", pa.int32()),
+        _f("gpu_pci", pa.string()),
+        _f("exit_code", pa.int32()),
+        _f("message", pa.string(), False),
+    ],
+    # Python stacks of live ranks (py-spy dump, faulthandler/dump_traceback, FR frames).
+    SignalKind.STACKS: [
+        _f("ts", _TS),
+        _f("rank", pa.int32(), False),
+        _f("pid", pa.int32()),
+        _f("thread", pa.string()),
+        _f("depth", pa.int16(), False),  # 0 = innermost frame (where the thread is now)
+        _f("function", pa.string(), False),
+        _f("filename", pa.string()),
+        _f("line", pa.int32()),
+        _f("source", pa.string()),  # py-spy | dump_traceback | flight_recorder
+    ],
+    # host x kind: did collection work, and if not, why (missing data is never silent).
+    SignalKind.COLLECTION_STATUS: [
+        _f("kind", pa.string(), False),
+        _f("ok", pa.bool_(), False),
+        _f("rows", pa.int64()),
+        _f("bytes", pa.int64()),
+        _f("duration_s", pa.float64()),
+        _f("error_type", pa.string()),
+        _f("error", pa.string()),
+        _f("started_ts", _TS),
+    ],
+    SignalKind.HOST_FACTS: [
+        _f("collected_ts", _TS),
+        _f("kernel", pa.string()),
+        _f("driver_version", pa.string()),
+        _f("cuda_version", pa.string()),
+        _f("nccl_version", pa.string()),
+        _f("torch_version", pa.string()),
+        _f("python_version", pa.string()),
+        _f("gpu_model", pa.string()),
+        _f("gpu_count", pa.int16()),
+    ],
+}
+
+
+def _schema(kind: SignalKind) -> pa.Schema:
+    return pa.schema(
+        _FIELDS[kind],
+        metadata={META_KIND: kind.value.encode(), META_VERSION: str(SCHEMA_VERSION).encode()},
+    )
+
+
+SCHEMAS: Mapping[SignalKind, pa.Schema] = {k: _schema(k) for k in SignalKind}
+
+
+def schema_for(kind: SignalKind | str) -> pa.Schema:
+    """The file schema of a kind (without the `host` partition column)."""
+    return SCHEMAS[SignalKind(kind)]
+
+
+def empty_table(kind: SignalKind | str) -> pa.Table:
+    return schema_for(kind).empty_table()
