@@ -6,12 +6,12 @@ traceback unless -vv), 2 usage, 3 findings at or above --fail-on.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
 
 from trainctl import __version__
-from trainctl.cli import diagnose as diagnose_cmd
 from trainctl.cli.console import err, setup_logging
 from trainctl.errors import TrainctlError
 
@@ -39,7 +39,18 @@ def _root(
     setup_logging(verbose)
 
 
-app.command("diagnose")(diagnose_cmd.diagnose)
+# One line per command: (name, module under trainctl.cli, function). Modules are imported when
+# the app is built; keep torch imports inside command bodies so `trainctl diagnose` starts fast.
+COMMANDS: list[tuple[str, str, str]] = [
+    ("diagnose", "diagnose", "diagnose"),
+]
+# Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
+GROUPS: list[tuple[str, str, str]] = []
+
+for _name, _mod, _fn in COMMANDS:
+    app.command(_name)(getattr(importlib.import_module(f"trainctl.cli.{_mod}"), _fn))
+for _name, _mod, _attr in GROUPS:
+    app.add_typer(getattr(importlib.import_module(f"trainctl.cli.{_mod}"), _attr), name=_name)
 
 
 def main(argv: list[str] | None = None) -> None:
