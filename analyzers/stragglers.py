@@ -1,0 +1,445 @@
+"""Straggler analysis over the `timeline` table (rank x step x phase durations).
+
+Two steps, as in HTA's straggler analysis ("compute a metric", then "pick candidates"):
+
+1. `window_stats` (DuckDB, out of core): per (rank, phase, window of steps), the median per-step
+   duration of that phase. Works on a loaded `pa.Table` or a lazy `pyarrow.dataset.Dataset`; only
+   the small aggregate (ranks x phases x windows rows) reaches pandas.
+2. `find_stragglers` (plain pandas/numpy on the aggregate): each rank's window median is divided by
+   the median of the *other* ranks in the same window and phase. A ratio of 1.5 means the rank took
+   1.5x as long as a typical peer for the same steps.
+
+Why this shape:
+- Only intra-rank durations are compared, never timestamps across hosts, so clock offsets between
+  hosts do not matter.
+- Comparing ranks within the same steps cancels everything the whole job shares: a job-wide
+  slowdown, a slow shared filesystem, or steps with longer sequences all move the peers' median too.
+- Where `tokens` is set, work phases are compared per token (rescaled to the job's mean tokens per
+  step so the numbers still read as ms): a rank that packs more tokens is not slow for it.
+- Medians over a window ignore single slow steps (GC pause, checkpoint), and a finding needs
+  `min_windows` slow windows that cover at least `persistence` of its step range: short blips are
+  not stragglers.
+- In synchronous training every healthy rank *waits* for the straggler, so their `communication` /
+  `wait` time grows by what the straggler's work phases grew. The culprit is the rank whose own
+  work (data, forward, backward, compute, optimizer) is long. A communication straggler is only
+  claimed when its collective time is long while its work is normal *and* no rank has a work
+  slowdown at the same steps that its peers could be waiting for; even then confidence is capped,
+  because phase timings alone cannot tell a slow link from a group waiting on something untimed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.schemas import Phase, SignalKind
+from trainctl.signals import Signals, TableLike
+
+__all__ = [
+    "PHASE_CATEGORY",
+    "WORK_PHASES",
+    "COMM_PHASES",
+    "TOKEN_SCALED_PHASES",
+    "window_stats",
+    "find_stragglers",
+    "analyze",
+]
+
+logger = logging.getLogger(__name__)
+
+# What each timed phase says about a slow rank. `step` (the whole step) is not compared: in
+# synchronous training every rank's step takes the same time, straggler or not.
+PHASE_CATEGORY: Mapping[str, Category] = {
+    Phase.DATA.value: Category.DATA,
+    Phase.FORWARD.value: Category.COMPUTE,
+    Phase.BACKWARD.value: Category.COMPUTE,
+    Phase.COMPUTE.value: Category.COMPUTE,
+    Phase.OPTIMIZER.value: Category.COMPUTE,
+    Phase.COMMUNICATION.value: Category.COMMUNICATION,
+    Phase.WAIT.value: Category.COMMUNICATION,
+}
+WORK_PHASES = frozenset(p for p, c in PHASE_CATEGORY.items() if c is not Category.COMMUNICATION)
+COMM_PHASES = frozenset(p for p, c in PHASE_CATEGORY.items() if c is Category.COMMUNICATION)
+# Phases whose cost grows with the tokens of the step; gradients (communication) and the
+# optimizer step do not depend on the batch.
+TOKEN_SCALED_PHASES = frozenset({Phase.DATA.value, Phase.FORWARD.value, Phase.BACKWARD.value, Phase.COMPUTE.value})
+# Order in which phases are named in summaries.
+_PHASE_ORDER = [p.value for p in Phase]
+
+# Windows when `window_steps` is not given: about this many per run, each 1..50 steps.
+_AUTO_WINDOWS = 10
+_MAX_AUTO_WINDOW_STEPS = 50
+
+
+def _sql_list(values: Iterable[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(values))
+
+
+def window_stats(timeline: TableLike, *, window_steps: int | None = None) -> tuple[pd.DataFrame, int]:
+    """Aggregate a timeline to per (rank, phase, window) medians with DuckDB.
+
+    Args:
+        timeline: the `timeline` table (trainctl.schemas), a `pa.Table` or a lazy
+            `pyarrow.dataset.Dataset`; DuckDB scans it directly, reading only the needed columns.
+        window_steps: steps per window; None picks about ten windows per run (1..50 steps each).
+
+    Returns:
+        (stats, window_steps). `stats` has one row per (rank, phase, window) with columns rank,
+        phase, win, n (rows), first_step, last_step and v_ns: the median per-step duration in ns.
+        For token-scaled phases with `tokens` > 0, v_ns is the duration rescaled to the job's mean
+        tokens per step (duration x mean_tokens / tokens), so ranks are compared per token while
+        the number still reads as a step's time.
+    """
+    con = duckdb.connect()
+    try:
+        con.register("timeline", timeline)
+        phases = _sql_list(PHASE_CATEGORY)
+        scaled = _sql_list(TOKEN_SCALED_PHASES)
+        min_step, max_step, mean_tokens = con.execute(
+            f"SELECT min(step), max(step), avg(tokens) FILTER (WHERE tokens > 0 AND phase IN ({scaled})) "
+            f"FROM timeline WHERE phase IN ({phases})"
+        ).fetchone()
+        if min_step is None:
+            return _empty_stats(), window_steps or 1
+        if window_steps is None:
+            n_steps = int(max_step) - int(min_step) + 1
+            window_steps = int(min(_MAX_AUTO_WINDOW_STEPS, max(1, n_steps // _AUTO_WINDOWS)))
+        if window_steps < 1:
+            raise ValueError(f"window_steps must be >= 1, got {window_steps}")
+        if mean_tokens is None:
+            value = "duration_ns::DOUBLE"
+        else:
+            value = (
+                f"CASE WHEN tokens > 0 AND phase IN ({scaled}) "
+                f"THEN duration_ns * ({float(mean_tokens)!r} / tokens) ELSE duration_ns::DOUBLE END"
+            )
+        stats = con.execute(
+            f"""
+            SELECT rank, phase, (step - {int(min_step)}) // {int(window_steps)} AS win,
+                   count(*) AS n, min(step) AS first_step, max(step) AS last_step,
+                   median({value}) AS v_ns
+            FROM timeline
+            WHERE phase IN ({phases})
+            GROUP BY ALL
+            """
+        ).df()
+    finally:
+        con.close()
+    stats["rank"] = stats["rank"].astype(np.int64)
+    stats["win"] = stats["win"].astype(np.int64)
+    return stats, window_steps
+
+
+def _empty_stats() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "rank": pd.Series(dtype=np.int64), "phase": pd.Series(dtype=object), "win": pd.Series(dtype=np.int64),
+            "n": pd.Series(dtype=np.int64), "first_step": pd.Series(dtype=np.int64),
+            "last_step": pd.Series(dtype=np.int64), "v_ns": pd.Series(dtype=np.float64),
+        }
+    )
+
+
+def _peer_median(stats: pd.DataFrame) -> np.ndarray:
+    """Median of v_ns over the *other* ranks of each (phase, win) group, aligned with `stats`.
+
+    Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
+    would otherwise be compared with a median that already contains half of its own slowness.
+    """
+    order = np.lexsort((stats["v_ns"].to_numpy(), stats["win"].to_numpy(), stats["phase"].to_numpy()))
+    s = stats.iloc[order]
+    v = s["v_ns"].to_numpy(dtype=np.float64)
+    key = s["phase"].astype(str).to_numpy() + "\x00" + s["win"].astype(str).to_numpy()
+    new_group = np.r_[True, key[1:] != key[:-1]]
+    group_id = np.cumsum(new_group) - 1
+    starts = np.flatnonzero(new_group)
+    sizes = np.diff(np.r_[starts, len(v)])
+    start = starts[group_id]
+    pos = np.arange(len(v)) - start  # position of this rank inside its sorted group
+    m = sizes[group_id] - 1  # peers left when this rank is removed
+
+    def kth(k: np.ndarray) -> np.ndarray:
+        # k-th smallest of the group without this rank: skip over its own position.
+        idx = start + np.where(k < pos, k, k + 1)
+        return v[np.clip(idx, 0, len(v) - 1)]
+
+    half = m // 2
+    odd = kth(half)
+    even = (kth(np.maximum(half - 1, 0)) + kth(half)) / 2.0
+    med = np.where(m % 2 == 1, odd, even)
+    med = np.where(m >= 1, med, np.nan)
+    out = np.empty(len(v))
+    out[order] = med
+    return out
+
+
+@dataclass(frozen=True)
+class _Episode:
+    """A run of slow windows of one (rank, phase)."""
+
+    rank: int
+    phase: str
+    wins: tuple[int, ...]  # the slow windows
+    first_step: int
+    last_step: int
+    span_windows: int  # windows from the first slow one to the last, slow or not
+    ratio: float  # median over the slow windows of rank / peer median
+    rank_ms: float
+    peer_ms: float
+
+
+def _episodes(g: pd.DataFrame, *, min_windows: int, persistence: float) -> list[_Episode]:
+    """Group one (rank, phase)'s slow windows into episodes that are `persistence` dense."""
+    slow = g[g["slow"]].sort_values("win")
+    runs: list[list[int]] = []
+    for w in slow["win"].tolist():
+        if runs:
+            cur = runs[-1]
+            if (len(cur) + 1) / (w - cur[0] + 1) >= persistence:
+                cur.append(w)
+                continue
+        runs.append([w])
+    out = []
+    for run in runs:
+        if len(run) < min_windows:
+            continue
+        rows = slow[slow["win"].isin(run)]
+        out.append(
+            _Episode(
+                rank=int(g["rank"].iloc[0]),
+                phase=str(g["phase"].iloc[0]),
+                wins=tuple(run),
+                first_step=int(rows["first_step"].min()),
+                last_step=int(rows["last_step"].max()),
+                span_windows=run[-1] - run[0] + 1,
+                ratio=float(rows["ratio"].median()),
+                rank_ms=float(rows["v_ns"].median() / 1e6),
+                peer_ms=float(rows["peer_ns"].median() / 1e6),
+            )
+        )
+    return out
+
+
+def _overlaps(a: _Episode, b: _Episode) -> bool:
+    return a.first_step <= b.last_step and b.first_step <= a.last_step
+
+
+def _fmt_phases(phases: Iterable[str]) -> str:
+    return "+".join(sorted(phases, key=lambda p: _PHASE_ORDER.index(p) if p in _PHASE_ORDER else 99))
+
+
+def find_stragglers(
+    timeline: TableLike,
+    *,
+    rank_to_host: Mapping[int, str] | None = None,
+    warn_factor: float = 1.2,
+    critical_factor: float = 2.0,
+    window_steps: int | None = None,
+    min_windows: int = 3,
+    persistence: float = 0.75,
+    comm_confidence_cap: float = 0.6,
+) -> list[Finding]:
+    """Find ranks that are persistently slower than their peers in their own work.
+
+    Args:
+        timeline: the `timeline` table (pa.Table or lazy pyarrow Dataset). A `host` column (added
+            by trainctl.dataset readers) names hosts when `rank_to_host` does not.
+        rank_to_host: rank -> host from the run's RunInfo; wins over the `host` column.
+        warn_factor: a window is slow when the rank's median phase time is at least this many
+            times its peers' median (1.2 = 20% slower); the finding is a warning from here.
+        critical_factor: a finding whose slowdown reaches this factor is critical (2.0 = twice as
+            long as the median peer).
+        window_steps: steps per window; None = about ten windows per run, 1..50 steps each.
+        min_windows: slow windows an episode needs; with `window_steps` this is the shortest
+            slowdown (in steps) that is reported.
+        persistence: fraction of the windows between an episode's first and last slow window that
+            must be slow (0.75: one healthy window in four is tolerated).
+        comm_confidence_cap: highest confidence of a communication straggler (see module notes).
+
+    Returns:
+        One Finding per straggling rank, kind `straggler`, category compute/data/communication.
+        `evidence` holds `slowdown` (rank / median peer time of the phases named in the summary),
+        `phase`, `phases` (each slow phase's factor and ms), `steps` [first, last], `rank_ms` and
+        `median_ms` (per-step ms of those phases; work phases at the job's mean tokens per step),
+        `windows` (slow / spanned, `window_steps` each).
+    """
+    if not 1.0 < warn_factor <= critical_factor:
+        raise ValueError(f"need 1 < warn_factor <= critical_factor, got {warn_factor} and {critical_factor}")
+    if not 0.0 < persistence <= 1.0:
+        raise ValueError(f"persistence must be in (0, 1], got {persistence}")
+    stats, window_steps = window_stats(timeline, window_steps=window_steps)
+    if stats.empty:
+        return []
+    stats = stats[stats["v_ns"] > 0].copy()
+    stats["peer_ns"] = _peer_median(stats)
+    stats = stats[stats["peer_ns"] > 0]
+    stats["ratio"] = stats["v_ns"] / stats["peer_ns"]
+    stats["slow"] = stats["ratio"] >= warn_factor
+    # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below.
+    slow_counts = stats[stats["slow"]].groupby(["rank", "phase"]).size()
+    candidates = slow_counts[slow_counts >= min_windows].index
+    if len(candidates) == 0:
+        return []
+    cand = stats.set_index(["rank", "phase"]).loc[candidates].reset_index()
+    episodes: list[_Episode] = []
+    for _, g in cand.groupby(["rank", "phase"], sort=True):
+        episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
+    work = [e for e in episodes if e.phase in WORK_PHASES]
+    comm = [e for e in episodes if e.phase in COMM_PHASES]
+
+    by_rank: dict[int, list[_Episode]] = {}
+    for e in work:
+        by_rank.setdefault(e.rank, []).append(e)
+    # A rank with long collectives is a suspect only if nobody's work was slow at those steps
+    # (otherwise it is waiting for them) and its own work was not short (a fast rank waits longer).
+    comm_suspects: dict[int, list[_Episode]] = {}
+    for e in comm:
+        if e.rank in by_rank or any(_overlaps(e, w) for w in work):
+            continue
+        if _work_deficit_explains(stats, e, window_steps):
+            continue
+        comm_suspects.setdefault(e.rank, []).append(e)
+
+    hosts = dict(rank_to_host or {})
+    wanted = set(by_rank) | set(comm_suspects)
+    if wanted - set(hosts):
+        hosts.update({r: h for r, h in _hosts_of(timeline, wanted - set(hosts)).items()})
+
+    findings = []
+    for rank, eps in sorted(by_rank.items()):
+        findings.append(
+            _finding(rank, hosts.get(rank), _work_category(eps), eps, window_steps=window_steps,
+                     warn_factor=warn_factor, critical_factor=critical_factor, min_windows=min_windows, cap=1.0)
+        )
+    for rank, eps in sorted(comm_suspects.items()):
+        findings.append(
+            _finding(rank, hosts.get(rank), (Category.COMMUNICATION, eps), eps, window_steps=window_steps,
+                     warn_factor=warn_factor, critical_factor=critical_factor, min_windows=min_windows,
+                     cap=comm_confidence_cap)
+        )
+    return findings
+
+
+def _work_deficit_explains(stats: pd.DataFrame, e: _Episode, window_steps: int) -> bool:
+    """True when the rank's extra collective time is mostly time its short work left it waiting."""
+    rows = stats[(stats["rank"] == e.rank) & stats["win"].isin(e.wins)]
+    work = rows[rows["phase"].isin(WORK_PHASES)].assign(short_ns=lambda d: (d["peer_ns"] - d["v_ns"]).clip(lower=0))
+    if work.empty:
+        return False
+    # User-script `compute` already contains `data`: take the larger of it and the other phases' sum.
+    is_compute = work["phase"] == Phase.COMPUTE.value
+    other = work[~is_compute].groupby("win")["short_ns"].sum()
+    compute = work[is_compute].groupby("win")["short_ns"].sum()
+    deficit = float(pd.concat([other, compute], axis=1).fillna(0.0).max(axis=1).median())
+    excess = (e.rank_ms - e.peer_ms) * 1e6
+    return deficit > 0.5 * excess
+
+
+def _work_category(eps: list[_Episode]) -> tuple[Category, list[_Episode]]:
+    """Pick data vs compute by which phases' extra time per step is larger.
+
+    User-script timelines time `compute` from step start to the first collective, which includes
+    the input pipeline when `data` is timed too; so data's excess is taken out of compute's.
+    """
+    excess = {e.phase: e.rank_ms - e.peer_ms for e in eps}
+    data_ex = sum(v for p, v in excess.items() if PHASE_CATEGORY[p] is Category.DATA)
+    compute_ex = sum(v for p, v in excess.items() if PHASE_CATEGORY[p] is Category.COMPUTE)
+    if Phase.COMPUTE.value in excess and data_ex > 0:
+        compute_ex = max(0.0, compute_ex - min(data_ex, excess[Phase.COMPUTE.value]))
+    cat = Category.DATA if data_ex >= compute_ex else Category.COMPUTE
+    chosen = [e for e in eps if PHASE_CATEGORY[e.phase] is cat]
+    if cat is Category.DATA and Phase.COMPUTE.value in excess:
+        chosen = chosen or [e for e in eps if e.phase == Phase.COMPUTE.value]
+    return cat, chosen
+
+
+def _finding(
+    rank: int,
+    host: str | None,
+    cat_eps: tuple[Category, list[_Episode]],
+    all_eps: list[_Episode],
+    *,
+    window_steps: int,
+    warn_factor: float,
+    critical_factor: float,
+    min_windows: int,
+    cap: float,
+) -> Finding:
+    category, eps = cat_eps
+    rank_ms = sum(e.rank_ms for e in eps)
+    peer_ms = sum(e.peer_ms for e in eps)
+    slowdown = rank_ms / peer_ms if peer_ms > 0 else max(e.ratio for e in eps)
+    first = min(e.first_step for e in eps)
+    last = max(e.last_step for e in eps)
+    main = max(eps, key=lambda e: e.rank_ms - e.peer_ms)
+    severity = Severity.CRITICAL if slowdown >= critical_factor else Severity.WARNING
+    # Confidence: how persistent (slow windows, density) and how far above the warning line.
+    n_slow = max(len(e.wins) for e in eps)
+    density = min(len(e.wins) / e.span_windows for e in eps)
+    persist = min(1.0, n_slow / (2 * min_windows)) * density
+    margin = min(1.0, max(0.0, (slowdown - warn_factor) / (warn_factor - 1.0)))
+    confidence = min(cap, 0.99, 0.4 + 0.3 * persist + 0.3 * margin)
+    phases = _fmt_phases({e.phase for e in eps})
+    where = f"rank {rank}" + (f" on {host}" if host else "")
+    if category is Category.COMMUNICATION:
+        summary = (f"{where} spends {slowdown:.2f}x the median {phases} time (steps {first}-{last}) "
+                   "while its own work is normal and its peers do not wait for it")
+    else:
+        summary = f"{where} spends {slowdown:.2f}x the median {phases} time (steps {first}-{last})"
+    evidence = {
+        "slowdown": round(slowdown, 3),
+        "phase": main.phase,
+        "steps": [first, last],
+        "rank_ms": round(rank_ms, 3),
+        "median_ms": round(peer_ms, 3),
+        "phases": {
+            e.phase: {"slowdown": round(e.ratio, 3), "rank_ms": round(e.rank_ms, 3), "median_ms": round(e.peer_ms, 3),
+                      "steps": [e.first_step, e.last_step]}
+            for e in sorted(all_eps, key=lambda e: e.phase)
+        },
+        "windows": {"slow": n_slow, "spanned": max(e.span_windows for e in eps), "window_steps": window_steps},
+        "compared_with": "median of the other ranks at the same steps",
+    }
+    return Finding(
+        kind=FindingKind.STRAGGLER,
+        severity=severity,
+        summary=summary,
+        category=category,
+        hosts=(host,) if host else (),
+        ranks=(rank,),
+        confidence=round(confidence, 3),
+        evidence=evidence,
+    )
+
+
+def _hosts_of(timeline: TableLike, ranks: set[int]) -> dict[int, str]:
+    """rank -> host from the table's `host` column, for the few ranks that need naming."""
+    names = timeline.schema.names
+    if "host" not in names:
+        return {}
+    want = pa.array(sorted(ranks), pa.int32())
+    if isinstance(timeline, pads.Dataset):
+        t = timeline.to_table(columns=["rank", "host"], filter=pads.field("rank").isin(want))
+    else:
+        t = timeline.select(["rank", "host"]).filter(pc.is_in(timeline["rank"], value_set=want))
+    out: dict[int, str] = {}
+    for r, h in zip(t["rank"].to_pylist(), t["host"].to_pylist()):
+        if h is not None:
+            out.setdefault(int(r), str(h))
+    return out
+
+
+def analyze(signals: Signals) -> list[Finding]:
+    timeline = signals.tables.get(SignalKind.TIMELINE)
+    if timeline is None:
+        return []
+    return find_stragglers(timeline, rank_to_host=signals.rank_to_host())
