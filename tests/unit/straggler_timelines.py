@@ -30,7 +30,7 @@ def make_timeline(
     shape: str = "reference",
     slow_rank: int | Sequence[int] | None = None,
     factor: float = 1.5,
-    phase: str | Sequence[str] = "forward",
+    phase: str | Sequence[str] | None = None,
     slow_steps: tuple[int, int] | None = None,
     jitter: float = 0.05,
     job_slowdown: tuple[int, float] | None = None,
@@ -46,7 +46,8 @@ def make_timeline(
         shape: "reference" (data/forward/backward/communication/optimizer [+ step]) or "script"
             (data/compute/wait [+ step]; compute includes data, as the shim measures it).
         slow_rank, factor, phase, slow_steps: those ranks' `phase` durations are multiplied by
-            `factor` for steps in [start, end) (all steps when None).
+            `factor` for steps in [start, end) (all steps when None); phase None = forward
+            (reference) or compute (script).
         jitter: sigma of the lognormal noise on every duration (0.05 ~ 5%).
         job_slowdown: (from_step, factor): every rank's work slows down together from that step.
         tokens: f(rng, ranks, steps) -> [ranks, steps] tokens; work durations scale with
@@ -57,6 +58,7 @@ def make_timeline(
     rng = np.random.default_rng(seed)
     base = dict(REFERENCE_MS if shape == "reference" else SCRIPT_MS)
     slow = [] if slow_rank is None else ([slow_rank] if isinstance(slow_rank, int) else list(slow_rank))
+    phase = phase or ("forward" if shape == "reference" else "compute")
     slow_phases = [phase] if isinstance(phase, str) else list(phase)
     for p in slow_phases:
         assert p in base, f"phase {p} is not in the {shape} shape"

@@ -1,0 +1,179 @@
+"""The straggler analyzer on synthetic synchronous-training timelines (tests/unit/straggler_timelines.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pytest
+
+from trainctl import dataset
+from trainctl.analyzers import ANALYZERS
+from trainctl.analyzers.stragglers import find_stragglers, window_stats
+from trainctl.findings import Category, FindingKind, Severity
+from trainctl.schemas import SignalKind
+
+from straggler_timelines import host_of, make_timeline
+
+TCase = namedtuple("TCase", "name kwargs rank host category severity phases steps")
+
+CULPRITS = [
+    TCase("forward 1.5x", dict(slow_rank=3), 3, "node02", Category.COMPUTE, Severity.WARNING, "forward", [0, 199]),
+    TCase("backward 1.3x on 2 ranks only", dict(ranks=2, per_host=1, slow_rank=1, factor=1.3, phase="backward"),
+          1, "node02", Category.COMPUTE, Severity.WARNING, "backward", [0, 199]),
+    TCase("forward+backward 2.5x from step 60", dict(slow_rank=4, factor=2.5, phase=["forward", "backward"], slow_steps=(60, 200)),
+          4, "node03", Category.COMPUTE, Severity.CRITICAL, "forward+backward", [60, 199]),
+    TCase("forward 1.5x during steps 100-159", dict(slow_rank=7, phase="forward", slow_steps=(100, 160)),
+          7, "node04", Category.COMPUTE, Severity.WARNING, "forward", [100, 159]),
+    TCase("input pipeline 3x", dict(slow_rank=6, factor=3.0, phase="data"), 6, "node04", Category.DATA, Severity.CRITICAL, "data", [0, 199]),
+    TCase("optimizer 1.4x", dict(slow_rank=0, factor=1.4, phase="optimizer"), 0, "node01", Category.COMPUTE, Severity.WARNING, "optimizer", [0, 199]),
+    TCase("script: compute 1.5x", dict(shape="script", slow_rank=5, phase="compute"), 5, "node03", Category.COMPUTE, Severity.WARNING, "compute", [0, 199]),
+    TCase("script: compute 1.4x, 4 ranks, 30 steps", dict(shape="script", ranks=4, steps=30, slow_rank=2, factor=1.4, phase="compute"),
+          2, "node02", Category.COMPUTE, Severity.WARNING, "compute", [0, 29]),
+    # `compute` contains the input time in user-script timelines: the data phase explains it.
+    TCase("script: data 3x", dict(shape="script", slow_rank=1, factor=3.0, phase="data"), 1, "node01", Category.DATA, Severity.CRITICAL, "data", [0, 199]),
+    TCase("script without step rows", dict(shape="script", slow_rank=3, phase="compute", with_step=False), 3, "node02", Category.COMPUTE, Severity.WARNING, "compute", [0, 199]),
+    # Tokens differ per rank and step; this rank is slow per token, not because it got more tokens.
+    TCase("forward 1.5x with varying tokens", dict(slow_rank=2, tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s))),
+          2, "node02", Category.COMPUTE, Severity.WARNING, "forward", [0, 199]),
+    # One rank's collective is slow while its work is normal and nobody waits for it.
+    TCase("communication +15 ms", dict(comm_extra_ms={5: 15.0}), 5, "node03", Category.COMMUNICATION, Severity.WARNING, "communication", [0, 199]),
+]
+
+
+@pytest.mark.parametrize("case", CULPRITS, ids=[c.name for c in CULPRITS])
+def test_names_exactly_the_culprit(case: TCase) -> None:
+    findings = find_stragglers(make_timeline(**case.kwargs))
+    assert [(f.kind, f.ranks, f.hosts, f.category, f.severity) for f in findings] == [
+        (FindingKind.STRAGGLER, (case.rank,), (case.host,), case.category, case.severity)
+    ]
+    f = findings[0]
+    assert f.summary.startswith(f"rank {case.rank} on {case.host} spends ")
+    assert f"the median {case.phases} time (steps {case.steps[0]}-{case.steps[1]})" in f.summary
+    assert f.evidence["steps"] == case.steps
+    assert f.evidence["slowdown"] == pytest.approx(f.evidence["rank_ms"] / f.evidence["median_ms"], rel=1e-3)
+    assert f.playbook == "straggler"
+    json.dumps(f.to_dict())  # evidence is plain JSON
+
+
+def test_evidence_numbers_match_the_injected_slowdown() -> None:
+    f = find_stragglers(make_timeline(slow_rank=4, factor=2.5, phase=["forward", "backward"], slow_steps=(60, 200), jitter=0.02))[0]
+    assert f.evidence["slowdown"] == pytest.approx(2.5, rel=0.03)
+    # forward 30 ms and backward 60 ms on a healthy rank (straggler_timelines.REFERENCE_MS)
+    assert f.evidence["median_ms"] == pytest.approx(90.0, rel=0.03)
+    assert f.evidence["rank_ms"] == pytest.approx(225.0, rel=0.03)
+    assert set(f.evidence["phases"]) == {"forward", "backward"}
+    assert f.evidence["phases"]["forward"]["median_ms"] == pytest.approx(30.0, rel=0.03)
+    assert f.evidence["windows"] == {"slow": 7, "spanned": 7, "window_steps": 20}
+    assert f.confidence == 0.99
+
+
+NO_FINDING = [
+    ("clean run, 5% jitter", dict(jitter=0.05)),
+    ("clean run, 15% jitter", dict(jitter=0.15)),
+    ("clean run, 64 ranks", dict(ranks=64, per_host=8)),
+    ("whole job 2x slower from step 100", dict(job_slowdown=(100, 2.0))),
+    ("tokens vary per rank and step", dict(tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s)))),
+    # Same sequence lengths on every rank within a step, very different across steps.
+    ("tokens vary per step only", dict(tokens=lambda rng, r, s: np.tile(rng.integers(500, 16000, size=s), (r, 1)))),
+    ("blip: 3x for 35 steps (< 3 windows of 20)", dict(slow_rank=2, factor=3.0, phase="backward", slow_steps=(90, 125))),
+    ("blip: 5x for 10 steps", dict(slow_rank=2, factor=5.0, phase="forward", slow_steps=(50, 60))),
+    ("10% slower: below the 1.2x line", dict(slow_rank=1, factor=1.1)),
+    # A rank with less work waits longer in communication; it is not a straggler.
+    ("fast rank waits longer", dict(rank_scale={2: 0.6})),
+    ("script: fast rank waits longer", dict(shape="script", phase="compute", rank_scale={2: 0.6})),
+]
+
+
+@pytest.mark.parametrize("kwargs", [k for _, k in NO_FINDING], ids=[n for n, _ in NO_FINDING])
+def test_no_finding(kwargs: dict) -> None:
+    assert find_stragglers(make_timeline(**kwargs)) == []
+
+
+@pytest.mark.parametrize("shape, phase, wait_phase", [("reference", "forward", "communication"), ("script", "compute", "wait")])
+@pytest.mark.parametrize("ranks, slow", [(2, 0), (4, 3), (8, 5)])
+def test_waiting_ranks_are_never_blamed(shape: str, phase: str, wait_phase: str, ranks: int, slow: int) -> None:
+    t = make_timeline(shape=shape, ranks=ranks, slow_rank=slow, factor=2.0, phase=phase)
+    # The peers' wait phase really is much longer than the straggler's...
+    stats, _ = window_stats(t)
+    waits = stats[stats["phase"] == wait_phase].groupby("rank")["v_ns"].median()
+    assert all(waits[r] > 2 * waits[slow] for r in range(ranks) if r != slow)
+    # ... and still only the straggler is named.
+    assert [f.ranks for f in find_stragglers(t)] == [(slow,)]
+
+
+def test_two_stragglers_two_findings() -> None:
+    findings = find_stragglers(make_timeline(ranks=16, slow_rank=[3, 9], factor=1.6, phase="backward"))
+    assert [(f.ranks, f.hosts) for f in findings] == [((3,), ("node02",)), ((9,), ("node05",))]
+
+
+def test_rank_to_host_wins_over_host_column() -> None:
+    t = make_timeline(slow_rank=3)
+    assert find_stragglers(t, rank_to_host={3: "gpu-a17"})[0].hosts == ("gpu-a17",)
+    assert find_stragglers(t.drop_columns(["host"]))[0].hosts == ()
+
+
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        (dict(warn_factor=1.6), []),  # 1.5x is under a 1.6x warning line
+        (dict(critical_factor=1.4), [Severity.CRITICAL]),
+        (dict(min_windows=11), []),  # 200 steps / 20 = 10 windows
+        (dict(window_steps=50, min_windows=4), [Severity.WARNING]),
+        (dict(window_steps=50, min_windows=5), []),
+    ],
+)
+def test_thresholds_are_keyword_arguments(kwargs: dict, expected: list) -> None:
+    assert [f.severity for f in find_stragglers(make_timeline(slow_rank=3), **kwargs)] == expected
+
+
+def test_persistence_tolerates_healthy_windows() -> None:
+    # Alternating slow and healthy windows are 50% dense: not persistent at 0.75, persistent at 0.5.
+    alt = _alternating(window=20)
+    assert find_stragglers(alt) == []
+    assert [f.ranks for f in find_stragglers(alt, persistence=0.5)] == [(3,)]
+
+
+def _alternating(window: int):
+    import pyarrow as pa
+
+    slow = make_timeline(slow_rank=3, factor=1.6, seed=1)
+    fast = make_timeline(seed=1)
+    odd = pc.equal(pc.bit_wise_and(pc.divide(slow["step"], window), 1), 1)
+    rows = pc.if_else(odd, slow["duration_ns"], fast["duration_ns"])
+    return fast.set_column(fast.schema.get_field_index("duration_ns"), "duration_ns", rows.cast(pa.int64()))
+
+
+def test_dataset_input_gives_the_same_findings_as_table(tmp_path) -> None:
+    t = make_timeline(ranks=8, slow_rank=3, factor=1.7, phase="backward")
+    for h in sorted(set(t["host"].to_pylist())):
+        part = t.filter(pc.equal(t["host"], h))
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, part)
+    ds = dataset.open_dataset(tmp_path, SignalKind.TIMELINE)
+    assert isinstance(ds, pads.Dataset)
+    from_ds = find_stragglers(ds)
+    from_table = find_stragglers(dataset.read_table(tmp_path, SignalKind.TIMELINE))
+    assert from_ds == from_table
+    assert [(f.ranks, f.hosts) for f in from_ds] == [((3,), (host_of(3),))]
+
+
+def test_empty_and_unknown_phases() -> None:
+    t = make_timeline(slow_rank=3)
+    assert find_stragglers(t.slice(0, 0)) == []
+    only_step = t.filter(pc.equal(t["phase"], "step"))
+    assert find_stragglers(only_step) == []
+
+
+def test_bad_thresholds_raise() -> None:
+    with pytest.raises(ValueError, match="warn_factor"):
+        find_stragglers(make_timeline(), warn_factor=2.5, critical_factor=2.0)
+    with pytest.raises(ValueError, match="persistence"):
+        find_stragglers(make_timeline(), persistence=0.0)
+
+
+def test_registered_for_timeline() -> None:
+    (a,) = [a for a in ANALYZERS if a.name == "stragglers"]
+    assert a.requires == (SignalKind.TIMELINE,)
