@@ -39,6 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.schemas import Phase, SignalKind
@@ -101,7 +102,7 @@ def window_stats(timeline: TableLike, *, window_steps: int | None = None) -> tup
     """
     con = duckdb.connect()
     try:
-        con.register("timeline", timeline)
+        _register(con, timeline)
         phases = _sql_list(PHASE_CATEGORY)
         scaled = _sql_list(TOKEN_SCALED_PHASES)
         min_step, max_step, mean_tokens = con.execute(
@@ -137,6 +138,35 @@ def window_stats(timeline: TableLike, *, window_steps: int | None = None) -> tup
     stats["rank"] = stats["rank"].astype(np.int64)
     stats["win"] = stats["win"].astype(np.int64)
     return stats, window_steps
+
+
+def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> None:
+    """Expose `timeline` to DuckDB as a view with the columns the query needs.
+
+    A Dataset over local Parquet files is read by DuckDB's own Parquet reader (parallel, with
+    projection and filter pushdown): scanning it through Arrow's dataset scanner took 4x longer
+    on the 49M-row benchmark. Files may omit the nullable `tokens` column (trainctl.schemas), so
+    columns are unioned by name.
+    """
+    if isinstance(timeline, pads.FileSystemDataset) and isinstance(timeline.filesystem, pafs.LocalFileSystem):
+        files = [str(f) for f in timeline.files]
+        if not files:
+            con.register("timeline", timeline.schema.empty_table())
+            return
+        src = f"read_parquet([{_sql_list(files)}], union_by_name = true, hive_partitioning = false)"
+        try:
+            con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, tokens FROM {src}")
+        except duckdb.BinderException:  # no file has a tokens column
+            con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, NULL::BIGINT AS tokens FROM {src}")
+        return
+    if isinstance(timeline, pads.Dataset):
+        if "tokens" in timeline.schema.names:
+            con.register("timeline", timeline)
+            return
+        timeline = timeline.to_table(columns=["rank", "step", "phase", "duration_ns"])
+    if "tokens" not in timeline.column_names:
+        timeline = timeline.append_column("tokens", pa.nulls(timeline.num_rows, pa.int64()))
+    con.register("timeline", timeline)
 
 
 def _empty_stats() -> pd.DataFrame:

@@ -3,7 +3,7 @@
 The run dir it writes (default bench/out/timeline-8192) looks like what `trainctl launch` leaves:
 run.json (RunInfo, 8 ranks per host) plus `timeline/host=nodeNNNN/part-rank<R>-0.parquet`, one
 part per host holding its 8 ranks, written through trainctl.dataset.write_table (so the files are
-contract-valid). One rank (default 5003) is a compute straggler: its forward and backward take
+contract-valid). Durations are whole microseconds. One rank (default 5003) is a compute straggler: its forward and backward take
 `--factor` times longer from step 120 on, and, as in synchronous training, every other rank waits
 for it in `communication`. Durations carry lognormal jitter so the Parquet is not trivially small.
 
@@ -46,31 +46,32 @@ def host_table(ranks: np.ndarray, steps: int, *, slow_rank: int, factor: float, 
     # Synchronous training: everyone but the straggler waits for it inside the collective.
     dur["communication"][~is_slow] += slow_extra
     dur["step"] = sum(dur[p] for p in PHASE_MS)
-    cols = {"rank": [], "local_rank": [], "step": [], "phase": [], "start_ts": [], "duration_ns": [], "tokens": []}
+    # Rows in the order the runtime's spool writes them: per rank, step by step, phase by phase.
+    n_p = len(PHASES)
     base_ns = 1_795_000_000_000_000_000
     step_start = base_ns + np.cumsum(dur["step"], axis=1) - dur["step"]
-    offset = np.zeros((n_r, steps))
+    starts, offset = [], np.zeros((n_r, steps))
     for p in PHASES:
-        d = dur[p].astype(np.int64)
-        cols["rank"].append(np.repeat(ranks, steps))
-        cols["local_rank"].append(np.repeat(ranks % 8, steps))
-        cols["step"].append(np.tile(step, n_r))
-        cols["phase"].append(np.full(n_r * steps, p, dtype=object))
-        cols["start_ts"].append((step_start + (0 if p == "step" else offset)).astype(np.int64).ravel())
-        cols["duration_ns"].append(d.ravel())
-        cols["tokens"].append(np.full(n_r * steps, TOKENS, dtype=np.int64))
+        starts.append(step_start + (0 if p == "step" else offset))
         if p != "step":
             offset = offset + dur[p]
+    # Whole microseconds, the resolution of CUDA events (~0.5 us) and of most perf_counter use.
+    d = np.round(np.stack([dur[p] for p in PHASES], axis=-1) / 1e3).astype(np.int64) * 1000
+    ts = np.round(np.stack(starts, axis=-1) / 1e3).astype(np.int64) * 1000
+    shape = (n_r, steps, n_p)
+    n = n_r * steps * n_p
     return pa.table(
         {
-            "rank": pa.array(np.concatenate(cols["rank"]), pa.int32()),
-            "local_rank": pa.array(np.concatenate(cols["local_rank"]), pa.int16()),
-            "step": pa.array(np.concatenate(cols["step"]), pa.int64()),
-            "phase": pa.array(np.concatenate(cols["phase"]), pa.string()),
-            "start_ts": pa.array(np.concatenate(cols["start_ts"]), pa.timestamp("ns", tz="UTC")),
-            "duration_ns": pa.array(np.concatenate(cols["duration_ns"]), pa.int64()),
-            "tokens": pa.array(np.concatenate(cols["tokens"]), pa.int64()),
-            "source": pa.array(["perf_counter"] * (n_r * steps * len(PHASES)), pa.string()),
+            "rank": pa.array(np.broadcast_to(ranks[:, None, None], shape).ravel(), pa.int32()),
+            "local_rank": pa.array(np.broadcast_to((ranks % 8)[:, None, None], shape).ravel(), pa.int16()),
+            "step": pa.array(np.broadcast_to(step[None, :, None], shape).ravel(), pa.int64()),
+            "phase": pa.DictionaryArray.from_arrays(
+                pa.array(np.broadcast_to(np.arange(n_p, dtype=np.int32)[None, None, :], shape).ravel()), pa.array(PHASES)
+            ).cast(pa.string()),
+            "start_ts": pa.array(ts.ravel(), pa.timestamp("ns", tz="UTC")),
+            "duration_ns": pa.array(d.ravel(), pa.int64()),
+            "tokens": pa.array(np.full(n, TOKENS, dtype=np.int64), pa.int64()),
+            "source": pa.array(["perf_counter"] * n, pa.string()),
         }
     )
 

@@ -1,0 +1,112 @@
+"""Benchmark (b): straggler analysis of the 49M-row synthetic timeline (bench/gen_timeline.py).
+
+Each measurement runs in its own child process so peak RSS (ru_maxrss) is that measurement's own:
+  full      trainctl.ops.diagnosis.load_signals(DIR) -> stragglers.analyze (the `diagnose` path)
+  pandas    pyarrow read of the timeline + pandas groupby(rank, phase) median (the issue's baseline)
+  read      pyarrow read of the timeline alone (baseline)
+  duckdb    DuckDB median(duration_ns) per (rank, phase) straight over the files (reference)
+
+    .venv/bin/python bench/gen_timeline.py
+    .venv/bin/python bench/straggler_scale.py [--dir bench/out/timeline-8192] [--repeat 3] [--only full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_DIR = Path(__file__).parent / "out" / "timeline-8192"
+
+
+def _peak_rss_mib() -> float:
+    # Linux reports ru_maxrss in KiB; /proc's VmHWM says the same, read it when present.
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(what: str, root: Path) -> dict:
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = ru0.ru_utime + ru0.ru_stime
+    t0 = time.perf_counter()
+    detail: dict = {}
+    if what == "full":
+        from trainctl.analyzers import stragglers
+        from trainctl.ops.diagnosis import load_signals
+        from trainctl.schemas import SignalKind
+
+        signals = load_signals(root)
+        t1 = time.perf_counter()
+        findings = stragglers.analyze(signals)
+        detail = {
+            "load_signals_s": round(t1 - t0, 3),
+            "analyze_s": round(time.perf_counter() - t1, 3),
+            "lazy": type(signals.tables[SignalKind.TIMELINE]).__name__,
+            "findings": [f.summary for f in findings],
+        }
+    elif what in ("pandas", "read"):
+        import pyarrow.dataset as pads
+
+        ds = pads.dataset(root / "timeline", format="parquet", partitioning="hive")
+        table = ds.to_table()
+        detail["rows"] = table.num_rows
+        if what == "pandas":
+            med = table.to_pandas().groupby(["rank", "phase"])["duration_ns"].median()
+            detail["groups"] = len(med)
+    elif what == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        n = con.execute(
+            f"SELECT count(*) FROM (SELECT rank, phase, median(duration_ns) FROM read_parquet('{root}/timeline/*/*.parquet') GROUP BY ALL)"
+        ).fetchone()[0]
+        detail["groups"] = n
+    else:
+        raise SystemExit(f"unknown measurement {what!r}")
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    # CPU seconds (all threads) alongside wall time: on a shared machine wall time mostly measures
+    # the neighbours, CPU time what this path costs.
+    return {"what": what, "wall_s": round(time.perf_counter() - t0, 3), "cpu_s": round(ru.ru_utime + ru.ru_stime - cpu0, 3),
+            "peak_rss_mib": round(_peak_rss_mib(), 1), **detail}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=["full", "pandas", "read", "duckdb"])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if not (args.dir / "timeline").is_dir():
+        raise SystemExit(f"{args.dir}: no timeline; run bench/gen_timeline.py first")
+    if args.child:
+        print(json.dumps(measure(args.only, args.dir)))
+        return
+    size_mb = sum(p.stat().st_size for p in (args.dir / "timeline").rglob("*.parquet")) / 1e6
+    print(f"# {platform.node()} {platform.machine()} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} "
+          f"python={platform.python_version()} data={args.dir} ({size_mb:.0f} MB)", flush=True)
+    kinds = [args.only] if args.only else ["full", "read", "duckdb", "pandas"]
+    # Interleaved rounds, so a noisy neighbour hits every measurement alike.
+    for rnd in range(args.repeat):
+        for what in kinds:
+            out = subprocess.run([sys.executable, __file__, "--dir", str(args.dir), "--only", what, "--child"],
+                                 capture_output=True, text=True, check=True)
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            res["round"] = rnd
+            res["load1"] = round(os.getloadavg()[0], 1)
+            print(json.dumps(res), flush=True)
+
+
+if __name__ == "__main__":
+    main()
