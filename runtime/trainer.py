@@ -294,7 +294,8 @@ def write_error_file(run_dir: str, rank: int, exc: BaseException) -> None:
     """errors/rank-R.json in torchelastic's error-file format (torchrun also gets its own copy via @record)."""
     body = {"message": {"message": f"{type(exc).__name__}: {exc}", "extraInfo": {
         "py_callstack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        "timestamp": str(int(time.time()))}}}
+        # timestamp_ns (beyond torchelastic's seconds) orders failures within the same second
+        "timestamp": str(int(time.time())), "timestamp_ns": str(time.time_ns())}}}
     try:
         atomic_write_text(error_file_path(run_dir, rank), json.dumps(body))
     except OSError:
