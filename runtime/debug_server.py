@@ -41,10 +41,29 @@ def start(run_dir: str | os.PathLike[str], rank: int) -> Any | None:
     except (ImportError, AttributeError) as exc:
         log.warning("rank %d: torch has no _WorkerServer (%s); hang dumps will rely on py-spy", rank, exc)
         return None
+    _register_fr_trace_pickle(c10d)
     path = worker_socket_path(run_dir, rank)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)  # a stale socket from an earlier attempt would make bind fail
     return server_cls(str(path), -1)
+
+
+def _fr_trace_pickle(req: Any, resp: Any) -> None:
+    import torch._C._distributed_c10d as c10d
+
+    resp.set_content(c10d._dump_fr_trace(), "application/octet-stream")
+    resp.set_status(200)
+
+
+def _register_fr_trace_pickle(c10d: Any) -> None:
+    """torch 2.13's server has `fr_trace_json` but no pickle handler (it is NCCL-only upstream);
+    register `fr_trace` (pickle with Python stacks, what torchfrtrace reads). Python handler:
+    it needs the GIL, which a rank blocked in a gloo wait or a sleep does not hold."""
+    try:
+        if "fr_trace" not in c10d._get_handler_names():
+            c10d._register_handler("fr_trace", _fr_trace_pickle)
+    except (AttributeError, RuntimeError) as exc:
+        log.warning("fr_trace pickle handler not registered: %s", exc)
 
 
 def request(sock_path: str | os.PathLike[str], handler: str, *, timeout_s: float = 10.0) -> bytes:

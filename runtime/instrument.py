@@ -1,0 +1,229 @@
+"""Per-rank phase timelines, spooled to Parquet by a background thread.
+
+    rec = Recorder(run_dir, rank=r, local_rank=lr, host=h)
+    with rec.phase("forward"):
+        ...
+    rec.end_step(step, tokens=n)        # hands the step's rows to the writer thread
+    rec.close()                         # final flush (also registered atexit)
+
+On CPU a phase is timed with perf_counter_ns. On GPU it records a pair of CUDA events; the
+writer thread resolves their elapsed time later, so the step never synchronizes the device.
+Rows follow trainctl.schemas timeline; the spool writes `timeline/host=H/part-rank<R>-<chunk>.parquet`
+through trainctl.dataset.write_table (atomic rename, so readers never see half a file).
+The queue between the step and the writer is bounded: when the writer falls behind, rows are
+dropped and counted (logged at close) rather than ever blocking training.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+
+from trainctl import dataset
+from trainctl.schemas import SignalKind
+
+__all__ = ["Recorder", "TimelineSpool", "Row"]
+
+log = logging.getLogger(__name__)
+
+# (step, phase, start_ts_ns, duration_ns or a resolver returning it, tokens, source)
+Row = tuple[int, str, int, "int | Callable[[], int]", "int | None", str]
+
+_TS = pa.timestamp("ns", tz="UTC")
+
+
+class TimelineSpool:
+    """Background writer of one rank's timeline rows into Parquet parts in the run dir."""
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        *,
+        rank: int,
+        local_rank: int | None,
+        host: str,
+        flush_rows: int = 4096,
+        flush_interval_s: float = 2.0,
+        max_queue_batches: int = 10_000,
+    ) -> None:
+        self.run_dir, self.rank, self.local_rank, self.host = run_dir, rank, local_rank, host
+        self.flush_rows, self.flush_interval_s = flush_rows, flush_interval_s
+        self._q: queue.Queue[list[Row] | None] = queue.Queue(maxsize=max_queue_batches)
+        self._pending: list[Row] = []
+        self._chunk = 0
+        self.dropped_rows = 0
+        self.written_rows = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=f"trainctl-timeline-{rank}", daemon=True)
+        self._thread.start()
+        atexit.register(self.close)
+
+    def put(self, rows: list[Row]) -> None:
+        """Never blocks: a full queue drops the batch and counts it."""
+        if self._closed:
+            return
+        try:
+            self._q.put_nowait(rows)
+        except queue.Full:
+            self.dropped_rows += len(rows)
+
+    def _run(self) -> None:
+        last_flush = time.monotonic()
+        while True:
+            try:
+                item = self._q.get(timeout=self.flush_interval_s)
+            except queue.Empty:
+                item = []
+            if item is None:
+                break
+            self._pending.extend(item)
+            now = time.monotonic()
+            if self._pending and (len(self._pending) >= self.flush_rows or now - last_flush >= self.flush_interval_s):
+                self._flush()
+                last_flush = now
+        # drain what arrived before the sentinel
+        while True:
+            try:
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if item:
+                self._pending.extend(item)
+        self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []
+        steps, phases, starts, durs, toks, srcs = [], [], [], [], [], []
+        for step, phase, start_ns, dur, tokens, source in rows:
+            try:
+                d = dur() if callable(dur) else dur
+            except Exception as exc:  # a CUDA event that never completed (crashed step)
+                log.debug("timeline row %s/%s dropped: %s", step, phase, exc)
+                continue
+            steps.append(step)
+            phases.append(phase)
+            starts.append(start_ns)
+            durs.append(int(d))
+            toks.append(tokens)
+            srcs.append(source)
+        n = len(steps)
+        if not n:
+            return
+        table = pa.table(
+            {
+                "rank": pa.array([self.rank] * n, pa.int32()),
+                "local_rank": pa.array([self.local_rank] * n, pa.int16()),
+                "step": pa.array(steps, pa.int64()),
+                "phase": pa.array(phases, pa.string()),
+                "start_ts": pa.array(starts, pa.int64()).cast(_TS),
+                "duration_ns": pa.array(durs, pa.int64()),
+                "tokens": pa.array(toks, pa.int64()),
+                "source": pa.array(srcs, pa.string()),
+            }
+        )
+        try:
+            dataset.write_table(self.run_dir, SignalKind.TIMELINE, self.host, table, part=f"rank{self.rank}-{self._chunk:05d}")
+            self._chunk += 1
+            self.written_rows += n
+        except Exception as exc:  # never let the spool take training down
+            log.warning("rank %d: timeline part not written: %s", self.rank, exc)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._q.put(None)  # blocking put is fine at close: the writer is draining
+        self._thread.join(timeout=30)
+        if self.dropped_rows:
+            log.warning("rank %d: %d timeline rows dropped (writer fell behind)", self.rank, self.dropped_rows)
+
+
+class Recorder:
+    """Times named phases of each step; hands rows to a TimelineSpool at step end."""
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        *,
+        rank: int,
+        local_rank: int | None,
+        host: str,
+        device: Any = None,
+        heartbeat: Any = None,
+        enabled: bool = True,
+    ) -> None:
+        self.enabled = enabled
+        self.heartbeat = heartbeat
+        self.step = 0
+        self._rows: list[Row] = []
+        self._cuda = None
+        if device is not None and getattr(device, "type", str(device)) == "cuda":
+            import torch
+
+            self._cuda = torch.cuda
+        self.source = "cuda_event" if self._cuda is not None else "perf_counter"
+        self.spool = TimelineSpool(run_dir, rank=rank, local_rank=local_rank, host=host) if enabled else None
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if self.heartbeat is not None:
+            self.heartbeat.beat(self.step, name)
+        if not self.enabled:
+            yield
+            return
+        start_ns = time.time_ns()
+        if self._cuda is not None:
+            start_evt = self._cuda.Event(enable_timing=True)
+            end_evt = self._cuda.Event(enable_timing=True)
+            start_evt.record()
+            try:
+                yield
+            finally:
+                end_evt.record()
+
+                def resolve(s: Any = start_evt, e: Any = end_evt) -> int:
+                    e.synchronize()  # in the writer thread: the step never waits on the GPU
+                    return int(s.elapsed_time(e) * 1e6)
+
+                self._rows.append((self.step, name, start_ns, resolve, None, self.source))
+        else:
+            t0 = time.perf_counter_ns()
+            try:
+                yield
+            finally:
+                self._rows.append((self.step, name, start_ns, time.perf_counter_ns() - t0, None, self.source))
+
+    def add(self, step: int, phase: str, start_ns: int, duration_ns: int, tokens: int | None, source: str) -> None:
+        """Record a row measured elsewhere (the shim's Flight Recorder-derived compute/wait)."""
+        if self.enabled:
+            self._rows.append((step, phase, start_ns, duration_ns, tokens, source))
+
+    def end_step(self, step: int | None = None, *, tokens: int | None = None, flush: bool = True) -> None:
+        """Close step `step` (default: the current one): stamp tokens on its rows and hand them over."""
+        step = self.step if step is None else step
+        if tokens is not None:
+            self._rows = [(s, p, t, d, tokens if s == step else tk, src) for (s, p, t, d, tk, src) in self._rows]
+        if flush and self._rows and self.spool is not None:
+            rows, self._rows = self._rows, []
+            self.spool.put(rows)
+        self.step = step + 1
+
+    def flush(self) -> None:
+        if self._rows and self.spool is not None:
+            rows, self._rows = self._rows, []
+            self.spool.put(rows)
+
+    def close(self) -> None:
+        self.flush()
+        if self.spool is not None:
+            self.spool.close()
