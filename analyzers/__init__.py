@@ -28,6 +28,8 @@ class Analyzer:
 def _registry() -> list[Analyzer]:
     # Imported here so that importing one analyzer does not import them all.
     analyzers: list[Analyzer] = []
+    from trainctl.analyzers import logs as _logs
+    analyzers.append(Analyzer("logs", (SignalKind.LOG_EVENTS,), _logs.analyze))
     return analyzers
 
 

@@ -196,6 +196,8 @@ def _xid_post(ev: Event) -> None:
 
 def _exit_post(ev: Event) -> None:
     code = ev.exit_code
+    if code is None and ev.signature == "elastic_agent_failed":
+        ev.generic = True  # "[ERROR] failed" with no exit code: the agent noticed, nothing more
     if code is not None and code < 0:  # torchelastic reports death by signal N as exitcode -N
         ev.category = C.SIGNAL
         try:
@@ -602,6 +604,12 @@ def _wrap_width(lines: list[str]) -> int | None:
     return best[0] if best and best[1] >= 2 else None
 
 
+def _shape(line: str) -> str:
+    """The opening of a line with digits masked: repeated records (per-rank greps, iteration
+    tables) share it, a wrapped continuation does not."""
+    return re.sub(r"\d", "0", line[:12])
+
+
 def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     """Join terminal-wrapped continuation lines back onto the line they were cut from.
 
@@ -614,9 +622,9 @@ def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     i = 0
     while i < len(lines):
         start, text = i + 1, lines[i]
-        head = text[:10]
+        head = _shape(text)
         while (width and len(lines[i]) == width and not lines[i].endswith(" ") and not _RULE.match(lines[i]) and i + 1 < len(lines)
-               and lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]) and lines[i + 1][:10] != head):
+               and lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]) and _shape(lines[i + 1]) != head):
             i += 1
             text += lines[i]
         out.append((start, text.rstrip()))
