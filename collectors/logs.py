@@ -490,7 +490,7 @@ SIGNATURES: tuple[Signature, ...] = (
          "cuBLAS/cuDNN/driver failure in this process."),
     # ---- numerical ------------------------------------------------------------------------------
     _sig("loss_nan",
-         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b\s*[:=]\s*(?P<value>[-+]?(?:nan|inf))\b",
+         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?\s*[:=]\s*(?P<value>[-+]?(?:nan|inf))\b",
          K.NUMERICAL, C.NAN_LOSS, S.WARNING, Blame.NONE, ["nan", "inf"],
          "A loss or gradient norm printed as nan/inf (Megatron '| grad norm: nan |', HF 'loss': nan, ...).",
          flags=re.I),
@@ -598,7 +598,7 @@ def _wrap_width(lines: list[str]) -> int | None:
     """The terminal width a paste was wrapped at: a long length shared by several lines."""
     counts: dict[int, int] = {}
     for ln in lines:
-        if len(ln) >= 60 and not ln.endswith(" ") and not _RULE.match(ln):
+        if len(ln) >= 60 and not ln.endswith("  ") and not _RULE.match(ln):
             counts[len(ln)] = counts.get(len(ln), 0) + 1
     best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
     return best[0] if best and best[1] >= 2 else None
@@ -623,7 +623,7 @@ def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     while i < len(lines):
         start, text = i + 1, lines[i]
         head = _shape(text)
-        while (width and len(lines[i]) == width and not lines[i].endswith(" ") and not _RULE.match(lines[i]) and i + 1 < len(lines)
+        while (width and len(lines[i]) == width and not lines[i].endswith("  ") and not _RULE.match(lines[i]) and i + 1 < len(lines)
                and lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]) and _shape(lines[i + 1]) != head):
             i += 1
             text += lines[i]
@@ -991,8 +991,16 @@ def parse_records(records: Iterable[_Record], *, default_rank: int | None = None
     # a line that also has a specific one of the same kind adds nothing.
     xid_lines = {e.line_no for e in events if e.signature == "nvrm_xid"}
     specific = {(e.line_no, e.kind) for e in events if not e.generic and e.kind is not None}
-    return [e for e in events if not (e.signature == "nvrm_fallen_off_bus" and e.line_no in xid_lines)
-            and not (e.generic and (e.line_no, e.kind) in specific)]
+    out, seen = [], set()
+    for e in events:
+        if (e.signature == "nvrm_fallen_off_bus" and e.line_no in xid_lines) or (e.generic and (e.line_no, e.kind) in specific):
+            continue
+        key = (e.line_no, e.kind, e.category, e.generic, e.message)
+        if e.kind is not None and key in seen:  # two rules saying the same of one line: keep the first
+            continue
+        seen.add(key)
+        out.append(e)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
