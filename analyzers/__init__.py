@@ -31,6 +31,8 @@ def _registry() -> list[Analyzer]:
     from trainctl.analyzers import stragglers
 
     analyzers.append(Analyzer("stragglers", (SignalKind.TIMELINE,), stragglers.analyze))
+    from trainctl.analyzers import logs as _logs
+    analyzers.append(Analyzer("logs", (SignalKind.LOG_EVENTS,), _logs.analyze))
     return analyzers
 
 

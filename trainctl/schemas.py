@@ -157,6 +157,11 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("gpu_pci", pa.string()),
         _f("exit_code", pa.int32()),
         _f("message", pa.string(), False),
+        # What the line on its own implicates (null = the line blames nobody): a rank log's own
+        # CUDA error names its rank; a watchdog timeout names only its reporter, so no culprit.
+        _f("culprit_rank", pa.int32()),
+        _f("culprit_host", pa.string()),
+        _f("fields", pa.string()),  # JSON object: other extracted fields (peer, timeout_ms, culprit_basis, generic, ...)
     ],
     # Python stacks of live ranks (py-spy dump, faulthandler/dump_traceback, FR frames).
     SignalKind.STACKS: [

@@ -107,3 +107,6 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
         source=str(p),
         source_kind=kind.value,
     )
+
+from trainctl.ops import logs_input as _logs_input  # noqa: E402  (log signatures: registers its loaders)
+_logs_input.register(LOG_FILE_LOAD, RAW_PARSERS)

@@ -1,0 +1,401 @@
+"""Log analyzer: classified log lines (log_events) -> findings.
+
+Pure: a `log_events` table in (trainctl.collectors.logs builds it; any writer of the contract
+works), `list[Finding]` out. What each line implicates is already in its row (`culprit_rank`,
+`culprit_host`, with the reason in `fields.culprit_basis`); this module decides at the incident
+level:
+
+- Incidents: lines whose timestamps are more than `incident_gap_s` apart are separate incidents;
+  lines without a timestamp belong to the incident of the line before them in the same file.
+- Within an incident, specific lines outrank generic ones (teardown banners, agent restarts,
+  "error or timeout" counters): generic lines only add evidence to a finding of their own kind, and
+  make a finding of their own only when nothing specific is there.
+- A torch-level NCCL error is refined by the transport detail after it (`Last error: socket...`,
+  `NET/IB ...`): one network finding with the specific category, not two.
+- A host that reports its own fault (an HCA async error) outranks a peer address some other host
+  implicated: the peer stays in the evidence, unblamed (the address cannot be mapped to a name).
+- One finding per distinct (kind, category, culprit); lines that blame nobody join the blamed
+  finding of the same kind and category, or form one finding with no culprit.
+- Order: the first failure first (torchelastic's root cause when it settles the culprit, then by
+  time/position), each incident's first finding marked `first_failure`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
+
+__all__ = ["BASIS_CONFIDENCE", "analyze_log_events", "analyze"]
+
+logger = logging.getLogger(__name__)
+
+# How directly the text names the culprit (fields.culprit_basis) -> finding confidence.
+BASIS_CONFIDENCE: Mapping[str, float] = {
+    "rank_prefix": 0.95,  # "[rank3]:" is torch's own prefix of the failing process' line
+    "path": 0.95,  # logs/H/rank-R.log: the file is the rank's own stdout/stderr
+    "elastic_sole_failure": 0.95,  # Root Cause with <NO_OTHER_FAILURES>
+    "elastic_earliest_failure": 0.85,
+    "pg_tag": 0.85,  # "[PG 0 (default_pg) Rank N]": global rank on the default group
+    "rank_tag": 0.8,  # "[Rank N]" (old logs: group rank, usually the default group)
+    "ray_prefix": 0.85,
+    "pdsh_prefix": 0.85,
+    "nccl_prefix": 0.85,
+    "syslog": 0.85,
+    "host_tag": 0.8,
+    "rank_world": 0.8,
+    "elastic_single_host": 0.7,  # every failure of the banner on one host
+    "peer": 0.6,  # a remote end named by the side that saw the failure
+    "endpoint": 0.6,
+}
+_NO_CULPRIT_SPECIFIC = 0.8  # classification confidence when nobody is blamed
+_NO_CULPRIT_GENERIC = 0.5
+
+
+@dataclass
+class _Ev:
+    order: int
+    source: str
+    line_no: int
+    ts: datetime | None
+    rank: int | None
+    host: str | None
+    kind: FindingKind
+    category: Category | None
+    severity: Severity
+    signature: str
+    message: str
+    pg: str | None
+    seq: int | None
+    op: str | None
+    xid: int | None
+    gpu_pci: str | None
+    exit_code: int | None
+    culprit_rank: int | None
+    culprit_host: str | None
+    fields: dict[str, Any]
+    incident: int = 0
+    eff_ts: datetime | None = None
+
+    @property
+    def generic(self) -> bool:
+        return bool(self.fields.get("generic"))
+
+    @property
+    def basis(self) -> str | None:
+        return self.fields.get("culprit_basis")
+
+
+@dataclass
+class _Group:
+    kind: FindingKind
+    category: Category | None
+    culprit_rank: int | None
+    culprit_host: str | None
+    events: list[_Ev] = field(default_factory=list)
+    context: list[_Ev] = field(default_factory=list)  # generic lines attached as evidence
+    demoted_peers: list[str] = field(default_factory=list)
+
+
+def _rows(table: pa.Table) -> list[_Ev]:
+    cols = set(table.column_names)
+    out: list[_Ev] = []
+    for i, r in enumerate(table.to_pylist()):
+        if not r.get("kind"):
+            continue
+        try:
+            kind = FindingKind(r["kind"])
+            cat = Category(r["category"]) if r.get("category") else None
+            sev = Severity(r.get("severity") or "warning")
+        except ValueError:
+            logger.debug("skipping log event with unknown kind/category: %s", r)
+            continue
+        try:
+            fields = json.loads(r["fields"]) if r.get("fields") else {}
+        except (TypeError, ValueError):
+            fields = {}
+        ts = r.get("ts")
+        if ts is not None and ts.tzinfo is None:
+            ts = ts.replace(tzinfo=timezone.utc)
+        out.append(_Ev(
+            i, r.get("source") or "", int(r.get("line_no") or 0), ts, r.get("rank"),
+            r.get("host") if "host" in cols else None, kind, cat, sev, r.get("signature") or "",
+            r.get("message") or "", r.get("pg"), r.get("seq"), r.get("op"), r.get("xid"), r.get("gpu_pci"),
+            r.get("exit_code"), r.get("culprit_rank") if "culprit_rank" in cols else None,
+            r.get("culprit_host") if "culprit_host" in cols else None, fields,
+        ))
+    return out
+
+
+def _assign_incidents(evs: list[_Ev], gap_s: float) -> None:
+    # Effective time: a line's own timestamp, else the last one seen above it in the same file.
+    evs.sort(key=lambda e: (e.source, e.line_no, e.order))
+    last: dict[str, datetime] = {}
+    for e in evs:
+        if e.ts is not None:
+            last[e.source] = e.ts
+        e.eff_ts = e.ts or last.get(e.source)
+    stamps = sorted({e.eff_ts for e in evs if e.eff_ts is not None})
+    cluster: dict[datetime, int] = {}
+    idx = 0
+    for j, t in enumerate(stamps):
+        if j and (t - stamps[j - 1]).total_seconds() > gap_s:
+            idx += 1
+        cluster[t] = idx
+    for e in evs:
+        e.incident = cluster[e.eff_ts] if e.eff_ts is not None else 0
+    src_order = {s: k for k, s in enumerate(OrderedDict.fromkeys(e.source for e in evs))}
+    lo = datetime.min.replace(tzinfo=timezone.utc)
+    evs.sort(key=lambda e: (e.incident, e.eff_ts or lo, src_order[e.source], e.line_no, e.order))
+
+
+def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
+    specific = [e for e in evs if not e.generic]
+    if specific:
+        kinds = {e.kind for e in specific}
+        used = specific
+        attach = [e for e in evs if e.generic and e.kind in kinds]
+    else:
+        used, attach = list(evs), []
+    # A torch-level NCCL error takes the transport category its detail line names.
+    net_specific = [e.category for e in used if e.kind is FindingKind.NETWORK_ERROR and e.category not in (None, Category.NCCL)]
+    if net_specific:
+        for e in used:
+            if e.kind is FindingKind.NETWORK_ERROR and e.category is Category.NCCL:
+                e.fields["refined_from"] = "nccl"
+                e.category = net_specific[0]
+    # Self-reported faults outrank peer/endpoint implications of the same kind and category.
+    self_blamed = {(e.kind, e.category) for e in used
+                   if (e.culprit_rank is not None or e.culprit_host) and e.basis not in ("peer", "endpoint")}
+    demoted: dict[tuple[FindingKind, Category | None], list[str]] = {}
+    for e in used:
+        if (e.kind, e.category) in self_blamed and e.basis in ("peer", "endpoint") and e.culprit_host:
+            demoted.setdefault((e.kind, e.category), []).append(e.culprit_host)
+            e.fields["demoted_culprit_host"] = e.culprit_host
+            e.culprit_host = None
+    groups: "OrderedDict[tuple, _Group]" = OrderedDict()
+    unblamed: list[_Ev] = []
+    for e in used:
+        if e.culprit_rank is None and not e.culprit_host:
+            unblamed.append(e)
+            continue
+        key = (e.kind, e.category, e.culprit_rank, e.culprit_host)
+        groups.setdefault(key, _Group(*key)).events.append(e)
+    for e in unblamed:
+        home = next((g for g in groups.values() if (g.kind, g.category) == (e.kind, e.category)), None)
+        if home is None:
+            key = (e.kind, e.category, None, None)
+            home = groups.setdefault(key, _Group(*key))
+        home.events.append(e)
+    for e in attach:
+        home = next((g for g in groups.values() if g.kind is e.kind and g.category == e.category), None) \
+            or next((g for g in groups.values() if g.kind is e.kind), None)
+        if home is not None:
+            home.context.append(e)
+    for g in groups.values():
+        g.events.sort(key=lambda e: e.order)
+        g.demoted_peers = sorted(set(demoted.get((g.kind, g.category), [])))
+    return list(groups.values())
+
+
+def _sorted_unique(values: Any) -> list[Any]:
+    return sorted({v for v in values if v is not None}, key=lambda v: (str(type(v)), v))
+
+
+def _summary(g: _Group, ev: dict[str, Any]) -> str:
+    # The most severe line speaks for the group (a final E-level error over W-level retries).
+    first = max(g.events, key=lambda e: (e.severity.rank, "refined_from" not in e.fields))
+    f = first.fields
+    who = []
+    if g.culprit_rank is not None:
+        who.append(f"rank {g.culprit_rank}")
+    if g.culprit_host:
+        who.append(f"host {g.culprit_host}")
+    on = f" on {' / '.join(who)}" if who else ""
+    reporters = ev.get("reporting_ranks") or []
+    rep = f" reported by rank{'s' if len(reporters) != 1 else ''} {', '.join(map(str, reporters))}" if reporters else ""
+    k = g.kind
+    if k is FindingKind.HUNG_COLLECTIVE:
+        if g.category is Category.COLLECTIVE_TIMEOUT:
+            ops = ", ".join(ev.get("ops", [])) or "a collective"
+            seqs = ev.get("seqs", [])
+            s = f"collective timeout: {ops}" + (f" SeqNum {', '.join(map(str, seqs))}" if seqs else "")
+            if ev.get("timeout_ms"):
+                s += f" after {ev['timeout_ms'][0]} ms"
+            s += rep
+            if ev.get("seq_by_rank") and len(set(ev["seq_by_rank"].values())) > 1:
+                top = max(ev["seq_by_rank"].values())
+                ahead = [r for r, v in ev["seq_by_rank"].items() if v == top]
+                s += f"; rank {', '.join(ahead)} is at a later SeqNum ({top}) than the others (an outlier, not proven the cause)"
+            elif not who:
+                s += "; the lines name who noticed, not the rank that never arrived"
+            return s
+        if first.signature == "stack_dump_thread":
+            frames = f.get("frames") or []
+            return f"stack dump of a live rank: thread {f.get('thread', '?')} ({f.get('thread_state', '?')})" + (f" in {frames[0]}" if frames else "")
+        last = ev.get("last_collective_by_rank") or {}
+        return "collective trace (DETAIL): last collective per rank: " + ", ".join(f"rank {r} {v}" for r, v in last.items())
+    if k is FindingKind.CRASH:
+        if g.category is Category.CUDA_ERROR:
+            errs = ev.get("cuda_errors") or ["CUDA error"]
+            return f"CUDA error '{errs[0]}'{on}"
+        codes = ev.get("exit_codes") or []
+        sig = ev.get("signals") or []
+        what = f"exit code {codes[0]}" if codes else "a failure"
+        if sig:
+            what += f" ({sig[0]})"
+        lr = f.get("local_rank")
+        subject = on.removeprefix(" on ") if who else (f"a worker (local_rank {lr})" if lr is not None else "a worker")
+        return f"{subject} exited with {what}" + ("" if who else "; the text does not name its global rank")
+    if k is FindingKind.OOM:
+        tried = f.get("tried")
+        gpu = f.get("gpu")
+        return f"out of memory{on}" + (f": tried to allocate {tried}" if tried else "") + (f" on local GPU {gpu}" if gpu is not None else "")
+    if k is FindingKind.NETWORK_ERROR:
+        cat = g.category.value if g.category else "network"
+        detail = f.get("reason") or f.get("ib_event") or f.get("nccl_reason") or f.get("gloo_what") or first.message[:120]
+        s = f"{cat} error{on}: {detail}"
+        peers = ev.get("peers") or []
+        if peers and not g.culprit_host:
+            s += f" (peer {', '.join(peers)} named, not blamed)"
+        return s
+    if k is FindingKind.NUMERICAL:
+        if g.category is Category.OVERFLOW:
+            return f"fp16 loss-scale overflow on {len(g.events)} line(s)" + (f", loss scale {ev['loss_scales'][0]} and falling" if ev.get("loss_scales") else "")
+        return f"NaN/inf {', '.join(ev.get('metrics') or ['value'])} on {len(g.events)} line(s)"
+    if k is FindingKind.RENDEZVOUS_ERROR:
+        peers = ev.get("peers") or []
+        s = f"rendezvous failed{on}: {first.message[:160]}"
+        if peers and not g.culprit_host:
+            s += f" (endpoint {', '.join(peers)} is not a plausible host: check MASTER_ADDR/hostname)" if first.severity is not Severity.INFO or len(g.events) > 1 else ""
+        return s
+    if k is FindingKind.FAULTY_HOST:
+        xids = ev.get("xids") or []
+        pcis = ev.get("gpu_pcis") or []
+        meaning = ev.get("xid_meanings") or []
+        s = f"{g.category.value if g.category else 'GPU'} fault{on}"
+        if xids:
+            s += f": Xid {', '.join(map(str, xids))} ({'; '.join(meaning)})"
+        if pcis:
+            s += f" on GPU {', '.join(pcis)}"
+        return s
+    return f"{k.value}{on}: {first.message[:160]}"
+
+
+def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mapping[int, str], max_lines: int) -> Finding:
+    evs = g.events
+    allv = evs + g.context
+    severity = max((e.severity for e in evs), key=lambda s: s.rank)
+    bases = [e.basis for e in evs if e.basis and (e.culprit_rank is not None or e.culprit_host)]
+    if g.culprit_rank is not None or g.culprit_host:
+        confidence = max(BASIS_CONFIDENCE.get(b, 0.6) for b in bases) if bases else 0.6
+    else:
+        confidence = _NO_CULPRIT_GENERIC if all(e.generic for e in evs) else _NO_CULPRIT_SPECIFIC
+    hosts: list[str] = []
+    if g.culprit_host:
+        hosts.append(g.culprit_host)
+    elif g.culprit_rank is not None and g.culprit_rank in rank_to_host:
+        hosts.append(rank_to_host[g.culprit_rank])
+    evidence: dict[str, Any] = {
+        "lines": [f"{e.source}:{e.line_no}: {e.message[:400]}" for e in allv[:max_lines]],
+        "line_count": len(allv),
+        "signatures": _sorted_unique(e.signature for e in allv),
+        "incident": incident,
+        "first_failure": first_failure,
+    }
+    if bases:
+        evidence["culprit_basis"] = _sorted_unique(bases)
+    ranks_seen = _sorted_unique(e.rank for e in allv)
+    if ranks_seen:
+        evidence["reporting_ranks"] = ranks_seen
+    hosts_seen = _sorted_unique(e.host for e in allv)
+    if hosts_seen:
+        evidence["reporting_hosts"] = hosts_seen
+    for name, attr in (("seqs", "seq"), ("ops", "op"), ("pgs", "pg"), ("xids", "xid"), ("gpu_pcis", "gpu_pci"), ("exit_codes", "exit_code")):
+        vals = _sorted_unique(getattr(e, attr) for e in evs)
+        if vals:
+            evidence[name] = vals
+    for name, key in (("peers", "peer"), ("signals", "signal"), ("cuda_errors", "cuda_error"), ("timeout_ms", "timeout_ms"),
+                      ("metrics", "metric"), ("nccl_versions", "nccl_version"), ("ib_statuses", "ib_status"),
+                      ("recovery_actions", "recovery_action"), ("detector_ranks", "detector_rank"), ("errnos", "errno"),
+                      ("reported_xids", "reported_xid"), ("local_ranks", "local_rank")):
+        vals = _sorted_unique(e.fields.get(key) for e in allv)
+        if vals:
+            evidence[name] = vals
+    if g.kind is FindingKind.FAULTY_HOST:
+        evidence["xid_meanings"] = _sorted_unique(e.fields.get("xid_meaning") for e in evs)
+    if g.kind is FindingKind.NUMERICAL:
+        scales = [e.fields.get("loss_scale") for e in evs if e.fields.get("loss_scale")]
+        if scales:
+            evidence["loss_scales"] = scales[:1]
+    if g.demoted_peers:
+        evidence["implicated_peers_not_blamed"] = g.demoted_peers
+    progress = {str(e.rank): {"last_enqueued": e.fields["last_enqueued"], "last_completed": e.fields["last_completed"]}
+                for e in allv if e.rank is not None and "last_enqueued" in e.fields}
+    if progress:
+        evidence["progress_by_rank"] = progress
+    timeouts = [e for e in evs if e.signature == "nccl_watchdog_timeout" and e.rank is not None and e.seq is not None]
+    if timeouts:
+        evidence["seq_by_rank"] = {str(e.rank): e.seq for e in sorted(timeouts, key=lambda e: e.rank)}
+    traces = [e for e in evs if e.signature == "collective_fingerprint_trace" and e.rank is not None]
+    if traces:
+        last: dict[str, str] = {}
+        for e in traces:
+            last[str(e.rank)] = f"seq {e.seq} {e.op}"
+        evidence["last_collective_by_rank"] = dict(sorted(last.items()))
+    frames = next((e.fields.get("frames") for e in evs if e.fields.get("frames")), None)
+    if frames:
+        evidence["frames"] = frames
+    return Finding(
+        kind=g.kind, severity=severity, summary=_summary(g, evidence), category=g.category,
+        hosts=tuple(hosts), ranks=(g.culprit_rank,) if g.culprit_rank is not None else (),
+        confidence=confidence, evidence=evidence,
+    )
+
+
+def analyze_log_events(
+    table: pa.Table,
+    *,
+    rank_to_host: Mapping[int, str] | None = None,
+    incident_gap_s: float = 600.0,
+    max_evidence_lines: int = 20,
+) -> list[Finding]:
+    """Findings from classified log lines, first failure first.
+
+    incident_gap_s: lines whose (effective) timestamps are further apart than this belong to
+        separate incidents (a crash loop's restarts are separate incidents).
+    max_evidence_lines: how many matching lines each finding quotes (all are counted).
+    rank_to_host: from the run's RunInfo, to name the host of a blamed rank.
+    """
+    evs = _rows(table)
+    if not evs:
+        return []
+    _assign_incidents(evs, incident_gap_s)
+    pos = {id(e): i for i, e in enumerate(evs)}  # time/position order after _assign_incidents
+    findings: list[Finding] = []
+    for incident in sorted({e.incident for e in evs}):
+        groups = _groups_for_incident([e for e in evs if e.incident == incident])
+
+        def settled_root(g: _Group) -> bool:
+            return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)
+
+        groups.sort(key=lambda g: (not settled_root(g), min(pos[id(e)] for e in g.events)))
+        for j, g in enumerate(groups):
+            findings.append(_finding(g, incident, j == 0, rank_to_host or {}, max_evidence_lines))
+    return findings
+
+
+def analyze(signals: Signals) -> list[Finding]:
+    table = signals.table(SignalKind.LOG_EVENTS)
+    if table is None or table.num_rows == 0:
+        return []
+    return analyze_log_events(table, rank_to_host=signals.rank_to_host())

@@ -1,0 +1,1087 @@
+"""Log signatures: classify lines of rank logs, kernel logs and pasted logs into log_events.
+
+A pure parser: text in, a `log_events` table out (trainctl.schemas), plus a `host` column (the
+host that printed the line, from the path or the text; trainctl.dataset readers add the same
+column from the partition). Formats drift across PyTorch and NCCL versions (the table in
+tests/fixtures/logs/README.md), so each signature matches the stable core of a message and
+tolerates the era-specific parts around it.
+
+Each line goes through three steps:
+
+1. Noise removal: ANSI colours, tqdm bars glued with `\\r`, markdown quotes and auto-links,
+   terminal wraps (continuation lines joined back), and line prefixes that carry who printed the
+   line: `[rankN]:`, Ray `(Actor pid=N, ip=X)`, pdsh `host: `, NCCL `host:pid:tid [dev]`,
+   syslog `Mon DD hh:mm:ss host kernel:`, dmesg `[ 12.3]` / `[Day Mon DD hh:mm:ss YYYY]`.
+2. Signatures (SIGNATURES below, documented in docs/log-signatures.md): every signature is run
+   on every line (a pasted log may have several messages collapsed into one line); a keyword
+   prefilter keeps this one regex scan per ordinary line.
+3. Blame: what the line alone proves. `self`: the failure happened in the process/host that
+   printed it (its own OOM, CUDA error, Xid), so the culprit is that rank/host when the text or
+   the path says who that is. `peer`: the line names a remote end as the failing side (a
+   connection reset by a peer, an IB retry-exceeded completion, an unreachable rendezvous
+   endpoint). `none`: the line only says who noticed (a watchdog timeout names its reporter; the
+   rank that never arrived prints nothing).
+"""
+
+from __future__ import annotations
+
+import gzip
+import ipaddress
+import json
+import logging
+import os
+import re
+import signal as _signal
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import pyarrow as pa
+
+from trainctl.findings import Category, FindingKind, Severity
+from trainctl.schemas import SignalKind, schema_for
+
+__all__ = [
+    "Blame",
+    "Signature",
+    "SIGNATURES",
+    "XID_MEANINGS",
+    "clean_lines",
+    "classify_line",
+    "parse_log_text",
+    "parse_log_file",
+    "parse_run_logs",
+]
+
+logger = logging.getLogger(__name__)
+
+HOST_COLUMN = "host"
+
+
+class Blame:
+    SELF = "self"
+    PEER = "peer"
+    NONE = "none"
+
+
+K, C, S = FindingKind, Category, Severity
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One classification rule. `keywords` (lower case) gate the regex: the pattern runs only on
+    lines containing one of them. `generic` marks consequence/teardown lines that say something
+    failed but not what (the analyzer uses them only when nothing more specific is there).
+    `post` may refine kind/category/severity/blame from the extracted fields."""
+
+    name: str
+    pattern: re.Pattern[str]
+    kind: FindingKind | None
+    category: Category | None
+    severity: Severity
+    blame: str
+    keywords: tuple[str, ...]
+    doc: str
+    generic: bool = False
+    post: Callable[["Event"], None] | None = None
+
+
+@dataclass
+class Event:
+    """A classified line while it is built (mutable: `post` hooks refine it)."""
+
+    line_no: int
+    message: str
+    signature: str
+    kind: FindingKind | None
+    category: Category | None
+    severity: Severity
+    blame: str
+    generic: bool
+    rank: int | None = None
+    rank_basis: str | None = None
+    host: str | None = None
+    host_basis: str | None = None
+    ts: datetime | None = None
+    pg: str | None = None
+    seq: int | None = None
+    op: str | None = None
+    xid: int | None = None
+    gpu_pci: str | None = None
+    exit_code: int | None = None
+    peer: str | None = None
+    culprit_rank: int | None = None
+    culprit_host: str | None = None
+    culprit_basis: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Xid meanings (NVIDIA "Xid catalog"; research/seeds.md §4). category + whether the Xid points at
+# the hardware of the host that logged it (then the host is blamed) or is usually application-made.
+# --------------------------------------------------------------------------------------------
+_ECC_XIDS = {48, 63, 64, 92, 94, 95}
+_NVLINK_XIDS = {74, 144, 145, 146, 147, 148, 149, 150}
+XID_MEANINGS: Mapping[int, str] = {
+    13: "graphics engine exception (usually an application bug)",
+    31: "GPU memory page fault (usually an application bug)",
+    32: "invalid or corrupted push buffer stream",
+    38: "driver firmware error",
+    43: "GPU stopped processing (usually an application fault)",
+    45: "preemptive cleanup after a previous error (collateral)",
+    48: "double-bit ECC error (DBE)",
+    56: "display engine error",
+    57: "error programming video memory interface",
+    61: "internal micro-controller breakpoint/warning",
+    62: "internal micro-controller halt",
+    63: "ECC page retirement or row remapping recorded",
+    64: "ECC page retirement or row remapping failure",
+    68: "NVDEC0 exception",
+    69: "graphics engine class error",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error",
+    95: "uncontained ECC error",
+    109: "context switch timeout",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+    121: "C2C link error",
+    123: "SPI PMU RPC failure",
+    136: "link training failure",
+    140: "unrecovered ECC error",
+    143: "GPU initialization failure",
+    144: "NVLink SAW error",
+    145: "NVLink RLW error",
+    146: "NVLink TLW error",
+    147: "NVLink TREX error",
+    148: "NVLink NVLPW_CTRL error",
+    149: "NVLink NETIR error",
+    150: "NVLink MSE error",
+    154: "GPU recovery action changed",
+}
+# Usually caused by the application (or collateral of another error): no host blame on their own.
+_APP_XIDS = {13, 31, 43, 45, 68, 69, 109}
+_INFO_XIDS = {45, 63}  # collateral / successful remap: worth a line, not an alarm by itself
+
+
+def _xid_post(ev: Event) -> None:
+    root = ev.fields.get("root_xid")
+    if root is not None:  # "45, ... caused by previous Xid 149": the earlier Xid is the cause
+        ev.fields["reported_xid"] = ev.xid
+        ev.xid = int(root)
+    xid = ev.xid
+    if xid is None:
+        return
+    ev.fields["xid_meaning"] = XID_MEANINGS.get(xid, "see NVIDIA's Xid catalog")
+    if xid in _ECC_XIDS:
+        ev.category = C.ECC
+    elif xid in _NVLINK_XIDS:
+        ev.category = C.NVLINK
+    elif xid == 79:
+        ev.category = C.GPU_LOST
+    if xid == 154:
+        m = re.search(r"to 0x[0-9a-f]+ \(([^)]+)\)", ev.message)
+        if m:
+            ev.fields["recovery_action"] = m.group(1)
+            if m.group(1).strip().lower() == "none":
+                ev.severity = S.INFO
+    if xid in _APP_XIDS:
+        ev.blame = Blame.NONE
+        ev.severity = S.INFO if xid in _INFO_XIDS else S.WARNING
+    elif xid in _INFO_XIDS:
+        ev.severity = S.WARNING
+
+
+def _exit_post(ev: Event) -> None:
+    code = ev.exit_code
+    if code is None and ev.signature == "elastic_agent_failed":
+        ev.generic = True  # "[ERROR] failed" with no exit code: the agent noticed, nothing more
+    if code is not None and code < 0:  # torchelastic reports death by signal N as exitcode -N
+        ev.category = C.SIGNAL
+        try:
+            ev.fields.setdefault("signal", _signal.Signals(-code).name)
+        except ValueError:
+            pass
+
+
+def _cuda_post(ev: Event) -> None:
+    what = (ev.fields.get("cuda_error") or "").lower()
+    if "ecc" in what:  # the app sees the DBE before dmesg is read: a hardware fault of this GPU
+        ev.kind, ev.category, ev.severity = K.FAULTY_HOST, C.ECC, S.CRITICAL
+
+
+# IB work-completion statuses that say the remote end failed (ibv_wc_status): 9 REM_INV_REQ,
+# 10 REM_ACCESS, 11 REM_OP, 12 RETRY_EXC (the peer never acked), 13 RNR_RETRY_EXC. 5 (WR_FLUSH)
+# and the rest are local consequences.
+_IB_REMOTE_STATUS = {9, 10, 11, 12, 13}
+
+
+def _ib_completion_post(ev: Event) -> None:
+    status = ev.fields.get("ib_status")
+    ev.blame = Blame.PEER if status is not None and int(status) in _IB_REMOTE_STATUS else Blame.NONE
+
+
+def _reset_by_peer_post(ev: Event) -> None:
+    # RST from the peer (its process died or its stack aborted) names the peer; "closed by peer"
+    # (an orderly FIN, as at shutdown), "refused", "no route", "timed out" do not.
+    ev.blame = Blame.PEER if "reset by peer" in ev.message.lower() else Blame.NONE
+
+
+def _connect_warning_post(ev: Event) -> None:
+    errno_ = ev.fields.get("errno")
+    if errno_ is not None:
+        ev.fields["errno"] = int(errno_)
+
+
+def _oom_post(ev: Event) -> None:
+    gpu = ev.fields.pop("gpu_legacy", None) or ev.fields.get("gpu")
+    if gpu is not None:
+        ev.fields["gpu"] = int(gpu)
+
+
+def _overflow_post(ev: Event) -> None:
+    if "minimum" in ev.message.lower() or "cannot decrease" in ev.message.lower():
+        ev.severity = S.CRITICAL  # loss scale bottomed out: training cannot recover by itself
+
+
+def _sig(name: str, pattern: str, kind: FindingKind | None, category: Category | None, severity: Severity,
+         blame: str, keywords: Iterable[str], doc: str, *, generic: bool = False, flags: int = 0,
+         post: Callable[[Event], None] | None = None) -> Signature:
+    return Signature(name, re.compile(pattern, flags), kind, category, severity, blame,
+                     tuple(k.lower() for k in keywords), doc, generic, post)
+
+
+_PCI = r"(?:PCI:)?(?P<gpu_pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?"
+_SIZE = r"[\d.]+ [KMGTP]i?B"
+_ADDR = r"\[?(?P<peer>[^\s\[\]<>()]+?)\]?"
+
+# The signature table. Order matters only for readability; every signature runs on every line.
+SIGNATURES: tuple[Signature, ...] = (
+    # ---- collective timeouts (NCCL watchdog, all eras) -------------------------------------
+    _sig("nccl_watchdog_timeout",
+         r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
+         r"(?:,\s*NumelIn=(?P<numel_in>-?\d+),\s*NumelOut=(?P<numel_out>-?\d+))?,\s*Timeout\(ms\)=(?P<timeout_ms>\d+)\)"
+         r"\s*ran for (?P<ran_ms>\d+) milliseconds",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["Watchdog caught"],
+         "WorkNCCL(...) ran for N ms before timing out (<=1.10 without SeqNum, 2.1+ with NumelIn/Out). "
+         "Names the reporting rank only: the culprit is whoever never arrived."),
+    _sig("nccl_timeout_at_work",
+         r"Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
+         r"last completed NCCL work: (?P<last_completed>-?\d+)",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["Timeout at NCCL work"],
+         "torch 2.3 progress counters of a timed-out rank."),
+    _sig("nccl_watchdog_exception_at_work",
+         r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>\d+), "
+         r"last enqueued NCCL work: (?P<last_enqueued>-?\d+), last completed NCCL work: (?P<last_completed>-?\d+)",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.WARNING, Blame.NONE, ["detected by watchdog at work"],
+         "torch 2.4/2.5 progress counters; error or timeout, so generic.", generic=True),
+    _sig("nccl_watchdog_failure_seq",
+         r"failure detected by watchdog at work sequence id: (?P<seq>\d+)\s*PG status: last enqueued work: "
+         r"(?P<last_enqueued>-?\d+), last completed work: (?P<last_completed>-?\d+)",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.WARNING, Blame.NONE, ["failure detected by watchdog"],
+         "torch 2.6+ progress counters; error or timeout, so generic.", generic=True),
+    _sig("nccl_heartbeat_stuck",
+         r"watchdog got stuck for (?P<stuck_s>\d+) seconds",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["watchdog got stuck"],
+         "Heartbeat monitor (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): the watchdog itself hung (a CUDA/NCCL call "
+         "that never returns); followed by an F-level terminate."),
+    _sig("nccl_dump_signal",
+         r"Received a (?:timeout signal from this local rank|dump signal due to a collective timeout from\s+"
+         r"(?:this local rank|rank (?P<detector_rank>\d+)))",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.WARNING, Blame.NONE, ["Received a timeout signal", "Received a dump signal"],
+         "Cross-rank debug dump (2.3 dev wording, then 2.6+ with 'from  rank N'); N is the detector, not the culprit.",
+         generic=True),
+    _sig("nccl_fr_disabled",
+         r"Stack trace of the failed collective not found",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["Stack trace of the failed collective"],
+         "Teardown after a watchdog failure with Flight Recorder off.", generic=True),
+    _sig("nccl_dump_preparing",
+         r"ProcessGroupNCCL preparing to dump debug info",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["preparing to dump debug info"],
+         "Teardown after a watchdog failure.", generic=True),
+    _sig("nccl_ops_failed_teardown",
+         r"Some NCCL operations have failed or timed out",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["Some NCCL operations have failed"],
+         "Teardown banner printed after any NCCL failure (error or timeout).", generic=True),
+    _sig("nccl_taking_process_down",
+         r"we are taking the entire process down",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["taking the entire process down"],
+         "Teardown banner.", generic=True),
+    _sig("watchdog_thread_terminated",
+         r"(?:NCCL|Process group) watchdog thread terminated with exception",
+         None, None, S.INFO, Blame.NONE, ["watchdog thread terminated"],
+         "Context: the exception text after it (a timeout, a CUDA error, an NCCL error) is classified on its own."),
+    _sig("nccl_comm_aborted",
+         r"NCCL communicator was aborted on rank (?P<aborted_rank>\d+)",
+         None, None, S.INFO, Blame.NONE, ["communicator was aborted"],
+         "<=2.0 wrapper; the 'Original reason for failure' after it is classified on its own."),
+    _sig("gloo_timeout",
+         r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>\w+) operation to complete",
+         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["Timed out waiting"],
+         "Gloo collective/p2p timeout; names only the waiting side."),
+    _sig("collective_fingerprint_mismatch",
+         r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running collective: "
+         r"CollectiveFingerPrint\((?P<fp_a>[^)]*)\)?,? but Rank (?P<mismatch_rank_b>\d+) is running collective",
+         K.COLLECTIVE_MISMATCH, C.TYPE_MISMATCH, S.CRITICAL, Blame.NONE, ["Detected mismatch between collectives"],
+         "TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch check; either side may be the one that diverged."),
+    _sig("collective_fingerprint_trace",
+         r"Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+),\s*OpType=(?P<op>\w+)",
+         K.HUNG_COLLECTIVE, None, S.INFO, Blame.NONE, ["Running collective: CollectiveFingerPrint"],
+         "DETAIL per-collective trace: shows where each rank last was.", generic=True),
+    _sig("stack_dump_thread",
+         r"^(?:Thread 0x[0-9A-Fa-f]+ \((?P<thread_state>[\w ]+)\): \"(?P<thread>[^\"]*)\"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
+         K.HUNG_COLLECTIVE, None, S.INFO, Blame.NONE, ["Thread 0x", "Current thread 0x"],
+         "py-spy / faulthandler stack dump of a live (usually hung) rank; frames kept as evidence.", generic=True),
+    _sig("store_based_barrier_wait",
+         r"Waiting in store based barrier to initialize process group for rank: (?P<barrier_rank>\d+), key: (?P<key>\S+) "
+         r"\(world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
+         K.RENDEZVOUS_ERROR, None, S.WARNING, Blame.NONE, ["store based barrier"],
+         "1.7-1.13 init barrier still waiting: some ranks never joined.", generic=True),
+    # ---- NCCL / IB / socket / gloo network errors ------------------------------------------
+    _sig("nccl_error_unhandled_cuda",
+         r"NCCL error(?: in: \S+)?[,:]?\s*unhandled cuda error",
+         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["unhandled cuda error"],
+         "NCCL hit a CUDA error in this process."),
+    _sig("nccl_error",
+         r"NCCL error(?: in: (?P<nccl_src>\S+?))?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
+         r"unhandled system error|internal error|invalid usage|invalid argument)[^,]*?(?:, NCCL version (?P<nccl_version>[\w.+-]+))?",
+         K.NETWORK_ERROR, C.NCCL, S.CRITICAL, Blame.NONE, ["NCCL error"],
+         "torch-level NCCL error (DistBackendError / RuntimeError); refined by the 'Last error' detail that follows."),
+    _sig("nccl_result_code",
+         r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError):",
+         K.NETWORK_ERROR, C.NCCL, S.CRITICAL, Blame.NONE, ["ncclRemoteError", "ncclSystemError", "ncclInternalError"],
+         "NCCL result code explanation line."),
+    _sig("nccl_socket_connect_failed",
+         rf"socketStartConnect: Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+         K.NETWORK_ERROR, C.SOCKET, S.CRITICAL, Blame.NONE, ["socketStartConnect"],
+         "Bootstrap/socket connect failure. 'No route to host' is local routing (NCCL_SOCKET_IFNAME), so no blame."),
+    _sig("nccl_socket_io_failed",
+         rf"socketProgress(?:Opt)?: Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+         K.NETWORK_ERROR, C.SOCKET, S.CRITICAL, Blame.NONE, ["socketProgress"],
+         "Socket I/O failure; 'Connection reset by peer' names the peer.", post=_reset_by_peer_post),
+    _sig("nccl_socket_poll_connect",
+         r"socketPollConnect:? poll\(\) returned \d+, no POLLOUT events",
+         K.NETWORK_ERROR, C.SOCKET, S.WARNING, Blame.NONE, ["socketPollConnect"],
+         "NCCL 2.2x bootstrap connect never completed (SYN dropped); the destination is not named."),
+    _sig("nccl_ib_completion_error",
+         rf"NET/IB\s*:\s*Got completion from peer {_ADDR}<(?P<peer_port>\d+)> with "
+         r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
+         r".*?vendor err (?P<vendor_err>\d+)",
+         K.NETWORK_ERROR, C.IB, S.CRITICAL, Blame.NONE, ["Got completion from peer"],
+         "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
+         "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.", post=_ib_completion_post),
+    _sig("nccl_ib_async_event",
+         r"NET/IB\s*:\s*(?P<nic>[\w-]+(?::\d+)?)\s+Got async event\s*:\s*(?P<ib_event>[^\n]+)",
+         K.NETWORK_ERROR, C.IB, S.CRITICAL, Blame.SELF, ["Got async event"],
+         "The local HCA reported an async error: the host that logs it is at fault."),
+    _sig("nccl_warn_ib",
+         r"NCCL WARN NET/IB\s*:\s*(?P<ib_warn>[^\n]+)",
+         K.NETWORK_ERROR, C.IB, S.WARNING, Blame.NONE, ["NCCL WARN NET/IB"],
+         "Other NET/IB warnings.", generic=True),
+    _sig("gloo_connect_full_mesh",
+         r"Gloo connectFullMesh failed with (?P<detail>[^\n]+)",
+         K.NETWORK_ERROR, C.GLOO, S.CRITICAL, Blame.NONE, ["connectFullMesh"],
+         "Gloo could not connect to its peers ('no error' suffix is normal): interface/address config, no blame."),
+    _sig("gloo_pair_error",
+         r"gloo/transport/tcp/pair\.cc:\d+\]\s*(?P<gloo_what>[^\[\n]*?)\s*\[(?P<peer>[^\]]+)\]:(?P<peer_port>\d+)(?::\s*(?P<reason>[^\n]*))?",
+         K.NETWORK_ERROR, C.GLOO, S.CRITICAL, Blame.NONE, ["pair.cc"],
+         "Gloo TCP pair error with the peer address; 'reset by peer' names the peer, 'closed by peer' does not.",
+         post=_reset_by_peer_post),
+    _sig("ib_link_down_kernel",
+         r"(?P<nic>mlx\d_\w+|ib\w+)\b.*?(?:[Ll]ink (?:down|DOWN)|changed state to DOWN|port state changed to DOWN)",
+         K.NETWORK_ERROR, C.IB, S.WARNING, Blame.SELF, ["link down", "to down"],
+         "Kernel: an IB/RoCE port of this host went down.", flags=re.I),
+    # ---- rendezvous / c10d store ------------------------------------------------------------
+    _sig("c10d_client_timeout",
+         r"The client socket has timed out after (?P<timeout>\d+)(?P<timeout_unit>ms|s) while trying to connect to "
+         r"\(?\[?(?P<peer>[^\s,()\[\]]+?)\]?(?:, |:)(?P<peer_port>\d+)\)?",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.PEER, ["client socket has timed out"],
+         "c10d store connect gave up (60s in 1.x/2.0, 600000ms later): the store endpoint is unreachable."),
+    _sig("tcpstore_connect_timeout",
+         r"TCP client failed to connect/validate to host (?P<peer>[^\s:]+):(?P<peer_port>\d+) - timed out "
+         r"\(try=(?P<try>\d+), timeout=(?P<timeout_ms>\d+)ms\)",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.PEER, ["TCP client failed to connect"],
+         "torch 2.4+ TCPStore connect timeout (DistNetworkError)."),
+    _sig("c10d_connect_any_failed",
+         r"The client socket has failed to connect to any network address of \((?P<peer>[^,\s]+), (?P<peer_port>\d+)\)",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.PEER, ["any network address"],
+         "Final c10d connect failure; blames the endpoint only when it is a plausible host (not 0.0.0.0/8, all-digit names)."),
+    _sig("c10d_connect_attempt_failed",
+         r"The client socket has failed to connect to \[?(?P<peer>[^\s\]]+?)\]?:(?P<peer_port>\d+) "
+         r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]+)\)",
+         K.RENDEZVOUS_ERROR, None, S.INFO, Blame.NONE, ["client socket has failed to connect to"],
+         "Per-attempt W-level connect failure, usually retried: low severity, no blame.", post=_connect_warning_post),
+    _sig("store_port_in_use",
+         r"(?:failed to bind to (?P<bind>\S+) \(errno: 98 - Address already in use\)|"
+         r"port: (?P<port>\d+), useIpv6: \d+, code: -98, name: EADDRINUSE)",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["Address already in use", "EADDRINUSE"],
+         "Store port taken (a leftover process or two jobs on one MASTER_PORT)."),
+    _sig("rendezvous_timeout",
+         r"RendezvousTimeoutError",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["RendezvousTimeoutError"],
+         "Elastic rendezvous did not gather enough nodes (plain exception or 1.9-1.12 error_handler JSON)."),
+    _sig("rendezvous_connection_error",
+         r"RendezvousConnectionError",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["RendezvousConnectionError"],
+         "Elastic agent could not reach the rendezvous backend."),
+    _sig("rendezvous_closed",
+         r"RendezvousClosedError",
+         K.RENDEZVOUS_ERROR, None, S.WARNING, Blame.NONE, ["RendezvousClosedError"],
+         "Rendezvous closed (an agent exited): follows another failure.", generic=True),
+    _sig("store_wait_clients_timeout",
+         r"Timed out after (?P<timeout_s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world_size>\d+) clients joined",
+         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["waiting for clients"],
+         "TCPStore server: not all ranks connected."),
+    # ---- torchelastic / process exits -------------------------------------------------------
+    _sig("elastic_agent_failed",
+         r"(?:elastic[./]multiprocessing[./]api(?:\.py:\d+\])?:?\s*(?:\[ERROR\]\s*)?)failed"
+         r"(?: \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\))?",
+         K.CRASH, C.EXIT_CODE, S.CRITICAL, Blame.NONE, ["multiprocessing.api", "multiprocessing/api.py"],
+         "Agent saw a worker fail (1.9-2.0 python logging, 2.1/2.2 bracketed, 2.4+ glog). Names a local rank "
+         "only, so no global-rank blame.", post=_exit_post),
+    _sig("elastic_worker_group_restart",
+         r"Worker group FAILED\. (?P<attempts_left>\d+)/(?P<attempts>\d+) attempts left; will restart worker group",
+         K.CRASH, C.EXIT_CODE, S.INFO, Blame.NONE, ["Worker group FAILED"],
+         "Agent restarts the worker group: a recovery attempt, never the root cause.", generic=True),
+    _sig("signal_received",
+         r"Signal (?P<signal_no>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<pid>\d+)",
+         K.CRASH, C.SIGNAL, S.CRITICAL, Blame.NONE, ["received by PID"],
+         "A worker killed by a signal (SIGKILL: OOM killer or scheduler)."),
+    _sig("mp_process_terminated",
+         r"(?:exiting process (?P<local_rank>\d+) with exit code: (?P<exit_code>-?\d+)|"
+         r"process (?P<proc>\d+) terminated with (?:exit code (?P<exit_code__2>-?\d+)|signal (?P<signal>SIG\w+)))",
+         K.CRASH, C.EXIT_CODE, S.WARNING, Blame.NONE, ["terminated with", "exiting process"],
+         "torch.multiprocessing spawn teardown: a consequence of the error above it.", generic=True, flags=re.I,
+         post=_exit_post),
+    _sig("fatal_signal",
+         r"(?:Fatal Python error: (?P<fatal>Segmentation fault|Aborted|Bus error)|\*\*\* (?P<sig_name>SIG\w+) received at time)",
+         K.CRASH, C.SIGNAL, S.CRITICAL, Blame.SELF, ["Fatal Python error", "received at time"],
+         "The process that printed it crashed on a signal."),
+    # ---- CUDA errors, OOM ---------------------------------------------------------------------
+    _sig("cuda_oom",
+         rf"CUDA out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
+         rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{_SIZE}))?",
+         K.OOM, None, S.CRITICAL, Blame.SELF, ["CUDA out of memory"],
+         "CUDA caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
+         "2.2+ 'Including non-PyTorch memory', 2.4+ 'private pools'). The process that printed it is the culprit.",
+         post=_oom_post),
+    _sig("cuda_error_oom",
+         r"CUDA error: out of memory|Cuda failure 'out of memory'",
+         K.OOM, None, S.CRITICAL, Blame.SELF, ["out of memory"],
+         "OOM raised as a CUDA error (outside the caching allocator, e.g. NCCL or cuBLAS workspace)."),
+    _sig("cpu_oom",
+         r"DefaultCPUAllocator: (?:can't|not enough memory)|Out of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:",
+         K.OOM, None, S.CRITICAL, Blame.SELF, ["DefaultCPUAllocator", "Killed process", "oom-kill"],
+         "Host memory exhausted (allocator or the kernel OOM killer on this host)."),
+    _sig("cuda_error",
+         r"CUDA error: (?!out of memory)(?P<cuda_error>[^\n.]+)",
+         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["CUDA error:"],
+         "Sticky CUDA error in this process (illegal address, launch failure, ...); 'uncorrectable ECC' is a "
+         "faulty GPU.", post=_cuda_post),
+    _sig("cuda_runtime_error_legacy",
+         r"cuda runtime error \((?P<cuda_errno>\d+)\) : (?P<cuda_error>[^\n]+?)(?: at |$)",
+         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["cuda runtime error"],
+         "Legacy THC form, e.g. '(39) : uncorrectable ECC error encountered'.", post=_cuda_post),
+    _sig("cublas_cudnn_error",
+         r"(?P<cuda_error>CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|CUDA driver error: [^\n]+)",
+         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["CUBLAS_STATUS_", "CUDNN_STATUS_", "CUDA driver error"],
+         "cuBLAS/cuDNN/driver failure in this process."),
+    # ---- numerical ------------------------------------------------------------------------------
+    _sig("loss_nan",
+         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?\s*[:=]\s*(?P<value>[-+]?(?:nan|inf))\b",
+         K.NUMERICAL, C.NAN_LOSS, S.WARNING, Blame.NONE, ["nan", "inf"],
+         "A loss or gradient norm printed as nan/inf (Megatron '| grad norm: nan |', HF 'loss': nan, ...).",
+         flags=re.I),
+    _sig("nan_detected",
+         r"(?:Loss is (?:nan|inf)|returned nan values in its \d+th output|Detected (?:NaN|inf)|FloatingPointError|"
+         r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*))",
+         K.NUMERICAL, C.NAN_LOSS, S.WARNING, Blame.NONE, ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations"],
+         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).", flags=re.I),
+    _sig("fp16_overflow",
+         r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
+         r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum",
+         K.NUMERICAL, C.OVERFLOW, S.INFO, Blame.NONE, ["OVERFLOW!", "Gradient overflow", "already at minimum"],
+         "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex). Normal while the "
+         "scale calibrates; critical once the scale is at its minimum.", post=_overflow_post),
+    # ---- kernel: Xid, ECC, lost GPU, PCIe, thermal ----------------------------------------------
+    _sig("nvrm_xid",
+         rf"NVRM: Xid \({_PCI}\): (?P<xid>\d+)(?:,[^\n]*?caused by previous Xid (?P<root_xid>\d+))?",
+         K.FAULTY_HOST, C.XID, S.CRITICAL, Blame.SELF, ["NVRM: Xid"],
+         "Driver Xid with the GPU's PCI address; hardware Xids blame the host that logged them, application "
+         "Xids (13, 31, 43, 45, 109) do not; 'caused by previous Xid N' takes N as the cause.", post=_xid_post),
+    _sig("nvrm_fallen_off_bus",
+         rf"(?:NVRM: (?:The NVIDIA GPU {_PCI}[^\n]*?)?)?fallen off the bus",
+         K.FAULTY_HOST, C.GPU_LOST, S.CRITICAL, Blame.SELF, ["fallen off the bus"],
+         "GPU lost (Xid 79 text, or the r570 multi-line 'The NVIDIA GPU <pci> ... has fallen off the bus' "
+         "without an Xid token; the PCI address is taken from the header line above)."),
+    _sig("ecc_uncorrectable",
+         r"(?:uncorrectable ECC error|Double Bit ECC|DBE \(Double Bit Error\)|Row Remapping Failure|"
+         r"uncorrectable (?:memory|DRAM) error)",
+         K.FAULTY_HOST, C.ECC, S.CRITICAL, Blame.SELF, ["ECC", "Row Remapping Failure", "uncorrectable"],
+         "Uncorrectable GPU memory error outside an Xid line.", flags=re.I),
+    _sig("pcie_link_limited",
+         r"(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): (?P<bandwidth>[\d.]+ Gb/s) available PCIe bandwidth, "
+         r"limited by (?P<limited_by>[\d.]+ GT/s PCIe x\d+) link",
+         K.FAULTY_HOST, C.PCIE_DOWNGRADE, S.WARNING, Blame.SELF, ["available PCIe bandwidth"],
+         "Kernel: a PCIe link trained below its capability."),
+    _sig("cpu_thermal_throttle",
+         r"(?:Core|Package) temperature above threshold, cpu clock throttled",
+         K.FAULTY_HOST, C.THERMAL, S.WARNING, Blame.SELF, ["temperature above threshold"],
+         "Kernel: CPU thermal throttling on this host."),
+)
+
+_BY_NAME = {s.name: s for s in SIGNATURES}
+# Keyword gate: a signature's regex runs only on lines holding one of its keywords (lower case).
+_KEYWORDS = tuple(sorted({k for s in SIGNATURES for k in s.keywords}))
+_BY_KEYWORD: dict[str, list[Signature]] = {}
+for _s in SIGNATURES:
+    for _k in _s.keywords:
+        _BY_KEYWORD.setdefault(_k, []).append(_s)
+
+# ---------------------------------------------------------------------------------------------
+# Noise removal and line prefixes
+# ---------------------------------------------------------------------------------------------
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[[^\]\n]{0,120}\])?")
+_MD_QUOTE_RE = re.compile(r"^\s{0,3}(?:[+-]?\s?>\s?)+")
+_MD_LINK_RE = re.compile(r"\[([^\]\n]+)\]\(https?://[^)\s]*\)")
+_RAY_RE = re.compile(r"\((?:(?P<actor>[\w.:-]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?")
+
+# Prefixes peeled off the start of a line, in any order; each may set rank/host/ts.
+_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("grep_file", re.compile(r"^(?P<file>[\w./-]+\.(?:log|txt|out|err)):(?=\S)")),
+    ("line_counter", re.compile(r"^\[\d+\]\s(?=\S)")),
+    ("rank_world", re.compile(r"^\[(?P<rank>\d{1,6})/(?P<world>\d{1,6})\]")),
+    ("iso_ts", re.compile(r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?\s*")),
+    ("dmesg_ctime", re.compile(r"^\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s*")),
+    ("dmesg_uptime", re.compile(r"^\[\s*\d+\.\d+\]\s*")),
+    ("syslog", re.compile(r"^[A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:(?P<host>[\w.-]+)\s+(?=kernel:|[\w.-]+\[\d+\]:))?")),
+    ("kernel_tag", re.compile(r"^kernel:\s*")),
+    ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
+    ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
+    ("torchx", re.compile(r"^[\w-]+/\d+ \[(?P<local_rank>\d+)\]:")),
+    ("elastic_tee", re.compile(r"^\[(?P<role>[a-z_]+)(?P<local_rank>\d+)\]:")),
+    ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
+)
+_NOT_HOSTS = re.compile(r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$", re.I)
+_HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")
+_RANK_PREFIX_INNER = re.compile(r"\[rank(?P<rank>\d+)\]:")
+_PG_TAG = re.compile(
+    r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\d+)(?:\((?P<guid_name>[^)]*)\))?)?(?: \((?P<desc>[^)]*)\))? Rank (?P<rank>\d+)\]"
+)
+_OLD_RANK_TAG = re.compile(r"\[Rank (?P<rank>\d+)\]")
+_GLOG_LEVEL = re.compile(r"^\[?[IWEF](?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d*|\s)")
+_RECORD_START = re.compile(
+    r"^\s*(?:\[|\(|>|\+|[IWEF]\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|Traceback|File \"|[\w.]+(?:Error|Exception|Warning):|"
+    r"NCCL|NVRM|kernel:|[\w.-]+:\d+:\d+ \[|Exception raised|terminate called|CUDA kernel|For debugging|Compile with)"
+)
+
+
+_RULE = re.compile(r"^\W*$")  # "=====" / "-----" banner rules are never wrapped text
+
+
+@dataclass
+class _Record:
+    line_no: int
+    text: str
+    rank: int | None = None
+    rank_basis: str | None = None
+    host: str | None = None
+    host_basis: str | None = None
+    ts: datetime | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def _wrap_width(lines: list[str]) -> int | None:
+    """The terminal width a paste was wrapped at: a long length shared by several lines."""
+    counts: dict[int, int] = {}
+    for ln in lines:
+        if len(ln) >= 60 and not ln.endswith("  ") and not _RULE.match(ln):
+            counts[len(ln)] = counts.get(len(ln), 0) + 1
+    best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    return best[0] if best and best[1] >= 2 else None
+
+
+def _shape(line: str) -> str:
+    """The opening of a line with digits masked: repeated records (per-rank greps, iteration
+    tables) share it, a wrapped continuation does not."""
+    return re.sub(r"\d", "0", line[:12])
+
+
+def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
+    """Join terminal-wrapped continuation lines back onto the line they were cut from.
+
+    A line is a wrap when it is exactly the paste's wrap width (and does not end padded with
+    spaces: the last fragment of a wrapped line is padded to the width); the next line continues
+    it unless it starts like a new record or repeats the previous line's opening (tables, progress).
+    """
+    width = _wrap_width(lines)
+    out: list[tuple[int, str]] = []
+    i = 0
+    while i < len(lines):
+        start, text = i + 1, lines[i]
+        head = _shape(text)
+        while (width and len(lines[i]) == width and not lines[i].endswith("  ") and not _RULE.match(lines[i]) and i + 1 < len(lines)
+               and lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]) and _shape(lines[i + 1]) != head):
+            i += 1
+            text += lines[i]
+        out.append((start, text.rstrip()))
+        i += 1
+    return out
+
+
+def _plausible_host(h: str | None) -> bool:
+    """Could this name a real remote machine? Rejects 0.0.0.0/8 (what '05' or an all-digit
+    hostname resolves to), unspecified/loopback, redacted ('172....') and all-digit names."""
+    if not h:
+        return False
+    h = h.strip("[]")
+    if h.lower().startswith("::ffff:"):
+        h = h[7:]
+    try:
+        ip = ipaddress.ip_address(h)
+    except ValueError:
+        if h.lower() == "localhost" or h.isdigit() or ".." in h or h.endswith("."):
+            return False
+        return bool(re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?", h)) and any(c.isalpha() for c in h)
+    return not (ip.is_unspecified or ip.is_loopback or ip.is_multicast or (ip.version == 4 and ip in ipaddress.ip_network("0.0.0.0/8")))
+
+
+def _parse_ts(raw: str) -> datetime | None:
+    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%a %b %d %H:%M:%S %Y"):
+        try:
+            return datetime.strptime(raw, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+    return None
+
+
+def _norm_ts(raw: str) -> str:
+    return raw.replace("T", " ").replace("_", " ").replace(",", ".")
+
+
+def _peel(text: str, rec: _Record) -> str:
+    """Strip known prefixes from the start of `text`, recording what they say into `rec`."""
+    for _ in range(8):
+        for name, rx in _PREFIXES:
+            m = rx.match(text)
+            if not m or (m.end() == 0):
+                continue
+            g = m.groupdict()
+            if name == "pdsh":
+                h = g["host"]
+                if _NOT_HOSTS.search(h) or not re.search(r"[\d.-]", h):
+                    continue
+                rec.host, rec.host_basis = h, "pdsh_prefix"
+            elif name in ("syslog", "nccl_prefix") and g.get("host"):
+                rec.host, rec.host_basis = g["host"], f"{name}"
+            elif name in ("rank_prefix", "rank_world"):
+                rec.rank, rec.rank_basis = int(g["rank"]), name
+                if g.get("world"):
+                    rec.fields["world_size"] = int(g["world"])
+            elif name in ("torchx", "elastic_tee"):
+                rec.fields["local_rank"] = int(g["local_rank"])
+            elif name == "iso_ts":
+                rec.ts = rec.ts or _parse_ts(_norm_ts(g["ts"]))
+            elif name == "dmesg_ctime":
+                rec.ts = rec.ts or _parse_ts(re.sub(r"\s+", " ", g["ctime"]))
+            elif name == "grep_file":
+                rec.fields["file"] = g["file"]
+            text = text[m.end():]
+            break
+        else:
+            return text
+    return text
+
+
+def clean_lines(text: str) -> Iterator[_Record]:
+    """Yield one record per logical message: noise removed, prefixes peeled, wraps joined."""
+    raw = _ANSI_RE.sub("", text).split("\n")
+    for line_no, joined in _join_wraps([ln.rstrip("\n") for ln in raw]):
+        # tqdm redraws with \r: every segment is a separate screen state; progress segments are noise.
+        for seg in joined.split("\r"):
+            seg = _PROGRESS_RE.sub(" ", seg) if "%|" in seg else seg
+            seg = _MD_QUOTE_RE.sub("", seg)
+            seg = _MD_LINK_RE.sub(r"\1", seg).replace("`", "")
+            if not seg.strip():
+                continue
+            # Ray prefixes may appear mid-line (two messages glued together): split at each.
+            ray = list(_RAY_RE.finditer(seg))
+            pieces: list[tuple[str, re.Match[str] | None]] = []
+            if ray:
+                if ray[0].start() > 0 and seg[: ray[0].start()].strip():
+                    pieces.append((seg[: ray[0].start()], None))
+                for j, m in enumerate(ray):
+                    end = ray[j + 1].start() if j + 1 < len(ray) else len(seg)
+                    pieces.append((seg[m.end():end], m))
+            else:
+                pieces.append((seg, None))
+            for piece, rm in pieces:
+                rec = _Record(line_no, "")
+                if rm is not None:
+                    rec.fields["ray_pid"] = int(rm.group("pid"))
+                    if rm.group("ip"):
+                        rec.host, rec.host_basis = rm.group("ip"), "ray_prefix"
+                body = _peel(piece.strip(), rec).strip()
+                if not body:
+                    continue
+                rec.text = body
+                _line_tags(rec)
+                yield rec
+
+
+def _line_tags(rec: _Record) -> None:
+    """Rank/host/PG tags found anywhere in the message (after the prefixes)."""
+    t = rec.text
+    if rec.rank is None:
+        m = _RANK_PREFIX_INNER.search(t)  # "[E ...] [rank3]:" or a prefix after a vLLM/logging prefix
+        if m:
+            rec.rank, rec.rank_basis = int(m.group("rank")), "rank_prefix"
+    m = _PG_TAG.search(t)
+    if m:
+        pg = m.group("pg")
+        name = m.group("guid_name") or m.group("desc")
+        rec.fields["pg"] = f"{m.group('guid') or pg}({name})" if name else pg
+        rec.fields["pg_rank"] = int(m.group("rank"))
+        default = pg == "0" or (name or "") == "default_pg"
+        # The PG tag carries the rank *within that group*: it is the global rank only on the default PG.
+        if rec.rank is None and default:
+            rec.rank, rec.rank_basis = int(m.group("rank")), "pg_tag"
+    elif rec.rank is None:
+        m = _OLD_RANK_TAG.search(t)
+        if m:
+            rec.rank, rec.rank_basis = int(m.group("rank")), "rank_tag"
+    if rec.host is None:
+        m = _HOST_IN_LINE.search(t)
+        if m:
+            rec.host, rec.host_basis = m.group("host"), "host_tag"
+    if rec.ts is None:
+        m = re.search(r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)", t[:80])
+        if m:
+            rec.ts = _parse_ts(_norm_ts(m.group(1)))
+
+
+_INT_FIELDS = {"seq", "xid", "exit_code", "rank", "root_xid", "timeout_ms", "ran_ms", "last_enqueued", "last_completed",
+               "numel_in", "numel_out", "detector_rank", "local_rank", "pid", "ib_status", "ib_opcode", "vendor_err",
+               "peer_port", "errno", "signal_no", "stuck_s", "timeout", "try", "joined", "world_size", "worker_count",
+               "attempts_left", "attempts", "nan_iters", "ds_rank", "barrier_rank", "aborted_rank", "cuda_errno",
+               "mismatch_rank_a", "mismatch_rank_b", "port", "timeout_s", "proc", "gpu"}
+_COLUMN_FIELDS = ("seq", "op", "xid", "gpu_pci", "exit_code", "peer")
+
+
+def classify_line(rec: _Record, default_rank: int | None = None, default_host: str | None = None) -> list[Event]:
+    """All signature matches in one cleaned record, as events (possibly none)."""
+    low = rec.text.lower()
+    hits = [k for k in _KEYWORDS if k in low]  # plain substring tests: far faster than one big alternation
+    if not hits:
+        return []
+    cands: list[Signature] = []
+    for h in hits:
+        for s in _BY_KEYWORD.get(h, ()):
+            if s not in cands:
+                cands.append(s)
+    cands.sort(key=lambda s: SIGNATURES.index(s))
+    rank, rank_basis = (rec.rank, rec.rank_basis) if rec.rank is not None else (default_rank, "path" if default_rank is not None else None)
+    host, host_basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
+    events: list[Event] = []
+    for sig in cands:
+        for m in sig.pattern.finditer(rec.text):
+            ev = Event(rec.line_no, rec.text, sig.name, sig.kind, sig.category, sig.severity, sig.blame, sig.generic,
+                       rank=rank, rank_basis=rank_basis, host=host, host_basis=host_basis, ts=rec.ts)
+            ev.fields.update(rec.fields)
+            ev.pg = rec.fields.get("pg")
+            for k, v in m.groupdict().items():
+                if v is None:
+                    continue
+                k = k.split("__")[0]
+                v = v.strip()
+                if k in _INT_FIELDS:
+                    try:
+                        v = int(v)
+                    except ValueError:
+                        continue
+                if k in _COLUMN_FIELDS:
+                    setattr(ev, k, v)
+                else:
+                    ev.fields[k] = v
+            if ev.gpu_pci:
+                ev.gpu_pci = ev.gpu_pci.lower()
+            if sig.post:
+                sig.post(ev)
+            events.append(ev)
+            if sig.kind is None or sig.name in ("loss_nan",):
+                continue
+            break  # one event per signature per record, except repeated metrics
+    return events
+
+
+def _finish(ev: Event) -> None:
+    """Turn blame into culprit columns: what this line alone implicates."""
+    if ev.kind is None:
+        return
+    if ev.blame == Blame.SELF:
+        # The rank of the process that printed the line; a group-local rank of a non-default
+        # PG is not a global rank and was never put in ev.rank.
+        if ev.rank is not None:
+            ev.culprit_rank = ev.rank
+        if ev.host:
+            ev.culprit_host = ev.host
+        if ev.culprit_rank is not None or ev.culprit_host:
+            ev.culprit_basis = ev.rank_basis if ev.culprit_rank is not None else ev.host_basis
+    elif ev.blame == Blame.PEER and _plausible_host(ev.peer):
+        peer = ev.peer.strip("[]")
+        ev.culprit_host = peer[7:] if peer.lower().startswith("::ffff:") else peer
+        ev.culprit_basis = "peer" if ev.kind is not K.RENDEZVOUS_ERROR else "endpoint"
+
+
+# ---------------------------------------------------------------------------------------------
+# Multi-line blocks: torchelastic ChildFailedError banner, kernel GPU headers, stack frames
+# ---------------------------------------------------------------------------------------------
+_ELASTIC_FIELD = re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<value>.*)$")
+_ELASTIC_ENTRY = re.compile(r"^\[(?P<idx>\d+)\]:$")
+_FRAME = re.compile(r"^(?P<func>[\w<>.]+) \((?P<file>[^():]+):(?P<line>\d+)\)$")
+_NVRM_GPU_HEADER = re.compile(rf"NVRM: (?:The NVIDIA GPU |GPU at |GPU ){_PCI}")
+
+
+@dataclass
+class _ElasticEntry:
+    section: str
+    line_no: int
+    lines: list[str] = field(default_factory=list)
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def _elastic_events(entries: list[_ElasticEntry], no_other: bool, default_host: str | None) -> list[Event]:
+    """Events for one ChildFailedError banner.
+
+    The 'Root Cause' entry is only the first failure torchelastic *observed* (smallest error-file
+    timestamp, or the first entry when no error file exists). It settles the culprit rank when it is
+    the only failure (<NO_OTHER_FAILURES>) or strictly earlier than every other one; all failures on
+    one host settle the host.
+    """
+    if not entries:
+        return []
+    roots = [e for e in entries if e.section == "root"]
+    others = [e for e in entries if e.section != "root"]
+    root_time = roots[0].values.get("time") if roots else None
+    other_times = [e.values.get("time") for e in others]
+    sole = bool(roots) and (no_other or not others)
+    earliest = bool(roots) and bool(others) and root_time is not None and all(t is not None and t > root_time for t in other_times)
+    hosts = {e.values.get("host") for e in entries if e.values.get("host")}
+    single_host = next(iter(hosts)) if len(hosts) == 1 else None
+    out = []
+    for e in entries:
+        v = e.values
+        rank_m = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", v.get("rank", ""))
+        exit_m = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", v.get("exitcode", ""))
+        is_root = e.section == "root"
+        ev = Event(e.line_no, " | ".join(e.lines), "elastic_root_cause" if is_root else "elastic_failure",
+                   K.CRASH, C.EXIT_CODE, S.CRITICAL, Blame.NONE, False,
+                   rank=int(rank_m.group(1)) if rank_m else None, rank_basis="elastic_entry",
+                   host=v.get("host") or default_host, host_basis="elastic_entry" if v.get("host") else "path")
+        if exit_m:
+            ev.exit_code = int(exit_m.group(1))
+            if exit_m.group(2):
+                ev.fields["pid"] = int(exit_m.group(2))
+        if rank_m and rank_m.group(2) is not None:
+            ev.fields["local_rank"] = int(rank_m.group(2))
+        for k in ("time", "error_file", "traceback"):
+            if v.get(k):
+                ev.fields[k] = v[k]
+        if v.get("time"):
+            ev.ts = _parse_ts(_norm_ts(v["time"]))
+        sm = re.search(r"Signal (\d+) \((SIG\w+)\)", v.get("traceback", ""))
+        if sm:
+            ev.category = C.SIGNAL
+            ev.fields["signal"] = sm.group(2)
+        _exit_post(ev)
+        if is_root and (sole or earliest):
+            ev.culprit_rank = ev.rank
+            ev.culprit_basis = "elastic_sole_failure" if sole else "elastic_earliest_failure"
+        if single_host:
+            ev.culprit_host = single_host
+            ev.culprit_basis = ev.culprit_basis or "elastic_single_host"
+        ev.fields["root_cause"] = is_root
+        ev.fields["failures_in_banner"] = len(entries)
+        out.append(ev)
+    return out
+
+
+def parse_records(records: Iterable[_Record], *, default_rank: int | None = None,
+                  default_host: str | None = None) -> list[Event]:
+    events: list[Event] = []
+    # ChildFailedError banner state
+    section: str | None = None
+    entries: list[_ElasticEntry] = []
+    no_other = False
+    current: _ElasticEntry | None = None
+    # kernel: last "NVRM: The NVIDIA GPU <pci>" header, for the r570 multi-line lost-GPU message
+    gpu_header: tuple[int, str] | None = None
+    # stack dumps: frames following a thread header
+    stack_ev: Event | None = None
+
+    def flush_banner() -> None:
+        nonlocal entries, no_other, current, section
+        events.extend(_elastic_events(entries, no_other, default_host))
+        entries, no_other, current, section = [], False, None, None
+
+    for rec in records:
+        t = rec.text
+        # ---- torchelastic banner -------------------------------------------------------
+        if t.startswith("Root Cause (first observed failure)"):
+            section, current = "root", None
+            continue
+        if t.startswith("Failures:"):
+            section, current = "failures", None
+            continue
+        if "<NO_OTHER_FAILURES>" in t:
+            no_other = True
+            continue
+        me = _ELASTIC_ENTRY.match(t)
+        if me and section:
+            current = _ElasticEntry(section, rec.line_no)
+            entries.append(current)
+            continue
+        mf = _ELASTIC_FIELD.match(t)
+        if mf:
+            if current is None:  # an excerpt that starts inside an entry (its header was cut)
+                current = _ElasticEntry(section or "failures", rec.line_no)
+                entries.append(current)
+                section = section or "failures"
+            if mf.group("key") in current.values and current.section != "root":
+                current = _ElasticEntry(current.section, rec.line_no)
+                entries.append(current)
+            current.values[mf.group("key")] = mf.group("value").strip()
+            current.lines.append(t)
+            continue
+        if entries and (set(t) <= set("=-") and len(t) >= 10):
+            if section == "root" and any(e.section == "root" for e in entries):
+                flush_banner()
+            continue
+        if entries and not t.startswith(("[", " ")):
+            flush_banner()
+        # ---- stack dump frames ---------------------------------------------------------
+        if stack_ev is not None:
+            fm = _FRAME.match(t)
+            if fm:
+                frames = stack_ev.fields.setdefault("frames", [])
+                if len(frames) < 12:
+                    frames.append(t)
+                continue
+            stack_ev = None
+        # ---- ordinary lines --------------------------------------------------------------
+        mh = _NVRM_GPU_HEADER.search(t)
+        if mh:
+            gpu_header = (rec.line_no, mh.group("gpu_pci").lower())
+        for ev in classify_line(rec, default_rank, default_host):
+            if ev.signature == "nvrm_fallen_off_bus" and not ev.gpu_pci and gpu_header and rec.line_no - gpu_header[0] <= 4:
+                ev.gpu_pci = gpu_header[1]
+                ev.fields["gpu_pci_from_line"] = gpu_header[0]
+            if ev.signature == "nvrm_xid" and ev.xid == 79:
+                ev.category = C.GPU_LOST
+            if ev.signature == "stack_dump_thread":
+                stack_ev = ev
+            events.append(ev)
+    if entries:
+        flush_banner()
+    for ev in events:
+        _finish(ev)
+    # Xid 79 text also matches the lost-GPU signature: keep the Xid event only. A generic match on
+    # a line that also has a specific one of the same kind adds nothing.
+    xid_lines = {e.line_no for e in events if e.signature == "nvrm_xid"}
+    specific = {(e.line_no, e.kind) for e in events if not e.generic and e.kind is not None}
+    out, seen = [], set()
+    for e in events:
+        if (e.signature == "nvrm_fallen_off_bus" and e.line_no in xid_lines) or (e.generic and (e.line_no, e.kind) in specific):
+            continue
+        key = (e.line_no, e.kind, e.category, e.generic, e.message)
+        if e.kind is not None and key in seen:  # two rules saying the same of one line: keep the first
+            continue
+        seen.add(key)
+        out.append(e)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------------------------
+
+def _to_table(events: list[Event], source: str) -> pa.Table:
+    schema = schema_for(SignalKind.LOG_EVENTS)
+    cols: dict[str, list[Any]] = {f.name: [] for f in schema}
+    hosts: list[str | None] = []
+    for ev in events:
+        extra = dict(ev.fields)
+        extra.pop("pg", None)
+        if ev.peer:
+            extra["peer"] = ev.peer
+        if ev.culprit_basis:
+            extra["culprit_basis"] = ev.culprit_basis
+        if ev.rank_basis and ev.rank is not None:
+            extra["rank_basis"] = ev.rank_basis
+        if ev.generic:
+            extra["generic"] = True
+        row = {
+            "ts": ev.ts, "source": source, "line_no": ev.line_no, "rank": ev.rank,
+            "kind": ev.kind.value if ev.kind else None,
+            "category": ev.category.value if ev.category else None,
+            "severity": ev.severity.value, "signature": ev.signature, "pg": ev.pg, "seq": ev.seq, "op": ev.op,
+            "xid": ev.xid, "gpu_pci": ev.gpu_pci, "exit_code": ev.exit_code, "message": ev.message[:2000],
+            "culprit_rank": ev.culprit_rank, "culprit_host": ev.culprit_host,
+            "fields": json.dumps(extra, sort_keys=True, default=str) if extra else None,
+        }
+        for k in cols:
+            cols[k].append(row[k])
+        hosts.append(ev.host)
+    table = pa.Table.from_pydict(cols, schema=schema)
+    return table.append_column(HOST_COLUMN, pa.array(hosts, pa.string()))
+
+
+def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None,
+                   host: str | None = None) -> pa.Table:
+    """Classify every line of `text` into a log_events table (plus a `host` column).
+
+    `rank`/`host` are what the caller knows from where the text came from (a run dir's
+    logs/H/rank-R.log); the text's own prefixes ([rankN]:, Ray ip, pdsh host) take precedence.
+    """
+    return _to_table(parse_records(clean_lines(text), default_rank=rank, default_host=host), source)
+
+
+def _read_text(path: Path) -> str:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:  # type: ignore[operator]
+        return f.read()
+
+
+def parse_log_file(path: str | os.PathLike[str], *, rank: int | None = None, host: str | None = None) -> pa.Table:
+    """Parse one log file (plain or .gz): a pasted log, a rank log, or a kernel log (dmesg/journalctl -k)."""
+    p = Path(path)
+    return parse_log_text(_read_text(p), str(p), rank=rank, host=host)
+
+
+_RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")
+
+
+def parse_run_logs(root: str | os.PathLike[str]) -> pa.Table:
+    """log_events of a run dir or collected dataset: logs/H/rank-R.log (rank R on host H, known from
+    the path), other logs/H/*.log (host only) and kernel/H/dmesg.txt (host H)."""
+    root = Path(root)
+    tables: list[pa.Table] = []
+    logs = root / "logs"
+    if logs.is_dir():
+        for host_dir in sorted(p for p in logs.iterdir() if p.is_dir()):
+            for f in sorted(host_dir.iterdir()):
+                if not f.is_file() or not (f.name.endswith((".log", ".log.gz", ".txt"))):
+                    continue
+                m = _RANK_LOG.match(f.name)
+                tables.append(parse_log_file(f, rank=int(m.group(1)) if m else None, host=host_dir.name))
+    kernel = root / "kernel"
+    if kernel.is_dir():
+        for host_dir in sorted(p for p in kernel.iterdir() if p.is_dir()):
+            for f in sorted(host_dir.glob("*.txt")):
+                tables.append(parse_log_file(f, host=host_dir.name))
+    if not tables:
+        return _to_table([], "")
+    return pa.concat_tables(tables)

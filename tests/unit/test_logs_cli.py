@@ -1,0 +1,47 @@
+"""`trainctl diagnose FILE.log --json` on one pasted log, through the real entry point."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_diagnose_pasted_log_json(cli, tmp_path) -> None:
+    log = tmp_path / "pasted.log"
+    log.write_text(
+        "(RayWorkerWrapper pid=1054, ip=10.96.62.52) ERROR 01-02 02:39:17 worker_base.py:467] torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 380.00 MiB. GPU 0 has a total capacity of 23.64 GiB of which 14.81 MiB is free.\n"
+        "[rank1]:[E424 01:17:25.031948957 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran for 1800010 milliseconds before timing out.\n"
+    )
+    r = cli("diagnose", str(log), "--json", "--fail-on", "never")
+    assert r.code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["source_kind"] == "log_file"
+    got = {(f["kind"], f["category"], tuple(f["ranks"]), tuple(f["hosts"])) for f in report["findings"]}
+    assert got == {("oom", None, (), ("10.96.62.52",)), ("hung_collective", "collective_timeout", (), ())}
+    oom = next(f for f in report["findings"] if f["kind"] == "oom")
+    assert oom["evidence"]["lines"][0].startswith(f"{log}:1: ")
+    assert oom["playbook"] == "oom"
+
+
+def test_diagnose_clean_log_has_no_findings(cli, tmp_path) -> None:
+    log = tmp_path / "clean.log"
+    log.write_text("step 1 loss 2.31\nstep 2 loss 2.29\n")
+    r = cli("diagnose", str(log), "--json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["findings"] == []
+
+
+def test_diagnose_run_dir_parses_rank_and_kernel_logs(cli, tmp_path) -> None:
+    from trainctl.rundir import HostRanks, RunInfo, write_run_info
+
+    write_run_info(tmp_path, RunInfo(run_id="r-1", world_size=4, nproc_per_node=2, hosts=(HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3)))))
+    (tmp_path / "logs" / "node02").mkdir(parents=True)
+    (tmp_path / "logs" / "node02" / "rank-3.log").write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 10 MiB is free.\n")
+    (tmp_path / "kernel" / "node01").mkdir(parents=True)
+    (tmp_path / "kernel" / "node01" / "dmesg.txt").write_text("[ 99.1] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.\n")
+    r = cli("diagnose", str(tmp_path), "--json", "--fail-on", "never")
+    assert r.code == 0, r.stderr
+    report = json.loads(r.stdout)
+    got = {(f["kind"], f["category"], tuple(f["ranks"]), tuple(f["hosts"])) for f in report["findings"]}
+    assert got == {("oom", None, (3,), ("node02",)), ("faulty_host", "gpu_lost", (), ("node01",))}

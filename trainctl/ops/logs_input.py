@@ -1,0 +1,40 @@
+"""Registers the log parsers with `trainctl diagnose` (imported once from trainctl.ops.diagnosis).
+
+- LOG_FILE_LOAD: `trainctl diagnose some.log` on one pasted log, rank log or kernel log; rank and
+  host come from the text itself ([rankN]:, Ray ip, pdsh/syslog/NCCL host prefixes).
+- RAW_PARSERS: a run dir's or dataset's logs/H/rank-R.log (rank R on host H from the path) and
+  kernel/H/dmesg.txt (host H), parsed into log_events when no parsed table is there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import pyarrow as pa
+
+from trainctl.collectors import logs as _logs
+from trainctl.errors import InputError
+from trainctl.rundir import RunInfo
+from trainctl.schemas import SignalKind
+
+__all__ = ["load_log_file", "parse_run_dir_logs", "register"]
+
+
+def load_log_file(path: Path) -> pa.Table:
+    try:
+        return _logs.parse_log_file(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}); check the path and its permissions") from exc
+
+
+def parse_run_dir_logs(root: Path, run: RunInfo | None) -> Mapping[SignalKind, pa.Table]:
+    table = _logs.parse_run_logs(root)
+    return {SignalKind.LOG_EVENTS: table} if table.num_rows else {}
+
+
+def register(log_file_load: list, raw_parsers: list) -> None:
+    if load_log_file not in log_file_load:
+        log_file_load.append(load_log_file)
+    if parse_run_dir_logs not in raw_parsers:
+        raw_parsers.append(parse_run_dir_logs)
