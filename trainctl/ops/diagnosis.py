@@ -107,3 +107,5 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
         source=str(p),
         source_kind=kind.value,
     )
+
+from trainctl.ops import hang_inputs as _hang_inputs  # noqa: E402,F401  (registers FR dumps + stacks)
