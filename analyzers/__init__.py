@@ -33,6 +33,9 @@ def _registry() -> list[Analyzer]:
     analyzers.append(Analyzer("stragglers", (SignalKind.TIMELINE,), stragglers.analyze))
     from trainctl.analyzers import logs as _logs
     analyzers.append(Analyzer("logs", (SignalKind.LOG_EVENTS,), _logs.analyze))
+    from trainctl.analyzers import hangs
+
+    analyzers.append(Analyzer("hangs", (SignalKind.COLLECTIVES,), hangs.analyze))
     return analyzers
 
 

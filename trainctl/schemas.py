@@ -44,6 +44,7 @@ class SignalKind(str, Enum):
     STACKS = "stacks"
     COLLECTION_STATUS = "collection_status"
     HOST_FACTS = "host_facts"
+    PG_STATUS = "pg_status"
 
 
 class Phase(str, Enum):
@@ -185,6 +186,17 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("error_type", pa.string()),
         _f("error", pa.string()),
         _f("started_ts", _TS),
+    ],
+    # rank x process group: Flight Recorder's pg_status (one row per group per dump). The counters
+    # survive ring-buffer wrap, so they say how far each rank got even when its entries are gone.
+    SignalKind.PG_STATUS: [
+        _f("rank", pa.int32(), False),
+        _f("pg_name", pa.string(), False),
+        _f("last_enqueued_seq", pa.int64()),
+        _f("last_started_seq", pa.int64()),  # -1 on gloo (never tracked)
+        _f("last_completed_seq", pa.int64()),  # on gloo: retired, which includes timed-out ops
+        _f("fr_version", pa.string()),
+        _f("source", pa.string()),  # the dump file this row came from
     ],
     SignalKind.HOST_FACTS: [
         _f("collected_ts", _TS),

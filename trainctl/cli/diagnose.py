@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from trainctl.cli.console import err, out
+from trainctl.cli.hangmap import hang_maps
 from trainctl.cli.render import findings_table
 from trainctl.findings import Severity
 from trainctl.ops.diagnosis import diagnose_path
@@ -34,6 +35,8 @@ def diagnose(
         out.print_json(report.to_json()) if out.is_terminal else print(report.to_json())
     else:
         out.print(findings_table(report))
+        for hang_map in hang_maps(report):  # the rank grid of each hung collective (issue 3)
+            out.print(hang_map)
     worst = report.max_severity()
     if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
         raise typer.Exit(EXIT_FINDINGS)

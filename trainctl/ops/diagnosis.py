@@ -110,3 +110,4 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
 
 from trainctl.ops import logs_input as _logs_input  # noqa: E402  (log signatures: registers its loaders)
 _logs_input.register(LOG_FILE_LOAD, RAW_PARSERS)
+from trainctl.ops import hang_inputs as _hang_inputs  # noqa: E402,F401  (registers FR dumps + stacks)

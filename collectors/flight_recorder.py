@@ -1,0 +1,328 @@
+"""PyTorch Flight Recorder dumps -> `collectives`, `pg_status` and `stacks` tables.
+
+A dump is one file per rank, written by `torch._C._distributed_c10d._dump_fr_trace()` (pickle,
+with Python stacks in each entry's `frames`) or `_dump_fr_trace_json()` (JSON, no stacks), format
+version "2.10" in torch 2.13 (peers.md §1.3). Any file name prefix is accepted; the rank comes from
+the dump's own `rank` key when present, else from the digits the file name ends with
+(`rank-3.pkl`, `nccl_trace_rank_3`, `fr3.json`).
+
+Pickles are loaded with `PlainUnpickler`, which admits only what the pickle opcodes build by
+themselves (dict, list, tuple, str, bytes, int, float, bool, None, set) and refuses every global
+lookup, so a hostile file (`__reduce__` -> os.system) raises UnsafePickleError before anything runs.
+
+Gloo quirks handled here (peers.md §0.7): `pg_config` is empty (pg_ranks stays null), `state` is
+always "scheduled", start/complete times are 0 (stored as null), `retired` includes timed-out ops,
+and JSON dumps give pg_status counters as strings.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+from trainctl.errors import FlightRecorderError, UnsafePickleError
+from trainctl.schemas import SignalKind, schema_for
+
+__all__ = [
+    "FlightRecorderDump",
+    "PlainUnpickler",
+    "safe_loads",
+    "rank_from_name",
+    "looks_like_dump",
+    "find_dumps",
+    "load_dump",
+    "load_dumps",
+    "dumps_to_tables",
+    "normalize_op",
+]
+
+logger = logging.getLogger(__name__)
+
+HOST_COLUMN = "host"
+# Dump files a run dir holds: fr/<host>/rank-R.pkl|.json (INTERFACES.md).
+_RANK_SUFFIX = re.compile(r"(\d+)(?:\.(?:pkl|pickle|json|bin))?$", re.IGNORECASE)
+_PICKLE_MAGIC = b"\x80"
+_SKIP_SUFFIXES = (".txt", ".log", ".parquet", ".tmp", ".py", ".md", ".sock")
+
+
+class PlainUnpickler(pickle.Unpickler):
+    """Unpickles plain containers and scalars only; any global (class, function) is refused.
+
+    Dicts, lists, tuples, sets, strings, bytes and numbers are built by pickle opcodes directly
+    and never reach find_class; everything that could run code (REDUCE, BUILD, INST, OBJ, EXT*)
+    needs a callable that only find_class can supply, so refusing it there is sufficient.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:  # noqa: D401 - pickle API
+        raise UnsafePickleError(f"{module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise UnsafePickleError(f"persistent id {pid!r}")
+
+
+def safe_loads(data: bytes, *, where: str = "<bytes>") -> Any:
+    try:
+        return PlainUnpickler(io.BytesIO(data)).load()
+    except UnsafePickleError as exc:
+        raise UnsafePickleError(
+            f"{where}: refusing to unpickle: it asks for the global {exc.args[0]!r}, and a Flight Recorder "
+            "dump holds only plain containers and scalars; nothing was executed. Do not load this file with "
+            "pickle; re-dump the rank as JSON (fr_trace_json) if it is genuine"
+        ) from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError) as exc:
+        raise FlightRecorderError(f"{where}: not a readable Flight Recorder pickle ({exc!r}); re-dump the rank") from exc
+
+
+def rank_from_name(path: str | os.PathLike[str]) -> int | None:
+    m = _RANK_SUFFIX.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def looks_like_dump(path: Path) -> bool:
+    """Cheap test used by input detection: a rank-numbered file that starts like a pickle or a JSON dump."""
+    if not path.is_file() or path.name.startswith(".") or path.suffix.lower() in _SKIP_SUFFIXES:
+        return False
+    if rank_from_name(path) is None:
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if head.startswith(_PICKLE_MAGIC):
+        return True
+    stripped = head.lstrip()
+    return stripped.startswith(b"{") and (b'"entries"' in head or b'"pg_status"' in head or b'"version"' in head)
+
+
+def find_dumps(root: str | os.PathLike[str], *, max_depth: int = 3) -> list[Path]:
+    """Every dump file under root (at most max_depth folders deep), sorted by path."""
+    root = Path(root)
+    found: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            children = sorted(d.iterdir())
+        except OSError:
+            return
+        for c in children:
+            if c.is_dir() and depth < max_depth and not c.name.startswith("."):
+                walk(c, depth + 1)
+            elif looks_like_dump(c):
+                found.append(c)
+
+    walk(root, 0)
+    return found
+
+
+@dataclass(frozen=True)
+class FlightRecorderDump:
+    rank: int
+    host: str | None
+    path: Path
+    version: str
+    entries: tuple[Mapping[str, Any], ...]
+    pg_status: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    pg_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    fmt: str = "pickle"  # pickle | json
+
+
+def _host_of(path: Path, root: Path | None) -> str | None:
+    """fr/<host>/rank-R.* -> host; a dump in a per-host subfolder of a raw dir -> that folder."""
+    parent = path.parent
+    if parent.parent.name == "fr":
+        return parent.name
+    if root is not None and parent != root and parent.parent == root:
+        return parent.name
+    return None
+
+
+def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> FlightRecorderDump:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FlightRecorderError(f"{path}: cannot read Flight Recorder dump ({exc.strerror})") from exc
+    if data.startswith(_PICKLE_MAGIC):
+        obj, fmt = safe_loads(data, where=str(path)), "pickle"
+    elif data.lstrip().startswith(b"{"):
+        try:
+            obj, fmt = json.loads(data), "json"
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FlightRecorderError(f"{path}: truncated or invalid JSON Flight Recorder dump ({exc}); re-dump the rank") from exc
+    else:
+        raise FlightRecorderError(f"{path}: neither a pickle nor a JSON Flight Recorder dump (first bytes {data[:8]!r})")
+    if not isinstance(obj, dict) or not isinstance(obj.get("entries", []), list):
+        raise FlightRecorderError(f"{path}: not a Flight Recorder dump (expected a dict with 'entries', got {type(obj).__name__})")
+    rank = obj.get("rank")
+    name_rank = rank_from_name(path)
+    if not isinstance(rank, int):
+        rank = name_rank
+    elif name_rank is not None and name_rank != rank:
+        logger.warning("%s: file name says rank %d, dump says rank %d; using the dump", path, name_rank, rank)
+    if rank is None:
+        raise FlightRecorderError(f"{path}: cannot tell which rank wrote this dump; name it <prefix><rank> (e.g. rank-3.pkl)")
+    entries = tuple(e for e in obj.get("entries") or () if isinstance(e, dict))
+    return FlightRecorderDump(
+        rank=int(rank),
+        host=_host_of(path, root),
+        path=path,
+        version=str(obj.get("version", "")),
+        entries=entries,
+        pg_status={str(k): v for k, v in (obj.get("pg_status") or {}).items() if isinstance(v, dict)},
+        pg_config={str(k): v for k, v in (obj.get("pg_config") or {}).items() if isinstance(v, dict)},
+        fmt=fmt,
+    )
+
+
+def load_dumps(paths: Iterable[Path], *, root: Path | None = None) -> list[FlightRecorderDump]:
+    """Load dumps; where one rank has both .pkl and .json, keep the pickle (it carries stacks)."""
+    by_rank: dict[int, FlightRecorderDump] = {}
+    for p in paths:
+        d = load_dump(p, root=root)
+        prev = by_rank.get(d.rank)
+        if prev is None or (prev.fmt == "json" and d.fmt == "pickle"):
+            by_rank[d.rank] = d
+        elif prev.fmt == d.fmt:
+            raise FlightRecorderError(f"two dumps claim rank {d.rank}: {prev.path} and {d.path}; keep one per rank")
+    return [by_rank[r] for r in sorted(by_rank)]
+
+
+def normalize_op(profiling_name: str | None) -> str:
+    """'gloo:all_reduce' -> 'all_reduce'; 'nccl:send 1->2' -> 'send'; 'c10d:barrier' -> 'barrier'."""
+    name = (profiling_name or "").strip()
+    if ":" in name:
+        name = name.split(":", 1)[1]
+    return name.split(" ", 1)[0] or "unknown"
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return None if v is None else int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ts(v: Any) -> int | None:
+    n = _int(v)
+    return n if n else None  # gloo leaves 0 where it never observed the time
+
+
+def _pg_ranks(cfg: Mapping[str, Mapping[str, Any]], pg_name: str) -> list[int] | None:
+    c = cfg.get(pg_name)
+    if not c:
+        return None
+    raw = c.get("ranks")
+    if isinstance(raw, str):  # "[0, 1]": parsed as JSON, never eval'd
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    if isinstance(raw, list) and raw and all(isinstance(r, int) for r in raw):
+        return [int(r) for r in raw]
+    return None
+
+
+def _sizes(v: Any) -> list[list[int]] | None:
+    if not isinstance(v, (list, tuple)):
+        return None
+    try:
+        return [[int(x) for x in s] for s in v]
+    except (TypeError, ValueError):
+        return None
+
+
+def _frames(v: Any) -> list[dict[str, Any]]:
+    if not isinstance(v, (list, tuple)):
+        return []
+    return [
+        {"name": str(f.get("name", "")), "filename": str(f.get("filename", "")), "line": _int(f.get("line"))}
+        for f in v
+        if isinstance(f, dict)
+    ]
+
+
+def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.Table]:
+    """`collectives`, `pg_status` and `stacks` (frames of each rank's latest entry), each with a host column."""
+    coll: list[dict[str, Any]] = []
+    coll_hosts: list[str | None] = []
+    status: list[dict[str, Any]] = []
+    status_hosts: list[str | None] = []
+    stacks: list[dict[str, Any]] = []
+    stack_hosts: list[str | None] = []
+    for d in dumps:
+        latest: Mapping[str, Any] | None = None
+        for e in d.entries:
+            pg = e.get("process_group") or ("", "")
+            pg_name, pg_desc = (str(pg[0]), str(pg[1]) if len(pg) > 1 else None) if isinstance(pg, (list, tuple)) else (str(pg), None)
+            is_p2p = bool(e.get("is_p2p"))
+            frames = _frames(e.get("frames"))
+            coll.append({
+                "rank": d.rank,
+                "pg_name": pg_name,
+                "pg_desc": pg_desc,
+                "pg_ranks": _pg_ranks(d.pg_config, pg_name),
+                "seq": None if is_p2p else _int(e.get("collective_seq_id")),
+                "p2p_seq": _int(e.get("p2p_seq_id")) if is_p2p else None,
+                "record_id": _int(e.get("record_id")),
+                "op": normalize_op(e.get("profiling_name")),
+                "input_sizes": _sizes(e.get("input_sizes")),
+                "output_sizes": _sizes(e.get("output_sizes")),
+                "input_dtypes": [str(x) for x in e.get("input_dtypes") or []],
+                "output_dtypes": [str(x) for x in e.get("output_dtypes") or []],
+                "enqueue_ts": _ts(e.get("time_created_ns")),
+                "start_ts": _ts(e.get("time_discovered_started_ns")),
+                "end_ts": _ts(e.get("time_discovered_completed_ns")),
+                "state": e.get("state"),
+                "retired": e.get("retired"),
+                "timeout_ms": _int(e.get("timeout_ms")),
+                # The schema stores frames innermost last; Flight Recorder lists them innermost first.
+                "frames": json.dumps(frames[::-1]) if frames else None,
+            })
+            coll_hosts.append(d.host)
+            if frames and (latest is None or (_int(e.get("record_id")) or 0) >= (_int(latest.get("record_id")) or 0)):
+                latest = e
+        for pg_name, st in d.pg_status.items():
+            status.append({
+                "rank": d.rank,
+                "pg_name": pg_name,
+                "last_enqueued_seq": _int(st.get("last_enqueued_collective")),
+                "last_started_seq": _int(st.get("last_started_collective")),
+                "last_completed_seq": _int(st.get("last_completed_collective")),
+                "fr_version": d.version,
+                "source": str(d.path),
+            })
+            status_hosts.append(d.host)
+        if latest is not None:
+            for depth, f in enumerate(_frames(latest.get("frames"))):
+                stacks.append({
+                    "ts": _ts(latest.get("time_created_ns")),
+                    "rank": d.rank,
+                    "pid": None,
+                    "thread": str(latest.get("thread_name") or "") or None,
+                    "depth": depth,
+                    "function": f["name"] or "?",
+                    "filename": f["filename"] or None,
+                    "line": f["line"],
+                    "source": "flight_recorder",
+                })
+                stack_hosts.append(d.host)
+    return {
+        SignalKind.COLLECTIVES: _table(SignalKind.COLLECTIVES, coll, coll_hosts),
+        SignalKind.PG_STATUS: _table(SignalKind.PG_STATUS, status, status_hosts),
+        SignalKind.STACKS: _table(SignalKind.STACKS, stacks, stack_hosts),
+    }
+
+
+def _table(kind: SignalKind, rows: list[dict[str, Any]], hosts: list[str | None]) -> pa.Table:
+    t = pa.Table.from_pylist(rows, schema=schema_for(kind))
+    return t.append_column(HOST_COLUMN, pa.array(hosts, pa.string()))

@@ -1,0 +1,58 @@
+"""The terminal hang map: the rank grid (pp stages x dp rows x tp columns) with each rank's state.
+
+MegaScale-style (seeds.md §2): waiting ranks are the ones that logged an ongoing collective, the
+culprit is the silent one. The grid and the states come from the hung_collective finding's
+`evidence["hang_map"]` (built by trainctl.analyzers.hangs), so `--json` carries the same data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from trainctl.findings import Finding, FindingKind, Report
+
+__all__ = ["hang_maps", "render_hang_map"]
+
+_STYLE = {"waiting": "yellow", "culprit": "bold white on red", "finished": "green", "no_data": "dim"}
+_MARK = {"waiting": "W", "culprit": "X", "finished": ".", "no_data": "?"}
+
+
+def render_hang_map(finding: Finding) -> Group | None:
+    hm: Mapping[str, Any] | None = finding.evidence.get("hang_map")
+    if not hm:
+        return None
+    states: Mapping[str, str] = hm.get("states", {})
+    hosts: Mapping[str, str | None] = hm.get("hosts", {})
+    axes = hm.get("axes", {})
+    ev = finding.evidence
+    title = f"hang map: {ev.get('op') or 'collective'} seq {ev.get('seq')} of pg {ev.get('pg_name')}" + (
+        f" ({ev['pg_desc']})" if ev.get("pg_desc") else "")
+    parts: list[Any] = [Text(title, style="bold")]
+    for i, stage in enumerate(hm.get("stages", [])):
+        table = Table(show_header=True, show_lines=True, title=f"{axes['stage']} stage {i}" if axes.get("stage") else None)
+        ncols = max((len(row) for row in stage), default=0)
+        table.add_column(axes.get("row") or "", style="bold")
+        for c in range(ncols):
+            table.add_column(f"{axes.get('col') or 'rank'} {c}" if axes.get("row") else "", justify="center")
+        for j, row in enumerate(stage):
+            cells = []
+            for r in row:
+                if r is None:
+                    cells.append(Text(""))
+                    continue
+                st = states.get(str(r), "no_data")
+                host = hosts.get(str(r))
+                cells.append(Text(f"{_MARK[st]} r{r}" + (f"\n{host}" if host else ""), style=_STYLE[st]))
+            table.add_row(f"{axes.get('row')} {j}" if axes.get("row") else "", *cells)
+        parts.append(table)
+    parts.append(Text("X culprit (never arrived)   W waiting in a collective   . finished   ? no data (no dump)", style="dim"))
+    return Group(*parts)
+
+
+def hang_maps(report: Report) -> list[Group]:
+    return [g for f in report.findings if f.kind is FindingKind.HUNG_COLLECTIVE
+            if (g := render_hang_map(f)) is not None]
