@@ -28,6 +28,9 @@ class Analyzer:
 def _registry() -> list[Analyzer]:
     # Imported here so that importing one analyzer does not import them all.
     analyzers: list[Analyzer] = []
+    from trainctl.analyzers import faulty_hosts
+
+    analyzers.append(Analyzer("faulty_hosts", (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS, SignalKind.COLLECTION_STATUS), faulty_hosts.analyze))
     return analyzers
 
 
@@ -39,4 +42,7 @@ def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> 
     for a in ANALYZERS if analyzers is None else analyzers:
         if any(signals.has(k) for k in a.requires):
             findings.extend(a.run(signals))
-    return findings
+    # Last: one faulty_host finding per host, citing every analyzer's evidence on it.
+    from trainctl.analyzers.consolidate import consolidate
+
+    return consolidate(findings, signals)

@@ -214,7 +214,7 @@ def _ffill(x: np.ndarray) -> np.ndarray:
 
 
 def _iso(ts_ns: float | int) -> str:
-    return pd.Timestamp(int(ts_ns), unit="ns", tz="UTC").isoformat()
+    return pd.Timestamp(int(ts_ns), unit="ns", tz="UTC").isoformat(timespec="milliseconds")
 
 
 class _Collector:
