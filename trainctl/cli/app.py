@@ -44,6 +44,7 @@ def _root(
 COMMANDS: list[tuple[str, str, str]] = [
     ("diagnose", "diagnose", "diagnose"),
     ("fleet-sim", "fleet", "fleet_sim"),
+    ("agent", "agent", "agent"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
 GROUPS: list[tuple[str, str, str]] = []
