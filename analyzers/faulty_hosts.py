@@ -272,6 +272,7 @@ def find_faulty_hosts(
     stale_s: float = 60.0,
     outlier_window: int = 8,
     outlier_threshold: float = 0.12,
+    outlier_z: float = 3.0,
     continuity_s: float = 60.0,
     continuity_fraction: float = 0.8,
     max_outlier_fraction: float = 0.1,
@@ -289,7 +290,8 @@ def find_faulty_hosts(
       lost_grace_s: a GPU silent this long while its host reports is lost.
       stale_s: a host silent this long while the fleet reports is unreachable.
       outlier_window (Minder: 8 samples), outlier_threshold (window-mean deviation from the fleet
-        median in min-max-normalised units), continuity_s (Minder: 240 s; ours 60 s, picked by
+        median in min-max-normalised units), outlier_z (and that many robust standard deviations
+        from the other machines' window deviations), continuity_s (Minder: 240 s; ours 60 s, picked by
         bench/faulty_hosts.py), continuity_fraction (share of those windows in which the host
         must be the outlier), max_outlier_fraction, min_fleet_hosts (below it, no comparison).
     """
@@ -303,7 +305,7 @@ def find_faulty_hosts(
                  persist_window_s=persist_window_s, persist_fraction=persist_fraction,
                  crc_rate_per_s=crc_rate_per_s, crc_window_s=crc_window_s, lost_grace_s=lost_grace_s,
                  stale_s=stale_s, outlier_window=outlier_window, outlier_threshold=outlier_threshold,
-                 continuity_s=continuity_s, continuity_fraction=continuity_fraction, max_outlier_fraction=max_outlier_fraction,
+                 outlier_z=outlier_z, continuity_s=continuity_s, continuity_fraction=continuity_fraction, max_outlier_fraction=max_outlier_fraction,
                  min_fleet_hosts=min_fleet_hosts, outlier_metrics=outlier_metrics)
     if log_events is not None:
         _log_xids(col, _as_table(log_events, ("ts", "host", "xid", "source", "line_no", "message", "gpu_pci")))
@@ -314,7 +316,7 @@ def find_faulty_hosts(
 
 def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, interval_s: float | None, load_util_pct: float,
              persist_window_s: float, persist_fraction: float, crc_rate_per_s: float, crc_window_s: float,
-             lost_grace_s: float, stale_s: float, outlier_window: int, outlier_threshold: float, continuity_s: float,
+             lost_grace_s: float, stale_s: float, outlier_window: int, outlier_threshold: float, outlier_z: float, continuity_s: float,
              continuity_fraction: float, max_outlier_fraction: float, min_fleet_hosts: int, outlier_metrics: tuple[tuple[str, str], ...]) -> None:
     index: dict[str, int] = {}
     g_host = _host_codes(gt, index) if gt is not None else None
@@ -501,7 +503,7 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
                 owner, sub = np.arange(H), None
             else:
                 continue
-            _outliers(col, names, x, owner, sub, metric, w, outlier_threshold, cont, continuity_fraction, max_outlier_fraction, ts_of, interval_s)
+            _outliers(col, names, x, owner, sub, metric, w, outlier_threshold, outlier_z, cont, continuity_fraction, max_outlier_fraction, ts_of, interval_s)
 
 
 def _estimate_interval(g_ts: np.ndarray | None, g_host: np.ndarray | None, h_ts: np.ndarray | None, h_host: np.ndarray | None) -> float:
@@ -570,7 +572,7 @@ def _xid_evidence(col: _Collector, host: str, code: int, ts_ns: int | None, ev: 
 
 
 def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarray, sub: np.ndarray | None, metric: str,
-              w: int, thr: float, cont: int, cont_frac: float, max_frac: float, ts_of: Any, interval_s: float) -> None:
+              w: int, thr: float, z_thr: float, cont: int, cont_frac: float, max_frac: float, ts_of: Any, interval_s: float) -> None:
     """Minder: min-max normalise, compare each machine's window with the fleet, demand continuity."""
     valid = ~np.isnan(x)
     if valid.sum() == 0:
@@ -592,14 +594,20 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
     n = _window_sum(valid.astype(np.float32), w)
     mean_dev = _window_sum(dev, w) / np.maximum(n, 1)
     score = np.abs(mean_dev) * (n >= max(1, w // 2))
-    cand_row = score > thr
+    # Outlier relative to the fleet's own spread too (robust z over machines, per window): a noisy
+    # metric (bursty network counters) needs a larger deviation than a smooth one.
+    sample = mean_dev if mean_dev.shape[0] <= 512 else mean_dev[np.linspace(0, mean_dev.shape[0] - 1, 512).astype(np.int64)]
+    centre = np.median(sample, axis=0)
+    spread = 1.4826 * np.median(np.abs(sample - centre[None, :]), axis=0)
+    z = np.abs(mean_dev - centre[None, :]) / np.maximum(spread, 0.01)[None, :]
+    cand_row = (score > thr) & (z > z_thr)
     H = len(names)
     if sub is None:
         cand = cand_row
     else:
         cand = cand_row.reshape(H, -1, x.shape[1]).any(axis=1)
     # A window where much of the fleet deviates is a fleet-wide event, not one bad machine.
-    crowd = cand.sum(axis=0) > max(1, max_frac * H)
+    crowd = cand.sum(axis=0) > max(2, max_frac * H)
     cand &= ~crowd[None, :]
     # Continuity: the same machine is the outlier in >= cont_frac of the windows of the last
     # `cont` samples (a strict unbroken run lets one noisy window reset a real fault's clock).
