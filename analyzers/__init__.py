@@ -36,6 +36,9 @@ def _registry() -> list[Analyzer]:
     from trainctl.analyzers import hangs
 
     analyzers.append(Analyzer("hangs", (SignalKind.COLLECTIVES,), hangs.analyze))
+    from trainctl.analyzers import faulty_hosts
+
+    analyzers.append(Analyzer("faulty_hosts", (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS, SignalKind.COLLECTION_STATUS), faulty_hosts.analyze))
     return analyzers
 
 
@@ -47,4 +50,7 @@ def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> 
     for a in ANALYZERS if analyzers is None else analyzers:
         if any(signals.has(k) for k in a.requires):
             findings.extend(a.run(signals))
-    return findings
+    # Last: one faulty_host finding per host, citing every analyzer's evidence on it.
+    from trainctl.analyzers.consolidate import consolidate
+
+    return consolidate(findings, signals)

@@ -45,6 +45,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("diagnose", "diagnose", "diagnose"),
     ("launch", "launch", "launch"),
     ("demo", "demo", "demo"),
+    ("fleet-sim", "fleet", "fleet_sim"),
+    ("agent", "agent", "agent"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
 GROUPS: list[tuple[str, str, str]] = []
