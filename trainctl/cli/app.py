@@ -43,6 +43,7 @@ def _root(
 # the app is built; keep torch imports inside command bodies so `trainctl diagnose` starts fast.
 COMMANDS: list[tuple[str, str, str]] = [
     ("diagnose", "diagnose", "diagnose"),
+    ("collect", "collect", "collect"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
 GROUPS: list[tuple[str, str, str]] = []
