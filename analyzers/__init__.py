@@ -28,6 +28,9 @@ class Analyzer:
 def _registry() -> list[Analyzer]:
     # Imported here so that importing one analyzer does not import them all.
     analyzers: list[Analyzer] = []
+    from trainctl.analyzers import coverage
+
+    analyzers.append(Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), coverage.analyze))
     return analyzers
 
 
