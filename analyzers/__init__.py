@@ -39,6 +39,9 @@ def _registry() -> list[Analyzer]:
     from trainctl.analyzers import faulty_hosts
 
     analyzers.append(Analyzer("faulty_hosts", (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS, SignalKind.COLLECTION_STATUS), faulty_hosts.analyze))
+    from trainctl.analyzers import coverage
+
+    analyzers.append(Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), coverage.analyze))
     return analyzers
 
 

@@ -47,6 +47,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("demo", "demo", "demo"),
     ("fleet-sim", "fleet", "fleet_sim"),
     ("agent", "agent", "agent"),
+    ("collect", "collect", "collect"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
 GROUPS: list[tuple[str, str, str]] = []

@@ -1,0 +1,44 @@
+"""Kernel log NVRM/Xid lines: `dmesg`, falling back to `journalctl -k`; raw lines kept.
+
+The lines are saved as kernel/<host>/dmesg.txt; the log collector parses them into log_events.
+A permission error (dmesg_restrict, no journal access) is recorded in collection_status, never fatal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["COMMAND", "KernelLog", "parse"]
+
+# The whole buffer is read into a shell variable so a failure of dmesg can fall back to journalctl;
+# only NVRM/Xid lines travel back.
+COMMAND = (
+    "if k=$(dmesg --time-format iso 2>&1); then s=dmesg; "
+    "elif k=$(journalctl -k --no-pager -q -o short-iso 2>&1); then s=journalctl; "
+    "else printf '%s\\n' \"$k\" | head -n 3; exit 1; fi\n"
+    "echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid' ; exit 0"
+)
+
+_PERMISSION = re.compile(r"not permitted|permission denied|insufficient permissions|not seeing messages", re.I)
+
+
+@dataclass(frozen=True)
+class KernelLog:
+    source: str | None  # dmesg | journalctl, None when neither could be read
+    lines: tuple[str, ...]
+    error: str | None = None
+    error_type: str | None = None  # permission | command_failed
+
+
+def parse(output: str, exit_code: int) -> KernelLog:
+    text = output.strip("\n")
+    if exit_code != 0:
+        first = text.splitlines()[0] if text else f"exit {exit_code}"
+        etype = "permission" if _PERMISSION.search(text) else "command_failed"
+        return KernelLog(None, (), f"cannot read the kernel log: {first}", etype)
+    lines = text.splitlines()
+    source = None
+    if lines and lines[0].startswith("#source "):
+        source = lines.pop(0)[len("#source "):].strip()
+    return KernelLog(source, tuple(lines))

@@ -1,0 +1,164 @@
+"""`trainctl collect` against real sshd test hosts on loopback (tests/sshd.py).
+
+Every host has its own sshd, host key, address and filesystem (the same run dir path names
+different files on every host), so these runs go through the same paramiko, known_hosts and tar
+paths a real cluster would.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from sshd import sshd_cluster  # noqa: F401  (fixture)
+from trainctl import dataset
+from trainctl.rundir import HostRanks, RunInfo, write_run_info
+
+pytestmark = [pytest.mark.slow, pytest.mark.sshd]
+
+HOSTS = ["node01", "node02", "node03"]
+COLLECT_OWN = {"collection_status", "host_facts", "kernel", ".trainctl-collect"}
+
+
+def make_run(cluster, hosts=HOSTS, *, slow_rank: int = 3, steps: int = 20) -> Path:
+    """A 2-ranks-per-host run dir on each host (what `trainctl launch` leaves), rank `slow_rank` slow."""
+    info = RunInfo("r-test", 2 * len(hosts), 2, tuple(HostRanks(h, (2 * i, 2 * i + 1)) for i, h in enumerate(hosts)),
+                   groups={"dp": (tuple(range(2 * len(hosts))),)}, layout={"dp": 2 * len(hosts), "tp": 1, "pp": 1})
+    for i, h in enumerate(hosts):
+        run = cluster.host_root(h) / "run"
+        write_run_info(run, info)  # every host has run.json; the dataset takes it from the first
+        for rank in (2 * i, 2 * i + 1):
+            dur = [(150 if rank == slow_rank else 100) * 1_000_000 + 1000 * s for s in range(steps)]
+            t = pa.table({"rank": [rank] * steps, "local_rank": [rank % 2] * steps, "step": list(range(steps)),
+                          "phase": ["forward"] * steps, "duration_ns": dur, "source": ["perf_counter"] * steps})
+            dataset.write_table(run, "timeline", h, t, part=f"rank{rank}-0")
+            for sub, name, text in (("logs/" + h, f"rank-{rank}.log", f"step 0 rank {rank}\n"),
+                                    ("heartbeats", f"rank-{rank}.json", json.dumps({"rank": rank, "host": h, "step": steps})),
+                                    ("ranks", f"rank-{rank}.json", json.dumps({"rank": rank, "host": h, "pid": 999999}))):
+                (run / sub).mkdir(parents=True, exist_ok=True)
+                (run / sub / name).write_text(text)
+    return cluster.remote_root / "run"
+
+
+def collect_cli(cli, cluster, run: Path, out: Path, *extra: str, hosts: str = "node[01-03]"):
+    return cli("collect", str(run), "--hosts", hosts, "--out", str(out), "--ssh-config", str(cluster.ssh_config),
+               "--json", *extra, timeout=120)
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] not in COLLECT_OWN}
+
+
+@pytest.mark.timeout(120)
+def test_three_hosts_give_the_run_dirs_tables_and_rerun_fetches_nothing(sshd_cluster, cli, tmp_path: Path) -> None:
+    cluster = sshd_cluster(3)
+    run = make_run(cluster)
+    out = tmp_path / "ds"
+    res = collect_cli(cli, cluster, run, out)
+    assert res.code == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["failed_hosts"] == [] and summary["files_fetched"] == 3 * 8 + 1  # run.json once
+
+    # The same files as the union of the hosts' run dirs (what a --local run dir holds), byte for byte.
+    merged = tmp_path / "merged"
+    for h in HOSTS:
+        shutil.copytree(cluster.host_root(h) / "run", merged, dirs_exist_ok=True)
+    assert _files(out) == _files(merged)
+    assert all(filecmp.cmp(out / f, merged / f, shallow=False) for f in _files(merged))
+    got = dataset.read_table(out, "timeline").sort_by([("rank", "ascending"), ("step", "ascending")])
+    want = dataset.read_table(merged, "timeline").sort_by([("rank", "ascending"), ("step", "ascending")])
+    assert got.equals(want) and got.num_rows == 6 * 20
+
+    status = dataset.read_table(out, "collection_status").to_pylist()
+    tl = {r["host"]: (r["ok"], r["rows"]) for r in status if r["kind"] == "timeline"}
+    assert tl == {h: (True, 40) for h in HOSTS}
+    assert dataset.read_table(out, "host_facts").column("gpu_count").to_pylist() == [0, 0, 0]
+
+    # diagnose DATASET finds what diagnose RUN_DIR finds (collect's own coverage findings aside).
+    def findings(path):
+        r = cli("diagnose", str(path), "--json", "--fail-on", "never")
+        assert r.code == 0, r.stderr
+        return [f for f in json.loads(r.stdout)["findings"] if f["kind"] != "missing_data"]
+    assert findings(out) == findings(merged)
+
+    # Re-run: nothing changed, nothing fetched; then one changed log is the only transfer.
+    again = json.loads(collect_cli(cli, cluster, run, out).stdout)
+    assert (again["files_fetched"], again["bytes_fetched"]) == (0, 0)
+    (cluster.host_root("node02") / "run" / "logs" / "node02" / "rank-3.log").write_text("step 0 rank 3\nstep 1 rank 3\n")
+    third = json.loads(collect_cli(cli, cluster, run, out).stdout)
+    assert third["files_fetched"] == 1
+    assert (out / "logs" / "node02" / "rank-3.log").read_text().endswith("step 1 rank 3\n")
+
+
+@pytest.mark.timeout(150)
+def test_bad_hosts_are_recorded_and_do_not_spoil_the_others(sshd_cluster, cli, tmp_path: Path) -> None:
+    modes = {"node01": "ok", "node02": "ok", "node03": "unreachable", "node04": "refuse_key",
+             "node05": "changed_key", "node06": "silent", "node07": "ok", "node08": "unknown_key"}
+    cluster = sshd_cluster(modes)
+    run = make_run(cluster, ["node01", "node02"])  # node07 is up but has no run dir
+    out = tmp_path / "ds"
+    res = collect_cli(cli, cluster, run, out, "--connect-timeout-s", "2", hosts="node[01-08]")
+    assert res.code == 0, res.stderr  # default: fail only when every host fails
+    status = dataset.read_table(out, "collection_status").to_pylist()
+    by_host: dict[str, set] = {}
+    for r in status:
+        by_host.setdefault(r["host"], set()).add((r["kind"], r["ok"], r["error_type"]))
+    for h in ("node03", "node04", "node05", "node06", "node08"):
+        assert all(not ok for _, ok, _ in by_host[h])
+    assert {e for _, _, e in by_host["node03"]} == {"unreachable"}
+    assert {e for _, _, e in by_host["node04"]} == {"auth_refused"}
+    assert {e for _, _, e in by_host["node05"]} == {"host_key"}
+    assert {e for _, _, e in by_host["node06"]} == {"timeout"}
+    assert {e for _, _, e in by_host["node08"]} == {"host_key"}
+    assert ("timeline", False, "no_run_dir") in by_host["node07"] and ("kernel_log", True, None) in by_host["node07"]
+    errors = {r["host"]: r["error"] for r in status if r["kind"] == "timeline"}
+    assert "CHANGED" in errors["node05"] and "ssh-keygen -R" in errors["node05"]
+    assert "unknown" in errors["node08"] and "ssh-keyscan -p" in errors["node08"] and "--accept-new-host-keys" in errors["node08"]
+    # The good hosts' data is complete.
+    assert dataset.read_table(out, "timeline").num_rows == 4 * 20
+    assert sorted(p.name for p in (out / "logs").rglob("*.log")) == [f"rank-{r}.log" for r in range(4)]
+    summary = json.loads(res.stdout)
+    assert sorted(summary["failed_hosts"]) == ["node03", "node04", "node05", "node06", "node07", "node08"]
+
+    diag = json.loads(cli("diagnose", str(out), "--json", "--fail-on", "never").stdout)
+    unreachable = sorted(f["hosts"][0] for f in diag["findings"] if f["kind"] == "faulty_host")
+    assert unreachable == ["node03", "node06"]
+    assert {h for f in diag["findings"] if f["kind"] == "missing_data" for h in f["hosts"]} >= {
+        "node03", "node04", "node05", "node06", "node07", "node08"}
+
+    # Past --max-failed-hosts: exit 1 with one line naming the count and the first error.
+    strict = collect_cli(cli, cluster, run, tmp_path / "ds2", "--connect-timeout-s", "2", "--max-failed-hosts", "2",
+                         "--kinds", "timeline", hosts="node01,node03,node04,node05")
+    assert strict.code == 1
+    assert "3 of 4 hosts failed (node03, node04, node05), more than --max-failed-hosts 2" in strict.stderr
+
+
+@pytest.mark.timeout(90)
+def test_accept_new_host_keys_saves_the_key_and_changed_keys_stay_refused(sshd_cluster, cli, tmp_path: Path) -> None:
+    cluster = sshd_cluster({"node01": "unknown_key", "node02": "changed_key"})
+    run = make_run(cluster, ["node01", "node02"])
+    res = collect_cli(cli, cluster, run, tmp_path / "ds", "--accept-new-host-keys", "--kinds", "timeline", hosts="node01,node02")
+    summary = json.loads(res.stdout)
+    assert summary["failed_hosts"] == ["node02"]
+    h = cluster.hosts["node01"]
+    assert f"[{h.address}]:{h.port} {h.host_pub}" in cluster.known_hosts.read_text()
+    res2 = collect_cli(cli, cluster, run, tmp_path / "ds3", "--kinds", "timeline", hosts="node01")
+    assert res2.code == 0 and json.loads(res2.stdout)["failed_hosts"] == []
+
+
+@pytest.mark.timeout(90)
+def test_inventory_forms(sshd_cluster, cli, tmp_path: Path) -> None:
+    cluster = sshd_cluster(3)
+    run = make_run(cluster)
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("node01 slots=2\nnode[02-03] slots=2  # rack 2\n")
+    for i, spec in enumerate(["node01,node02,node03", "node[01-03]", str(hostfile), f"@{hostfile}"]):
+        res = collect_cli(cli, cluster, run, tmp_path / f"ds{i}", "--kinds", "timeline,run_info", hosts=spec)
+        assert res.code == 0, (spec, res.stderr)
+        s = json.loads(res.stdout)
+        assert (s["hosts"], s["failed_hosts"], s["files_fetched"]) == (3, [], 7), spec

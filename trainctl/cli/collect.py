@@ -1,0 +1,78 @@
+"""`trainctl collect RUN_DIR --hosts SPEC --out DATASET`: fan out over SSH, one dataset back."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from trainctl.cli.console import err, out
+from trainctl.inventory import parse_hosts
+from trainctl.ops.collect import CollectOptions, CollectResult, HostReport, check_failed_hosts, collect as run_collect, parse_kinds
+
+
+def _summary(result: CollectResult) -> Table:
+    t = Table(title=f"collected into {result.out} in {result.duration_s:.1f}s", title_justify="left")
+    for col in ("host", "status", "kinds ok", "files", "bytes", "problem"):
+        t.add_column(col, justify="right" if col in ("kinds ok", "files", "bytes") else "left")
+    for rep in result.reports:
+        bad = [r for r in rep.rows if not r.ok]
+        status = "[red]failed[/]" if rep.failed else ("[yellow]partial[/]" if bad else "[green]ok[/]")
+        problem = rep.error or (f"{bad[0].kind}: {bad[0].error_type}: {bad[0].error}" if bad else "")
+        t.add_row(rep.host, status, f"{len(rep.rows) - len(bad)}/{len(rep.rows)}", str(rep.files_fetched),
+                  f"{rep.bytes_fetched:,}", problem)
+    return t
+
+
+def collect(
+    run_dir: str = typer.Argument(..., help="The run dir on the hosts (absolute, as given to `trainctl launch --run-dir`)."),
+    hosts: str = typer.Option(..., "--hosts", help="node01,node02 | node[01-16,20] | hostfile ('node01 slots=8') | @file."),
+    out_dir: Path = typer.Option(..., "--out", help="Dataset directory to write (same layout as a run dir)."),
+    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", help="OpenSSH client config (default ~/.ssh/config)."),
+    kinds: Optional[List[str]] = typer.Option(None, "--kinds", help="Only these kinds (comma list; 'tables', 'files' are groups)."),
+    max_failed_hosts: Optional[int] = typer.Option(
+        None, "--max-failed-hosts", help="Exit 1 when more hosts fail than this (default: only when every host fails)."),
+    timeout_s: float = typer.Option(60.0, "--timeout-s", help="Per remote command, transfers included."),
+    connect_timeout_s: Optional[float] = typer.Option(None, "--connect-timeout-s", help="TCP + SSH handshake (default: ConnectTimeout, else 10)."),
+    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Trust and save unknown host keys (changed keys are still refused)."),
+    max_workers: int = typer.Option(16, "--max-workers", min=1, max=16, help="Hosts worked on at once (at most 16)."),
+    json_out: bool = typer.Option(False, "--json", help="Summary as JSON on stdout."),
+) -> None:
+    """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
+    # paramiko logs handshake noise (and tracebacks of hosts we gave up on) at ERROR; the outcome
+    # of every host is in collection_status and the summary instead.
+    if logging.getLogger("trainctl").level > logging.DEBUG:
+        logging.getLogger("paramiko").setLevel(logging.CRITICAL)
+    names = tuple(h.name for h in parse_hosts(hosts))
+    opts = CollectOptions(
+        run_dir=run_dir, out=out_dir, hosts=names, kinds=parse_kinds(kinds),
+        ssh_config=str(ssh_config) if ssh_config else None, timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s, accept_new_host_keys=accept_new_host_keys, max_workers=max_workers,
+    )
+    lock = threading.Lock()
+    state = {"bytes": 0, "failed": 0}
+    with Progress(TextColumn("[bold]collect"), BarColumn(), MofNCompleteColumn(), TextColumn("hosts"),
+                  TextColumn("{task.fields[failed]} failed"), TextColumn("{task.fields[mib]:.1f} MiB"),
+                  TimeElapsedColumn(), console=err, transient=not err.is_terminal) as bar:
+        task = bar.add_task("collect", total=len(names), failed=0, mib=0.0)
+
+        def progress(host: str, nbytes: int, report: HostReport | None) -> None:
+            with lock:
+                state["bytes"] += nbytes
+                if report is not None and report.failed:
+                    state["failed"] += 1
+                bar.update(task, advance=1 if report is not None else 0, failed=state["failed"],
+                           mib=state["bytes"] / 2**20)
+
+        result = run_collect(opts, progress=progress)
+    if json_out:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        out.print(_summary(result))
+    check_failed_hosts(result, len(names) - 1 if max_failed_hosts is None else max_failed_hosts)
