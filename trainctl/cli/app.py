@@ -43,9 +43,12 @@ def _root(
 # the app is built; keep torch imports inside command bodies so `trainctl diagnose` starts fast.
 COMMANDS: list[tuple[str, str, str]] = [
     ("diagnose", "diagnose", "diagnose"),
+    ("evict-node", "nodes", "evict_node"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
-GROUPS: list[tuple[str, str, str]] = []
+GROUPS: list[tuple[str, str, str]] = [
+    ("nodes", "nodes", "nodes_app"),
+]
 
 for _name, _mod, _fn in COMMANDS:
     app.command(_name)(getattr(importlib.import_module(f"trainctl.cli.{_mod}"), _fn))
