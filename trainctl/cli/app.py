@@ -48,9 +48,12 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("fleet-sim", "fleet", "fleet_sim"),
     ("agent", "agent", "agent"),
     ("collect", "collect", "collect"),
+    ("evict-node", "nodes", "evict_node"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
-GROUPS: list[tuple[str, str, str]] = []
+GROUPS: list[tuple[str, str, str]] = [
+    ("nodes", "nodes", "nodes_app"),
+]
 
 for _name, _mod, _fn in COMMANDS:
     app.command(_name)(getattr(importlib.import_module(f"trainctl.cli.{_mod}"), _fn))

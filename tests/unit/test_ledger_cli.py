@@ -1,0 +1,147 @@
+"""`trainctl evict-node` and `trainctl nodes ...` as a user runs them (real entry point, subprocess).
+
+scontrol/kubectl are fakes on PATH that record their argv: no cluster exists on the test machine."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import sys
+from pathlib import Path
+
+from trainctl.rundir import HostRanks, RunInfo, write_run_info
+
+FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "ledger" / "fake_scheduler_cli.py"
+
+
+def install_fakes(bin_dir: Path) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("scontrol", "kubectl"):
+        (bin_dir / name).write_text(f"#!{sys.executable}\n" + FAKE.read_text())
+        (bin_dir / name).chmod(0o755)
+
+
+def recorded(log: Path) -> list[list[str]]:
+    return [json.loads(l) for l in log.read_text().splitlines()] if log.exists() else []
+
+
+FINDING = {"kind": "faulty_host", "severity": "critical", "category": "gpu_lost", "hosts": ["node02"],
+           "ranks": [2, 3], "confidence": 0.95, "summary": "node02: GPU lost (Xid 79)",
+           "evidence": {"xid": 79, "line": "NVRM: Xid (PCI:0000:3b:00): 79"}, "playbook": "faulty-host"}
+
+
+@pytest.fixture
+def env(tmp_path):
+    install_fakes(tmp_path / "bin")
+    e = dict(os.environ)
+    e.update(TRAINCTL_HOME=str(tmp_path / "home"), FAKE_SCHED_LOG=str(tmp_path / "argv.jsonl"),
+             PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return e
+
+
+def _ledger(tmp_path) -> dict:
+    p = tmp_path / "home" / "quarantine.json"
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
+def test_evict_list_restore_slurm(cli, env, tmp_path) -> None:
+    (tmp_path / "f.json").write_text(json.dumps(FINDING))
+    r = cli("evict-node", "node02", "--reason", "xid 79", "--run", "r-7", "--finding", f"@{tmp_path / 'f.json'}",
+            "--scheduler", "slurm", "--json", env=env)
+    assert r.code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["entry"]["host"] == "node02" and doc["entry"]["run"] == "r-7"
+    assert doc["entry"]["finding"] == FINDING
+    assert recorded(tmp_path / "argv.jsonl") == [
+        ["scontrol", "update", "NodeName=node02", "State=DRAIN", "Reason=trainctl: xid 79"]]
+
+    r = cli("nodes", "list", "--json", env=env)
+    assert r.code == 0, r.stderr
+    hosts = json.loads(r.stdout)["hosts"]
+    assert [(h["host"], h["reason"], h["run"], h["evictions"]) for h in hosts] == [("node02", "xid 79", "r-7", 1)]
+
+    r = cli("nodes", "list", env=env)
+    assert "node02" in r.stdout and "xid 79" in r.stdout
+
+    r = cli("nodes", "restore", "node02", "--scheduler", "slurm", env=env)
+    assert r.code == 0, r.stderr
+    assert r.stdout.startswith("restored node02 (was quarantined since ")
+    assert recorded(tmp_path / "argv.jsonl")[-1] == ["scontrol", "update", "NodeName=node02", "State=RESUME"]
+    assert _ledger(tmp_path)["hosts"] == {}
+
+    r = cli("nodes", "audit", "--json", env=env)
+    trail = json.loads(r.stdout)
+    assert [(t["action"], t["host"]) for t in trail] == [("evict", "node02"), ("restore", "node02")]
+    assert trail[0]["finding"]["evidence"]["xid"] == 79
+
+
+def test_dry_run_changes_nothing(cli, env, tmp_path) -> None:
+    r = cli("evict-node", "node03", "--reason", "ecc", "--scheduler", "k8s", "--dry-run", env=env)
+    assert r.code == 0, r.stderr
+    assert r.stdout.splitlines()[1:] == [
+        "dry run: would run: kubectl cordon node03",
+        "dry run: would run: kubectl drain node03 --ignore-daemonsets --delete-emptydir-data",
+    ]
+    assert not (tmp_path / "home" / "quarantine.json").exists()
+    assert recorded(tmp_path / "argv.jsonl") == []
+    cli("evict-node", "node03", "--reason", "ecc", env=env)
+    before = (tmp_path / "home" / "quarantine.json").read_text()
+    r = cli("nodes", "restore", "node03", "--scheduler", "k8s", "--dry-run", "--json", env=env)
+    assert json.loads(r.stdout)["commands"] == [["kubectl", "uncordon", "node03"]]
+    assert (tmp_path / "home" / "quarantine.json").read_text() == before
+    assert recorded(tmp_path / "argv.jsonl") == []
+
+
+def test_scheduler_failure_keeps_host_quarantined(cli, env, tmp_path) -> None:
+    env.update(FAKE_SCHED_RC="1", FAKE_SCHED_STDERR="slurm_update error: Invalid node name specified")
+    r = cli("evict-node", "node09", "--reason", "x", "--scheduler", "slurm", env=env)
+    assert r.code == 1 and "Traceback" not in r.stderr
+    line = [l for l in r.stderr.splitlines() if l.startswith("error:")][0]
+    assert "node09 is quarantined in the ledger, but the slurm drain failed" in line
+    assert "Invalid node name specified" in line
+    assert list(_ledger(tmp_path)["hosts"]) == ["node09"]
+    # A failed resume keeps it quarantined too.
+    r = cli("nodes", "restore", "node09", "--scheduler", "slurm", env=env)
+    assert r.code == 1 and list(_ledger(tmp_path)["hosts"]) == ["node09"]
+
+
+def test_restore_unknown_and_bad_finding(cli, env) -> None:
+    r = cli("nodes", "restore", "nodeX", env=env)
+    assert r.code == 1
+    assert "error: host 'nodeX' is not quarantined (quarantined: none); see `trainctl nodes list`" in r.stderr
+    r = cli("evict-node", "n1", "--reason", "x", "--finding", "{not json", env=env)
+    assert r.code == 1 and "error: --finding: not JSON" in r.stderr
+
+
+def test_relaunch_plan_from_run_dir(cli, env, tmp_path) -> None:
+    run = tmp_path / "run"
+    write_run_info(run, RunInfo(run_id="r-9", world_size=6, nproc_per_node=2,
+                                hosts=(HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3)), HostRanks("node03", (4, 5))),
+                                layout={"dp": 3, "tp": 2, "pp": 1}))
+    r = cli("evict-node", "node02", "--reason", "xid 79", "--run", run, "--relaunch", "--spares", "node04",
+            "--json", env=env)
+    assert r.code == 0, r.stderr
+    plan = json.loads(r.stdout)["relaunch"]
+    assert plan["kind"] == "replace" and plan["hosts"] == ["node01", "node04", "node03"]
+    assert "relaunch execution comes with `trainctl launch --hosts`" in r.stderr
+    assert json.loads(cli("nodes", "list", "--json", env=env).stdout)["hosts"][0]["run"] == "r-9"
+    r = cli("evict-node", "node01", "--reason", "ecc", "--run", run, "--relaunch", env=env)
+    assert r.code == 0, r.stderr
+    # node02 already quarantined, node04 not a spare this time: shrink to node03 (tp=2 fits on one host).
+    assert r.stdout.splitlines()[1:] == [
+        "relaunch plan: shrink: layout needs 3 hosts (6 ranks), only 1 healthy and 0 free spares; "
+        "shrinking to 1 hosts (2 ranks, dp 3 -> 1)",
+        "relaunch hosts: node03 (world size 2)",
+    ]
+    r = cli("evict-node", "node03", "--reason", "ecc", "--run", run, "--relaunch", env=env)
+    assert r.code == 0, r.stderr
+    assert r.stdout.splitlines()[1].startswith("relaunch plan: stop: layout needs 3 hosts (6 ranks), only 0 healthy")
+    assert "relaunch execution comes with" not in r.stderr
+
+
+def test_relaunch_needs_run_dir(cli, env) -> None:
+    r = cli("evict-node", "n1", "--reason", "x", "--relaunch", env=env)
+    assert r.code == 1 and "--relaunch needs --run RUN_DIR holding run.json" in r.stderr

@@ -1,0 +1,119 @@
+"""The quarantine ledger: round trips, audit trail, corruption, and many writer processes at once."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+from pathlib import Path
+
+import pytest
+
+from trainctl.errors import LedgerError
+from trainctl.ops.quarantine import AuditAction, Ledger, trainctl_home
+
+
+def test_home_resolution_order(tmp_path) -> None:
+    assert trainctl_home({"TRAINCTL_HOME": str(tmp_path / "a"), "XDG_STATE_HOME": "/x"}) == tmp_path / "a"
+    assert trainctl_home({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "trainctl"
+    assert trainctl_home({}) == Path.home() / ".local" / "state" / "trainctl"
+
+
+def test_evict_restore_round_trip_and_audit(tmp_path) -> None:
+    led = Ledger(tmp_path)
+    finding = {"kind": "faulty_host", "category": "gpu_lost", "hosts": ["node02"], "evidence": {"xid": 79}}
+    e = led.evict("node02", reason="xid 79", run="r-1", finding=finding)
+    assert (e.host, e.reason, e.run, e.evictions, e.pid) == ("node02", "xid 79", "r-1", 1, os.getpid())
+    assert led.quarantined_hosts() == {"node02"}
+    again = led.evict("node02", reason="still broken", run="r-2")
+    assert again.evictions == 2 and again.since_ts_ns == e.since_ts_ns and again.reason == "still broken"
+    led.evict("node05", reason="ecc dbe")
+    assert led.quarantined_hosts() == {"node02", "node05"}
+    old = led.restore("node02", reason="gpu replaced")
+    assert old.reason == "still broken"
+    assert led.quarantined_hosts() == {"node05"}
+    trail = led.audit()
+    assert [(r.action, r.host, r.reason) for r in trail] == [
+        (AuditAction.EVICT, "node02", "xid 79"),
+        (AuditAction.EVICT, "node02", "still broken"),
+        (AuditAction.EVICT, "node05", "ecc dbe"),
+        (AuditAction.RESTORE, "node02", "gpu replaced"),
+    ]
+    assert trail[0].finding == finding and trail[0].run == "r-1" and trail[0].pid == os.getpid()
+    state = json.loads((tmp_path / "quarantine.json").read_text())
+    assert state["schema_version"] == 1 and list(state["hosts"]) == ["node05"]
+
+
+def test_restore_unknown_host_names_it(tmp_path) -> None:
+    led = Ledger(tmp_path)
+    led.evict("node01", reason="r")
+    with pytest.raises(LedgerError, match=r"^host 'node09' is not quarantined \(quarantined: node01\); see `trainctl nodes list`$"):
+        led.restore("node09")
+
+
+def test_empty_reason_refused(tmp_path) -> None:
+    with pytest.raises(LedgerError, match="--reason is empty"):
+        Ledger(tmp_path).evict("node01", reason="  ")
+
+
+def test_corrupt_state_names_file_and_fix_and_rebuild_recovers(tmp_path) -> None:
+    led = Ledger(tmp_path)
+    led.evict("node01", reason="a")
+    led.evict("node02", reason="b")
+    led.restore("node01")
+    (tmp_path / "quarantine.json").write_text('{"schema_version": 1, "hosts": {"node02": ')  # torn
+    with pytest.raises(LedgerError) as ei:
+        led.quarantined_hosts()
+    msg = str(ei.value)
+    assert msg.startswith(f"{tmp_path / 'quarantine.json'}: quarantine ledger is not valid JSON")
+    assert "trainctl nodes rebuild" in msg and str(tmp_path / "audit.jsonl") in msg
+    with pytest.raises(LedgerError):  # a change must not silently overwrite a corrupt ledger
+        led.evict("node03", reason="c")
+    rebuilt = led.rebuild_from_audit()
+    assert set(rebuilt) == {"node02"} and rebuilt["node02"].reason == "b"
+    assert led.quarantined_hosts() == {"node02"}
+
+
+def test_wrong_schema_version(tmp_path) -> None:
+    (tmp_path / "quarantine.json").write_text('{"schema_version": 7, "hosts": {}}')
+    with pytest.raises(LedgerError, match=r"not a trainctl quarantine ledger \(schema_version 7, expected 1\)"):
+        Ledger(tmp_path).entries()
+
+
+def test_torn_last_audit_line_is_skipped_but_torn_middle_line_is_an_error(tmp_path) -> None:
+    led = Ledger(tmp_path)
+    led.evict("node01", reason="a")
+    with open(tmp_path / "audit.jsonl", "a") as f:
+        f.write('{"ts_ns": 1, "act')
+    assert [r.host for r in led.audit()] == ["node01"]
+    with open(tmp_path / "audit.jsonl", "a") as f:
+        f.write("\n" + json.dumps({"ts_ns": 2, "action": "evict", "host": "node02"}) + "\n")
+    with pytest.raises(LedgerError, match=r"audit.jsonl:2: not a valid audit record"):
+        led.audit()
+
+
+def _evict_many(home: str, proc: int, n: int, barrier) -> None:
+    barrier.wait()  # all writers start together, to contend for the lock
+    led = Ledger(home)
+    for i in range(n):
+        led.evict(f"p{proc}-h{i:02d}", reason=f"writer {proc} eviction {i}", run=f"run-{proc}")
+
+
+def test_concurrent_evictions_from_processes_lose_nothing(tmp_path) -> None:
+    # Real processes (spawn, not threads): flock must serialise separate interpreters.
+    procs, per_proc = 8, 25
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(procs)
+    workers = [ctx.Process(target=_evict_many, args=(str(tmp_path), p, per_proc, barrier)) for p in range(procs)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0] * procs
+    expected = {f"p{p}-h{i:02d}" for p in range(procs) for i in range(per_proc)}
+    state = json.loads((tmp_path / "quarantine.json").read_text())  # valid JSON, not torn
+    assert set(state["hosts"]) == expected
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    assert len(lines) == procs * per_proc
+    assert {json.loads(l)["host"] for l in lines} == expected
+    assert not list(tmp_path.glob(".quarantine.json.*"))  # no temp files left behind

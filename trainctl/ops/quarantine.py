@@ -1,0 +1,318 @@
+"""The quarantine ledger: which hosts trainctl must not schedule on, why, and who said so.
+
+Kept under TRAINCTL_HOME (default `$XDG_STATE_HOME/trainctl`, else `~/.local/state/trainctl`):
+
+    quarantine.json   current state: {"schema_version": 1, "hosts": {host: entry}}
+    audit.jsonl       append-only trail, one JSON object per evict/restore, never rewritten
+    quarantine.lock   flock(2) target serialising every read-modify-write
+
+Several processes (a supervisor per run, an SRE at a shell, a runbook) may evict at once, so each
+change takes an exclusive flock on the lock file, appends to the audit trail (fsync), then
+rewrites quarantine.json through temp + fsync + rename. The audit line is written first, as a
+write-ahead log: a crash between the two leaves an audit record that `rebuild_from_audit()` replays,
+never a state change without a record. Readers take a shared lock so they never see a half-done
+change.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from trainctl.errors import LedgerError
+from trainctl.rundir import atomic_write_text
+
+__all__ = [
+    "LEDGER_SCHEMA_VERSION",
+    "AuditAction",
+    "QuarantineEntry",
+    "AuditRecord",
+    "trainctl_home",
+    "Ledger",
+]
+
+logger = logging.getLogger(__name__)
+
+LEDGER_SCHEMA_VERSION = 1
+STATE_FILE = "quarantine.json"
+AUDIT_FILE = "audit.jsonl"
+LOCK_FILE = "quarantine.lock"
+
+
+class AuditAction(str, Enum):
+    EVICT = "evict"
+    RESTORE = "restore"
+
+
+def trainctl_home(env: Mapping[str, str] | None = None) -> Path:
+    """TRAINCTL_HOME, else $XDG_STATE_HOME/trainctl, else ~/.local/state/trainctl (XDG base dirs)."""
+    env = os.environ if env is None else env
+    if env.get("TRAINCTL_HOME"):
+        return Path(env["TRAINCTL_HOME"]).expanduser()
+    if env.get("XDG_STATE_HOME"):
+        return Path(env["XDG_STATE_HOME"]).expanduser() / "trainctl"
+    return Path.home() / ".local" / "state" / "trainctl"
+
+
+def _who() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass(frozen=True)
+class QuarantineEntry:
+    """One quarantined host. `since_ts_ns` is the first eviction; the rest follow the latest one."""
+
+    host: str
+    reason: str
+    since_ts_ns: int
+    updated_ts_ns: int
+    by: str
+    pid: int
+    run: str | None = None
+    finding: Mapping[str, Any] | None = None
+    evictions: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "host": self.host, "reason": self.reason, "since_ts_ns": self.since_ts_ns,
+            "updated_ts_ns": self.updated_ts_ns, "by": self.by, "pid": self.pid, "run": self.run,
+            "finding": dict(self.finding) if self.finding is not None else None, "evictions": self.evictions,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "QuarantineEntry":
+        return cls(
+            host=str(d["host"]), reason=str(d["reason"]), since_ts_ns=int(d["since_ts_ns"]),
+            updated_ts_ns=int(d.get("updated_ts_ns", d["since_ts_ns"])), by=str(d.get("by", "")),
+            pid=int(d.get("pid", 0)), run=d.get("run"), finding=d.get("finding"),
+            evictions=int(d.get("evictions", 1)),
+        )
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One line of audit.jsonl: when, who (user@host, pid), what, to which host, why, with which evidence."""
+
+    ts_ns: int
+    by: str
+    pid: int
+    action: AuditAction
+    host: str
+    reason: str
+    run: str | None = None
+    finding: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ts_ns": self.ts_ns, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts_ns / 1e9)),
+            "by": self.by, "pid": self.pid, "action": self.action.value, "host": self.host,
+            "reason": self.reason, "run": self.run,
+            "finding": dict(self.finding) if self.finding is not None else None, "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "AuditRecord":
+        return cls(
+            ts_ns=int(d["ts_ns"]), by=str(d.get("by", "")), pid=int(d.get("pid", 0)),
+            action=AuditAction(d["action"]), host=str(d["host"]), reason=str(d.get("reason", "")),
+            run=d.get("run"), finding=d.get("finding"), extra=dict(d.get("extra") or {}),
+        )
+
+
+class Ledger:
+    """The quarantine ledger in one directory (`Ledger()` uses trainctl_home())."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None) -> None:
+        self.home = Path(home) if home is not None else trainctl_home()
+        self.state_path = self.home / STATE_FILE
+        self.audit_path = self.home / AUDIT_FILE
+        self.lock_path = self.home / LOCK_FILE
+
+    # -- locking -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self, *, exclusive: bool) -> Iterator[None]:
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise LedgerError(
+                f"{self.lock_path}: cannot open the ledger lock ({exc.strerror}); "
+                "set TRAINCTL_HOME to a writable directory"
+            ) from exc
+        try:
+            # flock, not lockf: the lock belongs to this open file description, so threads and
+            # forked children that open their own fd serialise too.
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _read_state(self) -> dict[str, QuarantineEntry]:
+        if not self.state_path.exists():
+            return {}
+        fix = (f"fix: run `trainctl nodes rebuild` to rebuild it from the audit trail {self.audit_path}, "
+               "or move the file away to start an empty ledger")
+        try:
+            raw = json.loads(self.state_path.read_text())
+        except OSError as exc:
+            raise LedgerError(f"{self.state_path}: cannot read the quarantine ledger ({exc.strerror})") from exc
+        except ValueError as exc:
+            raise LedgerError(f"{self.state_path}: quarantine ledger is not valid JSON ({exc}); {fix}") from exc
+        if not isinstance(raw, dict) or raw.get("schema_version") != LEDGER_SCHEMA_VERSION or not isinstance(raw.get("hosts"), dict):
+            raise LedgerError(
+                f"{self.state_path}: not a trainctl quarantine ledger (schema_version "
+                f"{raw.get('schema_version') if isinstance(raw, dict) else None!r}, expected {LEDGER_SCHEMA_VERSION}); {fix}"
+            )
+        try:
+            return {h: QuarantineEntry.from_dict(e) for h, e in raw["hosts"].items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LedgerError(f"{self.state_path}: malformed ledger entry ({exc!r}); {fix}") from exc
+
+    def _write_state(self, entries: Mapping[str, QuarantineEntry]) -> None:
+        doc = {"schema_version": LEDGER_SCHEMA_VERSION, "hosts": {h: entries[h].to_dict() for h in sorted(entries)}}
+        try:
+            atomic_write_text(self.state_path, json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            raise LedgerError(f"{self.state_path}: cannot write the quarantine ledger ({exc.strerror})") from exc
+
+    def _append_audit(self, record: AuditRecord) -> None:
+        line = (json.dumps(record.to_dict(), separators=(",", ":")) + "\n").encode()
+        try:
+            fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)  # one write of one line under O_APPEND and the lock
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise LedgerError(f"{self.audit_path}: cannot append to the audit trail ({exc.strerror})") from exc
+
+    def entries(self) -> dict[str, QuarantineEntry]:
+        """Every quarantined host and its entry (a consistent snapshot)."""
+        with self._locked(exclusive=False):
+            return self._read_state()
+
+    def quarantined_hosts(self) -> frozenset[str]:
+        return frozenset(self.entries())
+
+    def audit(self) -> list[AuditRecord]:
+        """The whole audit trail, oldest first. A torn last line (crash mid-append) is skipped."""
+        with self._locked(exclusive=False):
+            return self._read_audit()
+
+    def _read_audit(self) -> list[AuditRecord]:
+        if not self.audit_path.exists():
+            return []
+        lines = self.audit_path.read_text().splitlines()
+        records = []
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(AuditRecord.from_dict(json.loads(line)))
+            except (ValueError, KeyError, TypeError) as exc:
+                if n == len(lines):
+                    logger.warning("%s:%d: skipping a torn last audit line (%r)", self.audit_path, n, exc)
+                    continue
+                raise LedgerError(
+                    f"{self.audit_path}:{n}: not a valid audit record ({exc!r}); the trail is append-only, "
+                    "so fix or delete that one line by hand"
+                ) from exc
+        return records
+
+    # -- changing ------------------------------------------------------------------------------
+
+    def evict(
+        self,
+        host: str,
+        *,
+        reason: str,
+        run: str | None = None,
+        finding: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> QuarantineEntry:
+        """Quarantine `host` (idempotent: evicting it again updates reason/run/finding, keeps `since`)."""
+        if not host or not host.strip():
+            raise LedgerError("empty host name; pass the host as the scheduler names it, e.g. node03")
+        if not reason or not reason.strip():
+            raise LedgerError(f"evicting {host}: --reason is empty; say why (it goes to the audit trail and the scheduler)")
+        now, by, pid = time.time_ns(), _who(), os.getpid()
+        with self._locked(exclusive=True):
+            entries = self._read_state()
+            old = entries.get(host)
+            entry = QuarantineEntry(
+                host=host, reason=reason, since_ts_ns=old.since_ts_ns if old else now, updated_ts_ns=now,
+                by=by, pid=pid, run=run, finding=finding, evictions=(old.evictions + 1) if old else 1,
+            )
+            self._append_audit(AuditRecord(now, by, pid, AuditAction.EVICT, host, reason, run, finding, extra or {}))
+            entries[host] = entry
+            self._write_state(entries)
+        logger.info("ledger evict host=%s run=%s reason=%r evictions=%d", host, run, reason, entry.evictions)
+        return entry
+
+    def restore(self, host: str, *, reason: str = "restored by operator", extra: Mapping[str, Any] | None = None) -> QuarantineEntry:
+        """Take `host` out of quarantine; returns the entry it had. LedgerError if it was not quarantined."""
+        now, by, pid = time.time_ns(), _who(), os.getpid()
+        with self._locked(exclusive=True):
+            entries = self._read_state()
+            if host not in entries:
+                known = ", ".join(sorted(entries)) or "none"
+                raise LedgerError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
+            old = entries.pop(host)
+            self._append_audit(AuditRecord(now, by, pid, AuditAction.RESTORE, host, reason, old.run, None, extra or {}))
+            self._write_state(entries)
+        logger.info("ledger restore host=%s reason=%r", host, reason)
+        return old
+
+    def rebuild_from_audit(self) -> dict[str, QuarantineEntry]:
+        """Replay audit.jsonl into a fresh quarantine.json (the fix for a corrupt state file)."""
+        with self._locked(exclusive=True):
+            entries: dict[str, QuarantineEntry] = {}
+            for r in self._read_audit():
+                if r.action is AuditAction.EVICT:
+                    old = entries.get(r.host)
+                    entries[r.host] = QuarantineEntry(
+                        host=r.host, reason=r.reason, since_ts_ns=old.since_ts_ns if old else r.ts_ns,
+                        updated_ts_ns=r.ts_ns, by=r.by, pid=r.pid, run=r.run, finding=r.finding,
+                        evictions=(old.evictions + 1) if old else 1,
+                    )
+                else:
+                    entries.pop(r.host, None)
+            self._write_state(entries)
+        return entries
+
+
+def quarantined_hosts(home: str | os.PathLike[str] | None = None) -> frozenset[str]:
+    """Hosts launch must refuse (unless told otherwise); reads TRAINCTL_HOME by default."""
+    return Ledger(home).quarantined_hosts()
+
+
+def evict(host: str, *, reason: str, run: str | None = None, finding: Mapping[str, Any] | None = None,
+          home: str | os.PathLike[str] | None = None) -> QuarantineEntry:
+    return Ledger(home).evict(host, reason=reason, run=run, finding=finding)
+
+
+def restore(host: str, *, reason: str = "restored by operator", home: str | os.PathLike[str] | None = None) -> QuarantineEntry:
+    return Ledger(home).restore(host, reason=reason)
+
+
+__all__ += ["quarantined_hosts", "evict", "restore"]
