@@ -45,7 +45,9 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("diagnose", "diagnose", "diagnose"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
-GROUPS: list[tuple[str, str, str]] = []
+GROUPS: list[tuple[str, str, str]] = [
+    ("playbook", "playbook", "app"),
+]
 
 for _name, _mod, _fn in COMMANDS:
     app.command(_name)(getattr(importlib.import_module(f"trainctl.cli.{_mod}"), _fn))
