@@ -213,7 +213,8 @@ class _Validator:
         p = path
         while p and p not in self.lines:
             p = p[:-1]
-        line = self.lines.get(p, 1)
+        # the key's line (`with:`) reads better than the first line of its block
+        line = self.lines.get(p + ("__key__",)) or self.lines.get(p, 1)
         raise PlaybookInvalid(f"{self.source}:{line}: {what}; {fix}")
 
     def key_fail(self, path: tuple, what: str, fix: str) -> None:
