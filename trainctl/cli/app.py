@@ -53,6 +53,7 @@ COMMANDS: list[tuple[str, str, str]] = [
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
 GROUPS: list[tuple[str, str, str]] = [
     ("nodes", "nodes", "nodes_app"),
+    ("playbook", "playbook", "app"),
 ]
 
 for _name, _mod, _fn in COMMANDS:
