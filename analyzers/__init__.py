@@ -48,6 +48,7 @@ def _registry() -> list[Analyzer]:
 ANALYZERS: list[Analyzer] = _registry()
 
 
+
 def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     for a in ANALYZERS if analyzers is None else analyzers:

@@ -44,4 +44,4 @@ def test_diagnose_run_dir_parses_rank_and_kernel_logs(cli, tmp_path) -> None:
     assert r.code == 0, r.stderr
     report = json.loads(r.stdout)
     got = {(f["kind"], f["category"], tuple(f["ranks"]), tuple(f["hosts"])) for f in report["findings"]}
-    assert got == {("oom", None, (3,), ("node02",)), ("faulty_host", "gpu_lost", (), ("node01",))}
+    assert got == {("oom", None, (3,), ("node02",)), ("faulty_host", "gpu_lost", (0, 1), ("node01",))}
