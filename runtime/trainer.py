@@ -450,8 +450,8 @@ def train(args: argparse.Namespace) -> int:
     finally:
         rec.close()
         hb.close()
-    if server is not None:
-        server.shutdown()
+        if server is not None:
+            server.shutdown()  # a live _WorkerServer thread at interpreter exit aborts the process (SIGABRT)
     dist.destroy_process_group()
     return 0
 
@@ -470,7 +470,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
 
 
-if __name__ == "__main__":
+def run_and_exit(fn: Any) -> None:
+    """Run `fn` under torchelastic's @record (error file for the agent), then leave with os._exit.
+
+    The debug server's Python handler (fr_trace) lives in a C++ static registry; letting the
+    interpreter finalize normally destroys it without the GIL and turns every exit into SIGABRT,
+    which would hide the real exit code from torchrun. So: report, run atexit hooks, flush, _exit.
+    """
+    import atexit
+
     from torch.distributed.elastic.multiprocessing.errors import record
 
-    sys.exit(record(main)())
+    try:
+        rv = record(fn)()
+        code = rv if isinstance(rv, int) else 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    run_and_exit(main)
