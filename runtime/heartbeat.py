@@ -32,7 +32,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 class Heartbeat:
-    def __init__(self, run_dir: str | os.PathLike[str], rank: int, host: str, *, interval_s: float = 0.1) -> None:
+    def __init__(self, run_dir: str | os.PathLike[str], rank: int, host: str, *, interval_s: float = 0.5) -> None:
         self.path = heartbeat_path(run_dir, rank)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.rank, self.host, self.pid = rank, host, os.getpid()

@@ -50,8 +50,8 @@ class TimelineSpool:
         rank: int,
         local_rank: int | None,
         host: str,
-        flush_rows: int = 4096,
-        flush_interval_s: float = 2.0,
+        flush_rows: int = 16384,
+        flush_interval_s: float = 10.0,
         max_queue_batches: int = 10_000,
     ) -> None:
         self.run_dir, self.rank, self.local_rank, self.host = run_dir, rank, local_rank, host
@@ -164,6 +164,7 @@ class Recorder:
     ) -> None:
         self.enabled = enabled
         self.heartbeat = heartbeat
+        self.handover_rows = 512
         self.step = 0
         self._rows: list[Row] = []
         self._cuda = None
@@ -176,11 +177,11 @@ class Recorder:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        if self.heartbeat is not None:
-            self.heartbeat.beat(self.step, name)
-        if not self.enabled:
+        if not self.enabled:  # off means off, heartbeats included (the A/B baseline)
             yield
             return
+        if self.heartbeat is not None:
+            self.heartbeat.beat(self.step, name)
         start_ns = time.time_ns()
         if self._cuda is not None:
             start_evt = self._cuda.Event(enable_timing=True)
@@ -213,7 +214,9 @@ class Recorder:
         step = self.step if step is None else step
         if tokens is not None:
             self._rows = [(s, p, t, d, tokens if s == step else tk, src) for (s, p, t, d, tk, src) in self._rows]
-        if flush and self._rows and self.spool is not None:
+        # Hand over in batches: waking the writer thread every step costs GIL hand-offs that
+        # show up as step time on a CPU-bound rank (measured in bench/instrumentation_overhead.py).
+        if flush and len(self._rows) >= self.handover_rows and self.spool is not None:
             rows, self._rows = self._rows, []
             self.spool.put(rows)
         self.step = step + 1

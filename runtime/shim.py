@@ -249,6 +249,6 @@ def _write_error(run_dir: str, rank: int, exc: BaseException) -> None:
 
 
 if __name__ == "__main__":
-    from torch.distributed.elastic.multiprocessing.errors import record
+    from trainctl.runtime.trainer import run_and_exit
 
-    record(main)()
+    run_and_exit(main)

@@ -273,6 +273,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--peak-tflops", type=float, default=None, help="per-rank peak for MFU (default: see CPU_HZ / GPU_PEAK_FLOPS)")
     p.add_argument("--no-instrument", action="store_true", help="no timeline (for overhead A/B)")
+    p.add_argument("--ab-block", type=int, default=0,
+                   help="overhead A/B: alternate instrumented / not every N steps; rank 0 writes ab_overhead.json")
     return p.parse_args(argv)
 
 
@@ -397,8 +399,11 @@ def train(args: argparse.Namespace) -> int:
 
     data_gen = torch.Generator().manual_seed(args.seed * 1000 + dp_index)  # tp peers see the same batch
     window_t0, window_tokens = time.perf_counter(), 0
+    ab_times: dict[str, list[int]] = {"on": [], "off": []}
     try:
         for step in range(args.steps):
+            if args.ab_block:
+                rec.enabled = (step // args.ab_block) % 2 == 0
             if crash is not None and step == crash.step:
                 raise RuntimeError(f"injected crash drill (crash:rank={rank},step={step})")
             step_t0 = time.perf_counter_ns()
@@ -437,6 +442,8 @@ def train(args: argparse.Namespace) -> int:
                     opt.step()
                     straggle(straggler, "optimizer", step, t0)
             rec.end_step(step, tokens=args.tokens_per_step)
+            if args.ab_block and step >= args.ab_block * 2:  # first on/off pair is warm-up
+                ab_times["on" if rec.enabled else "off"].append(time.perf_counter_ns() - step_t0)
             window_tokens += args.tokens_per_step
             if rank == 0 and ((step + 1) % args.log_every == 0 or step + 1 == args.steps):
                 dt = time.perf_counter() - window_t0
@@ -447,11 +454,13 @@ def train(args: argparse.Namespace) -> int:
                       f"tokens/s {job_tps:.0f} mfu {100 * mfu:.2f}%", flush=True)
                 window_t0, window_tokens = time.perf_counter(), 0
         dist.barrier()
+        if args.ab_block and rank == 0:
+            atomic_write_text(Path(run_dir) / "ab_overhead.json", json.dumps(ab_times))
     finally:
         rec.close()
         hb.close()
-    if server is not None:
-        server.shutdown()
+        if server is not None:
+            server.shutdown()  # a live _WorkerServer thread at interpreter exit aborts the process (SIGABRT)
     dist.destroy_process_group()
     return 0
 
@@ -470,7 +479,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
 
 
-if __name__ == "__main__":
+def run_and_exit(fn: Any) -> None:
+    """Run `fn` under torchelastic's @record (error file for the agent), then leave with os._exit.
+
+    The debug server's Python handler (fr_trace) lives in a C++ static registry; letting the
+    interpreter finalize normally destroys it without the GIL and turns every exit into SIGABRT,
+    which would hide the real exit code from torchrun. So: report, run atexit hooks, flush, _exit.
+    """
+    import atexit
+
     from torch.distributed.elastic.multiprocessing.errors import record
 
-    sys.exit(record(main)())
+    try:
+        rv = record(fn)()
+        code = rv if isinstance(rv, int) else 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    run_and_exit(main)

@@ -34,7 +34,7 @@ def demo(
     result = run_spec(spec)
     if result.status is not ActionKind.SUCCEEDED:
         if result.root_cause is not None:
-            err.print(format_root_cause(result.root_cause, "trainctl.runtime.trainer"), markup=False, highlight=False)
+            err.print(format_root_cause(result.root_cause, "trainctl.runtime.trainer"), markup=False, highlight=False, soft_wrap=True)
         err.print(f"[bold red]demo run did not finish:[/] {result.reason}; see {result.run_dir}/logs")
         raise typer.Exit(EXIT_RUN_FAILED)
     err.print(f"run finished in {result.elapsed_s:.1f}s; diagnosing {result.run_dir}")

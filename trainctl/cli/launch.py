@@ -44,7 +44,7 @@ def run_spec(spec) -> "object":
     from trainctl.ops.launch import TRAINER_MODULE, launch_local
 
     with err.status("starting ...", spinner="dots") as st:
-        result = launch_local(spec, notify=lambda m: err.print(f"[dim]trainctl:[/] {m}", highlight=False),
+        result = launch_local(spec, notify=lambda m: err.print(f"[dim]trainctl:[/] {m}", highlight=False, soft_wrap=True),
                               status=lambda m: st.update(m))
     return result
 
@@ -58,7 +58,7 @@ def report_result(result, spec) -> None:
         return
     if result.status is ActionKind.FAILED:
         if result.root_cause is not None:
-            err.print(format_root_cause(result.root_cause, spec.script or TRAINER_MODULE), highlight=False, markup=False)
+            err.print(format_root_cause(result.root_cause, spec.script or TRAINER_MODULE), highlight=False, markup=False, soft_wrap=True)
         err.print(f"[bold red]run failed:[/] {result.reason}; logs under {result.run_dir}/logs; "
                   f"next: trainctl diagnose {result.run_dir}", highlight=False)
         out.print(str(result.run_dir), highlight=False)
