@@ -53,6 +53,7 @@ def test_names_exactly_the_culprit(case: TCase) -> None:
     f = findings[0]
     assert f.summary.startswith(f"rank {case.rank} on {case.host} spends ")
     assert f"the median {case.phases} time (steps {case.steps[0]}-{case.steps[1]})" in f.summary
+    assert f.summary.endswith(f": {f.evidence['rank_ms']:.1f} ms vs {f.evidence['median_ms']:.1f} ms per step")
     assert f.evidence["steps"] == case.steps
     assert f.evidence["slowdown"] == pytest.approx(f.evidence["rank_ms"] / f.evidence["median_ms"], rel=1e-3)
     assert f.playbook == "straggler"
@@ -67,7 +68,7 @@ def test_evidence_numbers_match_the_injected_slowdown() -> None:
     assert f.evidence["rank_ms"] == pytest.approx(225.0, rel=0.03)
     assert set(f.evidence["phases"]) == {"forward", "backward"}
     assert f.evidence["phases"]["forward"]["median_ms"] == pytest.approx(30.0, rel=0.03)
-    assert f.evidence["windows"] == {"slow": 7, "spanned": 7, "window_steps": 20}
+    assert f.evidence["windows"] == {"slow": 7, "spanned": 7, "window_steps": 20, "step_stride": 1}
     assert f.confidence == 0.99
 
 
@@ -177,3 +178,23 @@ def test_bad_thresholds_raise() -> None:
 def test_registered_for_timeline() -> None:
     (a,) = [a for a in ANALYZERS if a.name == "stragglers"]
     assert a.requires == (SignalKind.TIMELINE,)
+
+
+def test_long_runs_sample_steps_and_still_find_the_culprit() -> None:
+    # 600 steps -> windows of 50 steps, every 4th step sampled (12 samples per window median).
+    t = make_timeline(ranks=8, steps=600, slow_rank=6, factor=1.3, phase="backward", slow_steps=(300, 600))
+    (f,) = find_stragglers(t)
+    assert (f.ranks, f.evidence["steps"], f.evidence["windows"]) == (
+        (6,), [300, 599], {"slow": 6, "spanned": 6, "window_steps": 50, "step_stride": 4}
+    )
+    assert find_stragglers(t, samples_per_window=None)[0].evidence["windows"]["step_stride"] == 1
+    assert find_stragglers(make_timeline(ranks=8, steps=600)) == []
+
+
+def test_dataset_with_varying_tokens_matches_table(tmp_path) -> None:
+    t = make_timeline(slow_rank=1, tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s)))
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    from_ds = find_stragglers(dataset.open_dataset(tmp_path, SignalKind.TIMELINE))
+    assert from_ds == find_stragglers(t)
+    assert [f.ranks for f in from_ds] == [(1,)]
