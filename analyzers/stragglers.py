@@ -137,12 +137,17 @@ def window_stats(
         phases = _sql_list(PHASE_CATEGORY)
         scaled = _sql_list(TOKEN_SCALED_PHASES)
         sample = f"AND (step - {min_step}) % {stride} = 0" if stride > 1 else ""
+        if files and _constant_tokens(con, files):
+            # Same tokens on every row (or none): per-token values would only rescale every
+            # rank alike, so skip reading the column.
+            value, token_cols = "duration_ns::DOUBLE", "count(*) * 0 AS nt, 0::HUGEINT AS tokens_sum"
+        else:
+            value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
+            token_cols = "count(*) FILTER (WHERE tokens > 0) AS nt, sum(tokens) AS tokens_sum"
         stats = con.execute(
             f"""
             SELECT rank, phase, (step - {min_step}) // {plan.window_steps} AS win,
-                   count(*) AS n, count(*) FILTER (WHERE tokens > 0) AS nt, sum(tokens) AS tokens_sum,
-                   median(CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens
-                               ELSE duration_ns::DOUBLE END) AS v
+                   count(*) AS n, {token_cols}, median({value}) AS v
             FROM timeline
             WHERE phase IN ({phases}) {sample}
             GROUP BY ALL
@@ -166,6 +171,23 @@ def window_stats(
     stats = stats[~partial]
     cols = ["rank", "phase", "win", "n", "first_step", "last_step", "v_ns"]
     return stats[cols].reset_index(drop=True), plan
+
+
+def _constant_tokens(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
+    """True when every file's footer says `tokens` holds one value (or only nulls)."""
+    try:
+        row = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE num_values > 0 AND (stats_min_value IS NULL OR stats_max_value IS NULL) "
+            f"AND stats_null_count < num_values), count(DISTINCT stats_min_value), count(DISTINCT stats_max_value), "
+            f"min(stats_min_value), min(stats_max_value) "
+            f"FROM parquet_metadata([{_sql_list(files)}]) WHERE path_in_schema = 'tokens'"
+        ).fetchone()
+    except duckdb.Error:
+        return False
+    n, unknown, n_min, n_max, lo, hi = row
+    if unknown:
+        return False
+    return n_min <= 1 and n_max <= 1 and lo == hi
 
 
 def _step_range(con: duckdb.DuckDBPyConnection, files: list[str] | None) -> tuple[int | None, int | None]:
@@ -230,10 +252,12 @@ def _peer_median(stats: pd.DataFrame) -> np.ndarray:
     Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
     would otherwise be compared with a median that already contains half of its own slowness.
     """
-    order = np.lexsort((stats["v_ns"].to_numpy(), stats["win"].to_numpy(), stats["phase"].to_numpy()))
-    s = stats.iloc[order]
-    v = s["v_ns"].to_numpy(dtype=np.float64)
-    key = s["phase"].astype(str).to_numpy() + "\x00" + s["win"].astype(str).to_numpy()
+    phase_code = pd.Categorical(stats["phase"]).codes.astype(np.int64)
+    win = stats["win"].to_numpy(dtype=np.int64)
+    group_key = phase_code * (int(win.max()) + 1) + win
+    order = np.lexsort((stats["v_ns"].to_numpy(), group_key))
+    v = stats["v_ns"].to_numpy(dtype=np.float64)[order]
+    key = group_key[order]
     new_group = np.r_[True, key[1:] != key[:-1]]
     group_id = np.cumsum(new_group) - 1
     starts = np.flatnonzero(new_group)
