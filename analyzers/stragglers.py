@@ -345,6 +345,7 @@ def find_stragglers(
     window_steps: int | None = None,
     min_windows: int = 3,
     persistence: float = 0.75,
+    min_step_share: float = 0.02,
     comm_confidence_cap: float = 0.6,
     samples_per_window: int | None = 12,
 ) -> list[Finding]:
@@ -363,6 +364,8 @@ def find_stragglers(
             slowdown (in steps) that is reported.
         persistence: fraction of the windows between an episode's first and last slow window that
             must be slow (0.75: one healthy window in four is tolerated).
+        min_step_share: the rank's extra time in a phase must be at least this share of a
+            typical step (0.02 = 2%); a 0.1 ms phase that is 1.5x slower costs nothing.
         comm_confidence_cap: highest confidence of a communication straggler (see module notes).
         samples_per_window: see `window_stats`; bounds the cost on huge runs by sampling steps.
 
@@ -395,6 +398,11 @@ def find_stragglers(
     episodes: list[_Episode] = []
     for _, g in cand.groupby(["rank", "phase"], sort=True):
         episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
+    step_ms = _typical_step_ms(stats)
+    episodes = [
+        e for e in episodes
+        if e.rank_ms - e.peer_ms >= min_step_share * float(np.median([step_ms.get(w, 0.0) for w in e.wins]))
+    ]
     work = [e for e in episodes if e.phase in WORK_PHASES]
     comm = [e for e in episodes if e.phase in COMM_PHASES]
 
@@ -429,6 +437,17 @@ def find_stragglers(
                      cap=comm_confidence_cap)
         )
     return findings
+
+
+def _typical_step_ms(stats: pd.DataFrame) -> dict[int, float]:
+    """Per window: the sum over phases of the median rank's time (a typical step), in ms.
+
+    `data` is left out when `compute` is timed, because the script's `compute` contains it.
+    """
+    phases = set(stats["phase"].unique())
+    use = stats if Phase.COMPUTE.value not in phases else stats[stats["phase"] != Phase.DATA.value]
+    per_phase = use.groupby(["phase", "win"])["v_ns"].median()
+    return (per_phase.groupby(level="win").sum() / 1e6).to_dict()
 
 
 def _work_deficit_explains(stats: pd.DataFrame, e: _Episode, window_steps: int) -> bool:

@@ -83,6 +83,8 @@ NO_FINDING = [
     ("blip: 3x for 35 steps (< 3 windows of 20)", dict(slow_rank=2, factor=3.0, phase="backward", slow_steps=(90, 125))),
     ("blip: 5x for 10 steps", dict(slow_rank=2, factor=5.0, phase="forward", slow_steps=(50, 60))),
     ("10% slower: below the 1.2x line", dict(slow_rank=1, factor=1.1)),
+    # 1.5x on the 4 ms data phase is 2 ms of a ~122 ms step: under the 2% floor (min_step_share).
+    ("1.5x on a negligible phase", dict(slow_rank=1, factor=1.5, phase="data", jitter=0.02)),
     # A rank with less work waits longer in communication; it is not a straggler.
     ("fast rank waits longer", dict(rank_scale={2: 0.6})),
     ("script: fast rank waits longer", dict(shape="script", phase="compute", rank_scale={2: 0.6})),
@@ -125,6 +127,7 @@ def test_rank_to_host_wins_over_host_column() -> None:
         (dict(min_windows=11), []),  # 200 steps / 20 = 10 windows
         (dict(window_steps=50, min_windows=4), [Severity.WARNING]),
         (dict(window_steps=50, min_windows=5), []),
+        (dict(min_step_share=0.2), []),  # 15 ms extra forward is 12% of the step
     ],
 )
 def test_thresholds_are_keyword_arguments(kwargs: dict, expected: list) -> None:
@@ -198,3 +201,9 @@ def test_dataset_with_varying_tokens_matches_table(tmp_path) -> None:
     from_ds = find_stragglers(dataset.open_dataset(tmp_path, SignalKind.TIMELINE))
     assert from_ds == find_stragglers(t)
     assert [f.ranks for f in from_ds] == [(1,)]
+
+
+def test_min_step_share_floor() -> None:
+    t = make_timeline(slow_rank=1, factor=1.5, phase="data", jitter=0.02)
+    assert find_stragglers(t) == []
+    assert [(f.ranks, f.category) for f in find_stragglers(t, min_step_share=0.01)] == [((1,), Category.DATA)]
