@@ -412,10 +412,11 @@ def find_stragglers(
     # A rank with long collectives is a suspect only if nobody's work was slow at those steps
     # (otherwise it is waiting for them) and its own work was not short (a fast rank waits longer).
     comm_suspects: dict[int, list[_Episode]] = {}
+    work_total = _work_total_ns(stats) if comm else None
     for e in comm:
         if e.rank in by_rank or any(_overlaps(e, w) for w in work):
             continue
-        if _work_deficit_explains(stats, e, window_steps):
+        if _work_deficit_explains(stats, e, window_steps) or _other_rank_explains(work_total, e):
             continue
         comm_suspects.setdefault(e.rank, []).append(e)
 
@@ -448,6 +449,32 @@ def _typical_step_ms(stats: pd.DataFrame) -> dict[int, float]:
     use = stats if Phase.COMPUTE.value not in phases else stats[stats["phase"] != Phase.DATA.value]
     per_phase = use.groupby(["phase", "win"])["v_ns"].median()
     return (per_phase.groupby(level="win").sum() / 1e6).to_dict()
+
+
+def _work_total_ns(stats: pd.DataFrame) -> pd.DataFrame:
+    """[win x rank] per-step work time (work phases; `data` left out when `compute` has it)."""
+    work = stats[stats["phase"].isin(WORK_PHASES)]
+    if Phase.COMPUTE.value in set(work["phase"].unique()):
+        work = work[work["phase"] != Phase.DATA.value]
+    return work.pivot_table(index="win", columns="rank", values="v_ns", aggfunc="sum")
+
+
+def _other_rank_explains(work_total: pd.DataFrame | None, e: _Episode) -> bool:
+    """True when, in most of the episode's windows, another rank's extra work is at least half of
+    this rank's extra collective time: it is waiting for that rank, even one below `warn_factor`.
+    """
+    if work_total is None or work_total.empty:
+        return False
+    wins = [w for w in e.wins if w in work_total.index]
+    if not wins:
+        return False
+    wt = work_total.loc[wins]
+    others = wt.drop(columns=[e.rank], errors="ignore")
+    if others.empty:
+        return False
+    worst_extra = others.max(axis=1) - wt.median(axis=1)
+    excess = (e.rank_ms - e.peer_ms) * 1e6
+    return bool((worst_extra >= 0.5 * excess).mean() >= 0.5)
 
 
 def _work_deficit_explains(stats: pd.DataFrame, e: _Episode, window_steps: int) -> bool:

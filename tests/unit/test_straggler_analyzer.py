@@ -83,6 +83,10 @@ NO_FINDING = [
     ("blip: 3x for 35 steps (< 3 windows of 20)", dict(slow_rank=2, factor=3.0, phase="backward", slow_steps=(90, 125))),
     ("blip: 5x for 10 steps", dict(slow_rank=2, factor=5.0, phase="forward", slow_steps=(50, 60))),
     ("10% slower: below the 1.2x line", dict(slow_rank=1, factor=1.1)),
+    # Rank 1's work is 1.15x (under the line) but rank 0 waits 13 ms more than rank 1 in
+    # communication (1.7x): rank 0 is waiting, not a communication straggler.
+    ("2 ranks: peer waits for a sub-threshold straggler", dict(ranks=2, per_host=1, slow_rank=1, factor=1.15, phase=["forward", "backward"])),
+    ("script, 2 ranks: peer waits for a sub-threshold straggler", dict(shape="script", ranks=2, per_host=1, slow_rank=1, factor=1.15)),
     # 1.5x on the 4 ms data phase is 2 ms of a ~122 ms step: under the 2% floor (min_step_share).
     ("1.5x on a negligible phase", dict(slow_rank=1, factor=1.5, phase="data", jitter=0.02)),
     # A rank with less work waits longer in communication; it is not a straggler.
