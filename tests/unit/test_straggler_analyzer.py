@@ -211,3 +211,13 @@ def test_min_step_share_floor() -> None:
     t = make_timeline(slow_rank=1, factor=1.5, phase="data", jitter=0.02)
     assert find_stragglers(t) == []
     assert [(f.ranks, f.category) for f in find_stragglers(t, min_step_share=0.01)] == [((1,), Category.DATA)]
+
+
+def test_subgroup_waiting_for_a_sub_threshold_straggler_is_not_blamed() -> None:
+    # Rank 3's work is 1.15x (13.5 ms, under the 1.2x line); only its partner rank 2 waits for it
+    # (a tensor-parallel pair), so rank 2's collective is 1.7x the median while its work is normal.
+    kwargs = dict(ranks=8, slow_rank=3, factor=1.15, phase=["forward", "backward"], sync=False, jitter=0.02)
+    assert find_stragglers(make_timeline(**kwargs, comm_extra_ms={2: 13.5})) == []
+    # The same collective time with nobody slow is claimed, as a capped-confidence communication finding.
+    (f,) = find_stragglers(make_timeline(ranks=8, sync=False, jitter=0.02, comm_extra_ms={2: 13.5}))
+    assert (f.ranks, f.category, f.confidence) == ((2,), Category.COMMUNICATION, 0.6)
