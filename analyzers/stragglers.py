@@ -85,51 +85,71 @@ def _sql_list(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(values))
 
 
-def window_stats(timeline: TableLike, *, window_steps: int | None = None) -> tuple[pd.DataFrame, int]:
-    """Aggregate a timeline to per (rank, phase, window) medians with DuckDB.
+@dataclass(frozen=True)
+class WindowPlan:
+    """How steps were grouped: windows of `window_steps`, every `step_stride`-th step sampled."""
+
+    min_step: int
+    max_step: int
+    window_steps: int
+    step_stride: int
+
+
+def window_stats(
+    timeline: TableLike,
+    *,
+    window_steps: int | None = None,
+    samples_per_window: int | None = 12,
+) -> tuple[pd.DataFrame, WindowPlan]:
+    """Aggregate a timeline to per (rank, phase, window) medians with DuckDB, in one pass.
 
     Args:
         timeline: the `timeline` table (trainctl.schemas), a `pa.Table` or a lazy
             `pyarrow.dataset.Dataset`; DuckDB scans it directly, reading only the needed columns.
         window_steps: steps per window; None picks about ten windows per run (1..50 steps each).
+        samples_per_window: a window median needs about this many steps; longer windows are
+            sampled every k-th step (k = window_steps // samples_per_window) to bound the cost on
+            huge runs. None: use every step. Windows of fewer than 2x this many steps (every run
+            under ~240 steps with the defaults) are never sampled.
 
     Returns:
-        (stats, window_steps). `stats` has one row per (rank, phase, window) with columns rank,
-        phase, win, n (rows), first_step, last_step and v_ns: the median per-step duration in ns.
-        For token-scaled phases with `tokens` > 0, v_ns is the duration rescaled to the job's mean
-        tokens per step (duration x mean_tokens / tokens), so ranks are compared per token while
-        the number still reads as a step's time.
+        (stats, plan). `stats` has one row per (rank, phase, window) with columns rank, phase,
+        win, n (rows), first_step, last_step and v_ns: the median per-step duration in ns. For
+        token-scaled phases whose rows all have `tokens` > 0, v_ns is the median of duration /
+        tokens times the job's mean tokens per step, so ranks are compared per token while the
+        number still reads as a step's time.
     """
     con = duckdb.connect()
     try:
-        _register(con, timeline)
-        phases = _sql_list(PHASE_CATEGORY)
-        scaled = _sql_list(TOKEN_SCALED_PHASES)
-        min_step, max_step, mean_tokens = con.execute(
-            f"SELECT min(step), max(step), avg(tokens) FILTER (WHERE tokens > 0 AND phase IN ({scaled})) "
-            f"FROM timeline WHERE phase IN ({phases})"
-        ).fetchone()
+        files = _register(con, timeline)
+        min_step, max_step = _step_range(con, files)
         if min_step is None:
-            return _empty_stats(), window_steps or 1
+            return _empty_stats(), WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
-            n_steps = int(max_step) - int(min_step) + 1
+            n_steps = max_step - min_step + 1
             window_steps = int(min(_MAX_AUTO_WINDOW_STEPS, max(1, n_steps // _AUTO_WINDOWS)))
         if window_steps < 1:
             raise ValueError(f"window_steps must be >= 1, got {window_steps}")
-        if mean_tokens is None:
-            value = "duration_ns::DOUBLE"
+        stride = 1
+        if samples_per_window and window_steps >= 2 * samples_per_window:
+            stride = window_steps // samples_per_window
+        plan = WindowPlan(min_step, max_step, int(window_steps), stride)
+        phases = _sql_list(PHASE_CATEGORY)
+        scaled = _sql_list(TOKEN_SCALED_PHASES)
+        sample = f"AND (step - {min_step}) % {stride} = 0" if stride > 1 else ""
+        if files and _constant_tokens(con, files):
+            # Same tokens on every row (or none): per-token values would only rescale every
+            # rank alike, so skip reading the column.
+            value, token_cols = "duration_ns::DOUBLE", "count(*) * 0 AS nt, 0::HUGEINT AS tokens_sum"
         else:
-            value = (
-                f"CASE WHEN tokens > 0 AND phase IN ({scaled}) "
-                f"THEN duration_ns * ({float(mean_tokens)!r} / tokens) ELSE duration_ns::DOUBLE END"
-            )
+            value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
+            token_cols = "count(*) FILTER (WHERE tokens > 0) AS nt, sum(tokens) AS tokens_sum"
         stats = con.execute(
             f"""
-            SELECT rank, phase, (step - {int(min_step)}) // {int(window_steps)} AS win,
-                   count(*) AS n, min(step) AS first_step, max(step) AS last_step,
-                   median({value}) AS v_ns
+            SELECT rank, phase, (step - {min_step}) // {plan.window_steps} AS win,
+                   count(*) AS n, {token_cols}, median({value}) AS v
             FROM timeline
-            WHERE phase IN ({phases})
+            WHERE phase IN ({phases}) {sample}
             GROUP BY ALL
             """
         ).df()
@@ -137,10 +157,56 @@ def window_stats(timeline: TableLike, *, window_steps: int | None = None) -> tup
         con.close()
     stats["rank"] = stats["rank"].astype(np.int64)
     stats["win"] = stats["win"].astype(np.int64)
-    return stats, window_steps
+    stats["first_step"] = min_step + stats["win"] * plan.window_steps
+    stats["last_step"] = np.minimum(stats["first_step"] + plan.window_steps - 1, max_step)
+    # Per-token medians are rescaled to the mean tokens per step of the scaled phases' rows.
+    is_scaled = stats["phase"].isin(TOKEN_SCALED_PHASES)
+    full = is_scaled & (stats["nt"] == stats["n"])
+    partial = is_scaled & (stats["nt"] > 0) & (stats["nt"] < stats["n"])
+    if partial.any():
+        # Mixed per-token and absolute values in one median mean nothing; leave those out.
+        logger.warning("timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum()))
+    mean_tokens = stats.loc[full, "tokens_sum"].sum() / max(1, stats.loc[full, "nt"].sum())
+    stats["v_ns"] = np.where(full, stats["v"] * mean_tokens, stats["v"])
+    stats = stats[~partial]
+    cols = ["rank", "phase", "win", "n", "first_step", "last_step", "v_ns"]
+    return stats[cols].reset_index(drop=True), plan
 
 
-def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> None:
+def _constant_tokens(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
+    """True when every file's footer says `tokens` holds one value (or only nulls)."""
+    try:
+        row = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE num_values > 0 AND (stats_min_value IS NULL OR stats_max_value IS NULL) "
+            f"AND stats_null_count < num_values), count(DISTINCT stats_min_value), count(DISTINCT stats_max_value), "
+            f"min(stats_min_value), min(stats_max_value) "
+            f"FROM parquet_metadata([{_sql_list(files)}]) WHERE path_in_schema = 'tokens'"
+        ).fetchone()
+    except duckdb.Error:
+        return False
+    n, unknown, n_min, n_max, lo, hi = row
+    if unknown:
+        return False
+    return n_min <= 1 and n_max <= 1 and lo == hi
+
+
+def _step_range(con: duckdb.DuckDBPyConnection, files: list[str] | None) -> tuple[int | None, int | None]:
+    """First and last step; from Parquet footer statistics when the files have them (no scan)."""
+    if files:
+        try:
+            lo, hi = con.execute(
+                f"SELECT min(stats_min_value::BIGINT), max(stats_max_value::BIGINT), count(*) FILTER (WHERE stats_min_value IS NULL) "
+                f"FROM parquet_metadata([{_sql_list(files)}]) WHERE path_in_schema = 'step'"
+            ).fetchone()[:2]
+            if lo is not None and hi is not None:
+                return int(lo), int(hi)
+        except duckdb.Error as exc:  # footers without statistics: scan instead
+            logger.debug("timeline: no step statistics in the Parquet footers (%s); scanning", exc)
+    lo, hi = con.execute("SELECT min(step), max(step) FROM timeline").fetchone()
+    return (None, None) if lo is None else (int(lo), int(hi))
+
+
+def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
     """Expose `timeline` to DuckDB as a view with the columns the query needs.
 
     A Dataset over local Parquet files is read by DuckDB's own Parquet reader (parallel, with
@@ -152,21 +218,22 @@ def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> None:
         files = [str(f) for f in timeline.files]
         if not files:
             con.register("timeline", timeline.schema.empty_table())
-            return
+            return None
         src = f"read_parquet([{_sql_list(files)}], union_by_name = true, hive_partitioning = false)"
         try:
             con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, tokens FROM {src}")
         except duckdb.BinderException:  # no file has a tokens column
             con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, NULL::BIGINT AS tokens FROM {src}")
-        return
+        return files
     if isinstance(timeline, pads.Dataset):
         if "tokens" in timeline.schema.names:
             con.register("timeline", timeline)
-            return
+            return None
         timeline = timeline.to_table(columns=["rank", "step", "phase", "duration_ns"])
     if "tokens" not in timeline.column_names:
         timeline = timeline.append_column("tokens", pa.nulls(timeline.num_rows, pa.int64()))
     con.register("timeline", timeline)
+    return None
 
 
 def _empty_stats() -> pd.DataFrame:
@@ -185,10 +252,12 @@ def _peer_median(stats: pd.DataFrame) -> np.ndarray:
     Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
     would otherwise be compared with a median that already contains half of its own slowness.
     """
-    order = np.lexsort((stats["v_ns"].to_numpy(), stats["win"].to_numpy(), stats["phase"].to_numpy()))
-    s = stats.iloc[order]
-    v = s["v_ns"].to_numpy(dtype=np.float64)
-    key = s["phase"].astype(str).to_numpy() + "\x00" + s["win"].astype(str).to_numpy()
+    phase_code = pd.Categorical(stats["phase"]).codes.astype(np.int64)
+    win = stats["win"].to_numpy(dtype=np.int64)
+    group_key = phase_code * (int(win.max()) + 1) + win
+    order = np.lexsort((stats["v_ns"].to_numpy(), group_key))
+    v = stats["v_ns"].to_numpy(dtype=np.float64)[order]
+    key = group_key[order]
     new_group = np.r_[True, key[1:] != key[:-1]]
     group_id = np.cumsum(new_group) - 1
     starts = np.flatnonzero(new_group)
@@ -276,7 +345,9 @@ def find_stragglers(
     window_steps: int | None = None,
     min_windows: int = 3,
     persistence: float = 0.75,
+    min_step_share: float = 0.02,
     comm_confidence_cap: float = 0.6,
+    samples_per_window: int | None = 12,
 ) -> list[Finding]:
     """Find ranks that are persistently slower than their peers in their own work.
 
@@ -293,7 +364,10 @@ def find_stragglers(
             slowdown (in steps) that is reported.
         persistence: fraction of the windows between an episode's first and last slow window that
             must be slow (0.75: one healthy window in four is tolerated).
+        min_step_share: the rank's extra time in a phase must be at least this share of a
+            typical step (0.02 = 2%); a 0.1 ms phase that is 1.5x slower costs nothing.
         comm_confidence_cap: highest confidence of a communication straggler (see module notes).
+        samples_per_window: see `window_stats`; bounds the cost on huge runs by sampling steps.
 
     Returns:
         One Finding per straggling rank, kind `straggler`, category compute/data/communication.
@@ -306,7 +380,8 @@ def find_stragglers(
         raise ValueError(f"need 1 < warn_factor <= critical_factor, got {warn_factor} and {critical_factor}")
     if not 0.0 < persistence <= 1.0:
         raise ValueError(f"persistence must be in (0, 1], got {persistence}")
-    stats, window_steps = window_stats(timeline, window_steps=window_steps)
+    stats, plan = window_stats(timeline, window_steps=window_steps, samples_per_window=samples_per_window)
+    window_steps = plan.window_steps
     if stats.empty:
         return []
     stats = stats[stats["v_ns"] > 0].copy()
@@ -323,6 +398,11 @@ def find_stragglers(
     episodes: list[_Episode] = []
     for _, g in cand.groupby(["rank", "phase"], sort=True):
         episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
+    step_ms = _typical_step_ms(stats)
+    episodes = [
+        e for e in episodes
+        if e.rank_ms - e.peer_ms >= min_step_share * float(np.median([step_ms.get(w, 0.0) for w in e.wins]))
+    ]
     work = [e for e in episodes if e.phase in WORK_PHASES]
     comm = [e for e in episodes if e.phase in COMM_PHASES]
 
@@ -332,10 +412,11 @@ def find_stragglers(
     # A rank with long collectives is a suspect only if nobody's work was slow at those steps
     # (otherwise it is waiting for them) and its own work was not short (a fast rank waits longer).
     comm_suspects: dict[int, list[_Episode]] = {}
+    work_total = _work_total_ns(stats) if comm else None
     for e in comm:
         if e.rank in by_rank or any(_overlaps(e, w) for w in work):
             continue
-        if _work_deficit_explains(stats, e, window_steps):
+        if _work_deficit_explains(stats, e, window_steps) or _other_rank_explains(work_total, e):
             continue
         comm_suspects.setdefault(e.rank, []).append(e)
 
@@ -347,16 +428,53 @@ def find_stragglers(
     findings = []
     for rank, eps in sorted(by_rank.items()):
         findings.append(
-            _finding(rank, hosts.get(rank), _work_category(eps), eps, window_steps=window_steps,
+            _finding(rank, hosts.get(rank), _work_category(eps), eps, plan=plan,
                      warn_factor=warn_factor, critical_factor=critical_factor, min_windows=min_windows, cap=1.0)
         )
     for rank, eps in sorted(comm_suspects.items()):
         findings.append(
-            _finding(rank, hosts.get(rank), (Category.COMMUNICATION, eps), eps, window_steps=window_steps,
+            _finding(rank, hosts.get(rank), (Category.COMMUNICATION, eps), eps, plan=plan,
                      warn_factor=warn_factor, critical_factor=critical_factor, min_windows=min_windows,
                      cap=comm_confidence_cap)
         )
     return findings
+
+
+def _typical_step_ms(stats: pd.DataFrame) -> dict[int, float]:
+    """Per window: the sum over phases of the median rank's time (a typical step), in ms.
+
+    `data` is left out when `compute` is timed, because the script's `compute` contains it.
+    """
+    phases = set(stats["phase"].unique())
+    use = stats if Phase.COMPUTE.value not in phases else stats[stats["phase"] != Phase.DATA.value]
+    per_phase = use.groupby(["phase", "win"])["v_ns"].median()
+    return (per_phase.groupby(level="win").sum() / 1e6).to_dict()
+
+
+def _work_total_ns(stats: pd.DataFrame) -> pd.DataFrame:
+    """[win x rank] per-step work time (work phases; `data` left out when `compute` has it)."""
+    work = stats[stats["phase"].isin(WORK_PHASES)]
+    if Phase.COMPUTE.value in set(work["phase"].unique()):
+        work = work[work["phase"] != Phase.DATA.value]
+    return work.pivot_table(index="win", columns="rank", values="v_ns", aggfunc="sum")
+
+
+def _other_rank_explains(work_total: pd.DataFrame | None, e: _Episode) -> bool:
+    """True when, in most of the episode's windows, another rank's extra work is at least half of
+    this rank's extra collective time: it is waiting for that rank, even one below `warn_factor`.
+    """
+    if work_total is None or work_total.empty:
+        return False
+    wins = [w for w in e.wins if w in work_total.index]
+    if not wins:
+        return False
+    wt = work_total.loc[wins]
+    others = wt.drop(columns=[e.rank], errors="ignore")
+    if others.empty:
+        return False
+    worst_extra = others.max(axis=1) - wt.median(axis=1)
+    excess = (e.rank_ms - e.peer_ms) * 1e6
+    return bool((worst_extra >= 0.5 * excess).mean() >= 0.5)
 
 
 def _work_deficit_explains(stats: pd.DataFrame, e: _Episode, window_steps: int) -> bool:
@@ -398,7 +516,7 @@ def _finding(
     cat_eps: tuple[Category, list[_Episode]],
     all_eps: list[_Episode],
     *,
-    window_steps: int,
+    plan: WindowPlan,
     warn_factor: float,
     critical_factor: float,
     min_windows: int,
@@ -425,6 +543,7 @@ def _finding(
                    "while its own work is normal and its peers do not wait for it")
     else:
         summary = f"{where} spends {slowdown:.2f}x the median {phases} time (steps {first}-{last})"
+    summary += f": {rank_ms:.1f} ms vs {peer_ms:.1f} ms per step"
     evidence = {
         "slowdown": round(slowdown, 3),
         "phase": main.phase,
@@ -436,7 +555,8 @@ def _finding(
                       "steps": [e.first_step, e.last_step]}
             for e in sorted(all_eps, key=lambda e: e.phase)
         },
-        "windows": {"slow": n_slow, "spanned": max(e.span_windows for e in eps), "window_steps": window_steps},
+        "windows": {"slow": n_slow, "spanned": max(e.span_windows for e in eps), "window_steps": plan.window_steps,
+                    "step_stride": plan.step_stride},
         "compared_with": "median of the other ranks at the same steps",
     }
     return Finding(

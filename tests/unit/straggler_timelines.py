@@ -38,6 +38,7 @@ def make_timeline(
     rank_scale: dict[int, float] | None = None,
     comm_extra_ms: dict[int, float] | None = None,
     with_step: bool = True,
+    sync: bool = True,
     seed: int = 0,
 ) -> pa.Table:
     """A `timeline` table with the `host` column the readers add.
@@ -54,6 +55,8 @@ def make_timeline(
             tokens / mean tokens (varying sequence lengths / packing). None: constant 4096.
         rank_scale: rank -> factor applied to all its work phases (e.g. 0.6 = a fast rank).
         comm_extra_ms: rank -> ms its own collective takes longer, peers not waiting for it.
+        sync: every rank waits for the step's slowest rank in its collective; False leaves the
+            waits out (to model a subgroup waiting, add them with `comm_extra_ms`).
     """
     rng = np.random.default_rng(seed)
     base = dict(REFERENCE_MS if shape == "reference" else SCRIPT_MS)
@@ -89,7 +92,7 @@ def make_timeline(
         work_total = dur["data"] + dur["forward"] + dur["backward"]
     # Everyone leaves the collective when the last rank has arrived.
     arrival = work_total
-    waited = arrival.max(axis=0, keepdims=True) - arrival
+    waited = arrival.max(axis=0, keepdims=True) - arrival if sync else np.zeros_like(arrival)
     wait_phase = "communication" if shape == "reference" else "wait"
     dur[wait_phase] = dur[wait_phase] + waited
     for r, extra in (comm_extra_ms or {}).items():

@@ -53,6 +53,7 @@ def test_names_exactly_the_culprit(case: TCase) -> None:
     f = findings[0]
     assert f.summary.startswith(f"rank {case.rank} on {case.host} spends ")
     assert f"the median {case.phases} time (steps {case.steps[0]}-{case.steps[1]})" in f.summary
+    assert f.summary.endswith(f": {f.evidence['rank_ms']:.1f} ms vs {f.evidence['median_ms']:.1f} ms per step")
     assert f.evidence["steps"] == case.steps
     assert f.evidence["slowdown"] == pytest.approx(f.evidence["rank_ms"] / f.evidence["median_ms"], rel=1e-3)
     assert f.playbook == "straggler"
@@ -67,7 +68,7 @@ def test_evidence_numbers_match_the_injected_slowdown() -> None:
     assert f.evidence["rank_ms"] == pytest.approx(225.0, rel=0.03)
     assert set(f.evidence["phases"]) == {"forward", "backward"}
     assert f.evidence["phases"]["forward"]["median_ms"] == pytest.approx(30.0, rel=0.03)
-    assert f.evidence["windows"] == {"slow": 7, "spanned": 7, "window_steps": 20}
+    assert f.evidence["windows"] == {"slow": 7, "spanned": 7, "window_steps": 20, "step_stride": 1}
     assert f.confidence == 0.99
 
 
@@ -82,6 +83,12 @@ NO_FINDING = [
     ("blip: 3x for 35 steps (< 3 windows of 20)", dict(slow_rank=2, factor=3.0, phase="backward", slow_steps=(90, 125))),
     ("blip: 5x for 10 steps", dict(slow_rank=2, factor=5.0, phase="forward", slow_steps=(50, 60))),
     ("10% slower: below the 1.2x line", dict(slow_rank=1, factor=1.1)),
+    # Rank 1's work is 1.15x (under the line) but rank 0 waits 13 ms more than rank 1 in
+    # communication (1.7x): rank 0 is waiting, not a communication straggler.
+    ("2 ranks: peer waits for a sub-threshold straggler", dict(ranks=2, per_host=1, slow_rank=1, factor=1.15, phase=["forward", "backward"])),
+    ("script, 2 ranks: peer waits for a sub-threshold straggler", dict(shape="script", ranks=2, per_host=1, slow_rank=1, factor=1.15)),
+    # 1.5x on the 4 ms data phase is 2 ms of a ~122 ms step: under the 2% floor (min_step_share).
+    ("1.5x on a negligible phase", dict(slow_rank=1, factor=1.5, phase="data", jitter=0.02)),
     # A rank with less work waits longer in communication; it is not a straggler.
     ("fast rank waits longer", dict(rank_scale={2: 0.6})),
     ("script: fast rank waits longer", dict(shape="script", phase="compute", rank_scale={2: 0.6})),
@@ -124,6 +131,7 @@ def test_rank_to_host_wins_over_host_column() -> None:
         (dict(min_windows=11), []),  # 200 steps / 20 = 10 windows
         (dict(window_steps=50, min_windows=4), [Severity.WARNING]),
         (dict(window_steps=50, min_windows=5), []),
+        (dict(min_step_share=0.2), []),  # 15 ms extra forward is 12% of the step
     ],
 )
 def test_thresholds_are_keyword_arguments(kwargs: dict, expected: list) -> None:
@@ -177,3 +185,39 @@ def test_bad_thresholds_raise() -> None:
 def test_registered_for_timeline() -> None:
     (a,) = [a for a in ANALYZERS if a.name == "stragglers"]
     assert a.requires == (SignalKind.TIMELINE,)
+
+
+def test_long_runs_sample_steps_and_still_find_the_culprit() -> None:
+    # 600 steps -> windows of 50 steps, every 4th step sampled (12 samples per window median).
+    t = make_timeline(ranks=8, steps=600, slow_rank=6, factor=1.3, phase="backward", slow_steps=(300, 600))
+    (f,) = find_stragglers(t)
+    assert (f.ranks, f.evidence["steps"], f.evidence["windows"]) == (
+        (6,), [300, 599], {"slow": 6, "spanned": 6, "window_steps": 50, "step_stride": 4}
+    )
+    assert find_stragglers(t, samples_per_window=None)[0].evidence["windows"]["step_stride"] == 1
+    assert find_stragglers(make_timeline(ranks=8, steps=600)) == []
+
+
+def test_dataset_with_varying_tokens_matches_table(tmp_path) -> None:
+    t = make_timeline(slow_rank=1, tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s)))
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    from_ds = find_stragglers(dataset.open_dataset(tmp_path, SignalKind.TIMELINE))
+    assert from_ds == find_stragglers(t)
+    assert [f.ranks for f in from_ds] == [(1,)]
+
+
+def test_min_step_share_floor() -> None:
+    t = make_timeline(slow_rank=1, factor=1.5, phase="data", jitter=0.02)
+    assert find_stragglers(t) == []
+    assert [(f.ranks, f.category) for f in find_stragglers(t, min_step_share=0.01)] == [((1,), Category.DATA)]
+
+
+def test_subgroup_waiting_for_a_sub_threshold_straggler_is_not_blamed() -> None:
+    # Rank 3's work is 1.15x (13.5 ms, under the 1.2x line); only its partner rank 2 waits for it
+    # (a tensor-parallel pair), so rank 2's collective is 1.7x the median while its work is normal.
+    kwargs = dict(ranks=8, slow_rank=3, factor=1.15, phase=["forward", "backward"], sync=False, jitter=0.02)
+    assert find_stragglers(make_timeline(**kwargs, comm_extra_ms={2: 13.5})) == []
+    # The same collective time with nobody slow is claimed, as a capped-confidence communication finding.
+    (f,) = find_stragglers(make_timeline(ranks=8, sync=False, jitter=0.02, comm_extra_ms={2: 13.5}))
+    assert (f.ranks, f.category, f.confidence) == ((2,), Category.COMMUNICATION, 0.6)
