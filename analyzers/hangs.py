@@ -457,7 +457,7 @@ def _one_hang(h: _PgHang, others: list[_PgHang], culprits: tuple[int, ...], bloc
         conf = conf_missing if h.missing_dumps or missing_dumps & set(h.members) else conf_all
         waiting_txt = _fmt_ranks(h.waiting, hosts) if len(h.waiting) <= 8 else f"{len(h.waiting)} ranks"
         summary = (f"{_fmt_ranks(culprits, hosts)} never entered {op} seq {h.seq} of {pg_label}; "
-                   f"{waiting_txt} wait in it")
+                   f"{waiting_txt} {'is' if len(h.waiting) == 1 else 'are'} waiting in it")
         if h.missing_dumps:
             summary += f"; no dump from rank(s) {','.join(map(str, h.missing_dumps))} (they may be behind too)"
     if where:

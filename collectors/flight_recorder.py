@@ -232,6 +232,11 @@ def _pg_ranks(cfg: Mapping[str, Mapping[str, Any]], pg_name: str) -> list[int] |
     return None
 
 
+def _pg_name(e: Mapping[str, Any]) -> str:
+    pg = e.get("process_group") or ("", "")
+    return str(pg[0]) if isinstance(pg, (list, tuple)) else str(pg)
+
+
 def _sizes(v: Any) -> list[list[int]] | None:
     if not isinstance(v, (list, tuple)):
         return None
@@ -291,7 +296,17 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
             coll_hosts.append(d.host)
             if frames and (latest is None or (_int(e.get("record_id")) or 0) >= (_int(latest.get("record_id")) or 0)):
                 latest = e
-        for pg_name, st in d.pg_status.items():
+        # pg_status is keyed by the rank-local pg_id (the index among the groups this rank is a
+        # member of), not by pg_name: rank 2's "1" may be the group rank 0 calls "1" or "2".
+        # Map through the entries; a key with no entry left (ring-buffer wrap) cannot be placed
+        # safely and is dropped, except the default group, which is pg 0 everywhere.
+        id_to_name = {str(e.get("pg_id")): _pg_name(e) for e in d.entries if e.get("pg_id") is not None}
+        id_to_name.setdefault("0", "0")
+        for pg_id, st in d.pg_status.items():
+            pg_name = id_to_name.get(pg_id)
+            if pg_name is None:
+                logger.info("%s: pg_status key %s matches no entry; skipped", d.path, pg_id)
+                continue
             status.append({
                 "rank": d.rank,
                 "pg_name": pg_name,

@@ -66,7 +66,8 @@ def test_one_rank_never_joins_all_reduce(scenario, cli) -> None:
 
 @pytest.mark.timeout(300)
 def test_hang_map_is_printed_after_the_table(scenario, cli) -> None:
-    res = cli("diagnose", str(scenario("never_joins")))
+    # A wide console (pytest exports its own COLUMNS), so table cells are not folded.
+    res = cli("diagnose", str(scenario("never_joins")), env={**os.environ, "COLUMNS": "200"})
     assert res.code == 3
     table_end = res.stdout.index("hung_collective")
     grid = res.stdout.index("hang map: all_reduce seq 4 of pg 0 (default_pg)")
