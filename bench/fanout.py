@@ -65,7 +65,9 @@ def run_trainctl(cluster: SshdCluster, hosts: list[str], out: Path) -> float:
     res = subprocess.run([sys.executable, "-c", "from trainctl.cli.app import main; main()", "collect",
                     str(cluster.remote_root / "run"), "--hosts", ",".join(hosts), "--out", str(out),
                     "--ssh-config", str(cluster.ssh_config), "--kinds", "fr_dumps,rank_logs", "--json"],
-                   check=True, capture_output=True, timeout=600)
+                   capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        raise RuntimeError(f"trainctl collect exited {res.returncode}: {res.stderr[-3000:]}\n{res.stdout[-3000:]}")
     return float(json.loads(res.stdout)["duration_s"])
 
 
