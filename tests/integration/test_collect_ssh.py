@@ -10,6 +10,8 @@ from __future__ import annotations
 import filecmp
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -172,3 +174,35 @@ def test_inventory_forms(sshd_cluster, cli, tmp_path: Path) -> None:
     assert res.code == 0, res.stderr
     s = json.loads(res.stdout)
     assert (s["hosts"], s["failed_hosts"], s["files_fetched"]) == (3, [], 7)
+
+
+@pytest.mark.timeout(90)
+def test_live_stacks_of_running_ranks_via_py_spy(sshd_cluster, tmp_path: Path) -> None:
+    pyspy_bin = Path(sys.executable).parent
+    if not (pyspy_bin / "py-spy").exists():
+        pytest.skip("py-spy not installed in this venv (pip install py-spy)")
+    # The sshd sessions find py-spy on PATH, as on a training host where it is installed.
+    cluster = sshd_cluster(2, env={"PATH": f"{pyspy_bin}:/usr/local/bin:/usr/bin:/bin"})
+    run = cluster.remote_root / "run"
+    rank = subprocess.Popen([sys.executable, "-c", "import time\ndef train_step_stuck():\n    while True: time.sleep(0.05)\n"
+                             "train_step_stuck()\n"])
+    try:
+        for h, procs in (("node01", [(0, rank.pid), (1, 2**22 + 7)]), ("node02", [(2, rank.pid)])):
+            ranks = cluster.host_root(h) / "run" / "ranks"
+            ranks.mkdir(parents=True)
+            for r, pid in procs:
+                (ranks / f"rank-{r}.json").write_text(json.dumps({"rank": r, "host": h, "pid": pid}))
+        # node02's rank file claims node01: a pid is only meaningful on its own host, so it is skipped.
+        (cluster.host_root("node02") / "run" / "ranks" / "rank-2.json").write_text(
+            json.dumps({"rank": 2, "host": "node01", "pid": rank.pid}))
+        out = tmp_path / "ds"
+        res = collect_inproc(cluster, run, out, "node01,node02", kinds="pyspy")
+    finally:
+        rank.kill()
+        rank.wait()
+    assert res.failed_hosts == []
+    assert sorted(str(p.relative_to(out)) for p in (out / "stacks").rglob("*.txt")) == ["stacks/node01/rank-0.pyspy.txt"]
+    text = (out / "stacks" / "node01" / "rank-0.pyspy.txt").read_text()
+    assert f"Process {rank.pid}" in text and "train_step_stuck" in text
+    rows = {(r["host"], r["kind"]): (r["ok"], r["rows"]) for r in dataset.read_table(out, "collection_status").to_pylist()}
+    assert rows == {("node01", "pyspy"): (True, 1), ("node02", "pyspy"): (True, 0)}
