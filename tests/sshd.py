@@ -108,6 +108,8 @@ class SshdCluster:
     base: Path
     hosts_modes: Mapping[str, str] | Iterable[str] | int = 3
     start_timeout_s: float = 20.0
+    # Extra environment of every session (sshd SetEnv), e.g. PATH with a venv's bin for py-spy.
+    env: Mapping[str, str] = field(default_factory=dict)
     hosts: dict[str, TestHost] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -204,7 +206,8 @@ class SshdCluster:
             "MaxStartups 200:30:400\nMaxSessions 50\n"
             "Subsystem sftp /usr/lib/openssh/sftp-server\n"
             # Debian's bash sources ~/.bashrc for sshd-started shells; SHLVL=1 skips that cost.
-            "SetEnv SHLVL=1\n"
+            # (sshd takes only the first SetEnv line, so everything goes on one.)
+            "SetEnv SHLVL=1" + "".join(f" {k}={v}" for k, v in self.env.items()) + "\n"
         )
         log = open(h.dir / "sshd.log", "wb")
         # Own mount namespace: the host's private root appears at the shared remote_root path.
@@ -273,7 +276,7 @@ class SshdCluster:
 
 @pytest.fixture
 def sshd_cluster(tmp_path_factory):
-    """Factory fixture: `cluster = sshd_cluster({"node01": "ok", ...})` or `sshd_cluster(3)`.
+    """Factory fixture: `cluster = sshd_cluster({"node01": "ok", ...})` or `sshd_cluster(3, env={...})`.
 
     Every cluster started through it is stopped at teardown. Skips when sshd cannot run here.
     """
@@ -282,8 +285,8 @@ def sshd_cluster(tmp_path_factory):
         pytest.skip(reason)
     started: list[SshdCluster] = []
 
-    def make(hosts: Mapping[str, str] | Iterable[str] | int = 3) -> SshdCluster:
-        c = SshdCluster(tmp_path_factory.mktemp("sshd"), hosts)
+    def make(hosts: Mapping[str, str] | Iterable[str] | int = 3, env: Mapping[str, str] | None = None) -> SshdCluster:
+        c = SshdCluster(tmp_path_factory.mktemp("sshd"), hosts, env=dict(env or {}))
         started.append(c)
         c.start()
         return c

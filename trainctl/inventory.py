@@ -117,7 +117,7 @@ def parse_hosts(spec: str) -> list[HostSpec]:
         raise InventoryError("empty host list; pass --hosts node01,node02, a hostfile, or node[01-16]")
     if spec.startswith("@"):
         hosts = _parse_hostfile(Path(spec[1:]))
-    elif "/" in spec or (Path(spec).is_file() and "," not in spec):
+    elif "/" in spec or ("," not in spec and Path(spec).is_file()):  # long comma lists are no file names
         hosts = _parse_hostfile(Path(spec))
     else:
         hosts = [HostSpec(n) for n in _expand_terms(spec, where="--hosts")]

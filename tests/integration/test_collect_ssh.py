@@ -10,6 +10,8 @@ from __future__ import annotations
 import filecmp
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +19,8 @@ import pytest
 
 from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl import dataset
+from trainctl.inventory import parse_hosts
+from trainctl.ops.collect import CollectOptions, collect, parse_kinds
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
@@ -48,6 +52,12 @@ def make_run(cluster, hosts=HOSTS, *, slow_rank: int = 3, steps: int = 20) -> Pa
 def collect_cli(cli, cluster, run: Path, out: Path, *extra: str, hosts: str = "node[01-03]"):
     return cli("collect", str(run), "--hosts", hosts, "--out", str(out), "--ssh-config", str(cluster.ssh_config),
                "--json", *extra, timeout=120)
+
+
+def collect_inproc(cluster, run: Path, out: Path, spec: str = "node[01-03]", kinds: str | None = None):
+    """The same ops entry point the CLI calls, in-process (saves a CLI start on this 2-core box)."""
+    return collect(CollectOptions(run_dir=str(run), out=out, hosts=tuple(h.name for h in parse_hosts(spec)),
+                                  kinds=parse_kinds([kinds] if kinds else None), ssh_config=str(cluster.ssh_config)))
 
 
 def _files(root: Path) -> set[str]:
@@ -87,11 +97,11 @@ def test_three_hosts_give_the_run_dirs_tables_and_rerun_fetches_nothing(sshd_clu
     assert findings(out) == findings(merged)
 
     # Re-run: nothing changed, nothing fetched; then one changed log is the only transfer.
-    again = json.loads(collect_cli(cli, cluster, run, out).stdout)
-    assert (again["files_fetched"], again["bytes_fetched"]) == (0, 0)
+    again = collect_inproc(cluster, run, out)
+    assert (again.files_fetched, again.bytes_fetched, again.failed_hosts) == (0, 0, [])
     (cluster.host_root("node02") / "run" / "logs" / "node02" / "rank-3.log").write_text("step 0 rank 3\nstep 1 rank 3\n")
-    third = json.loads(collect_cli(cli, cluster, run, out).stdout)
-    assert third["files_fetched"] == 1
+    third = collect_inproc(cluster, run, out)
+    assert third.files_fetched == 1 and [r.files_fetched for r in third.reports] == [0, 1, 0]
     assert (out / "logs" / "node02" / "rank-3.log").read_text().endswith("step 1 rank 3\n")
 
 
@@ -157,8 +167,42 @@ def test_inventory_forms(sshd_cluster, cli, tmp_path: Path) -> None:
     run = make_run(cluster)
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("node01 slots=2\nnode[02-03] slots=2  # rack 2\n")
-    for i, spec in enumerate(["node01,node02,node03", "node[01-03]", str(hostfile), f"@{hostfile}"]):
-        res = collect_cli(cli, cluster, run, tmp_path / f"ds{i}", "--kinds", "timeline,run_info", hosts=spec)
-        assert res.code == 0, (spec, res.stderr)
-        s = json.loads(res.stdout)
-        assert (s["hosts"], s["failed_hosts"], s["files_fetched"]) == (3, [], 7), spec
+    for i, spec in enumerate(["node01,node02,node03", "node[01-03]", str(hostfile)]):
+        r = collect_inproc(cluster, run, tmp_path / f"ds{i}", spec, kinds="timeline,run_info")
+        assert ([x.host for x in r.reports], r.failed_hosts, r.files_fetched) == (HOSTS, [], 7), spec
+    res = collect_cli(cli, cluster, run, tmp_path / "ds-cli", "--kinds", "timeline,run_info", hosts=f"@{hostfile}")
+    assert res.code == 0, res.stderr
+    s = json.loads(res.stdout)
+    assert (s["hosts"], s["failed_hosts"], s["files_fetched"]) == (3, [], 7)
+
+
+@pytest.mark.timeout(90)
+def test_live_stacks_of_running_ranks_via_py_spy(sshd_cluster, tmp_path: Path) -> None:
+    pyspy_bin = Path(sys.executable).parent
+    if not (pyspy_bin / "py-spy").exists():
+        pytest.skip("py-spy not installed in this venv (pip install py-spy)")
+    # The sshd sessions find py-spy on PATH, as on a training host where it is installed.
+    cluster = sshd_cluster(2, env={"PATH": f"{pyspy_bin}:/usr/local/bin:/usr/bin:/bin"})
+    run = cluster.remote_root / "run"
+    rank = subprocess.Popen([sys.executable, "-c", "import time\ndef train_step_stuck():\n    while True: time.sleep(0.05)\n"
+                             "train_step_stuck()\n"])
+    try:
+        for h, procs in (("node01", [(0, rank.pid), (1, 2**22 + 7)]), ("node02", [(2, rank.pid)])):
+            ranks = cluster.host_root(h) / "run" / "ranks"
+            ranks.mkdir(parents=True)
+            for r, pid in procs:
+                (ranks / f"rank-{r}.json").write_text(json.dumps({"rank": r, "host": h, "pid": pid}))
+        # node02's rank file claims node01: a pid is only meaningful on its own host, so it is skipped.
+        (cluster.host_root("node02") / "run" / "ranks" / "rank-2.json").write_text(
+            json.dumps({"rank": 2, "host": "node01", "pid": rank.pid}))
+        out = tmp_path / "ds"
+        res = collect_inproc(cluster, run, out, "node01,node02", kinds="pyspy")
+    finally:
+        rank.kill()
+        rank.wait()
+    assert res.failed_hosts == []
+    assert sorted(str(p.relative_to(out)) for p in (out / "stacks").rglob("*.txt")) == ["stacks/node01/rank-0.pyspy.txt"]
+    text = (out / "stacks" / "node01" / "rank-0.pyspy.txt").read_text()
+    assert f"Process {rank.pid}" in text and "train_step_stuck" in text
+    rows = {(r["host"], r["kind"]): (r["ok"], r["rows"]) for r in dataset.read_table(out, "collection_status").to_pylist()}
+    assert rows == {("node01", "pyspy"): (True, 1), ("node02", "pyspy"): (True, 0)}
