@@ -270,7 +270,7 @@ def find_faulty_hosts(
     lost_grace_s: float = 10.0,
     stale_s: float = 60.0,
     outlier_window: int = 8,
-    outlier_threshold: float = 0.12,
+    outlier_threshold: float = 0.06,
     outlier_z: float = 3.0,
     continuity_s: float = 60.0,
     continuity_fraction: float = 0.8,

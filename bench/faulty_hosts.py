@@ -123,6 +123,25 @@ def accuracy(seeds: int, hosts: int, seconds: int) -> dict:
     return summary
 
 
+def magnitude_sweep(seeds: int, hosts: int, seconds: int) -> dict:
+    """Where the quiet-fault detection stops: recall by fault strength (1.0 = the default effect)."""
+    rng = np.random.default_rng(7)
+    names = host_names(hosts)
+    out: dict = {}
+    for kind in ("quiet_slowdown", "nic_degraded", "cpu_contention"):
+        for m in (0.1, 0.2, 0.35, 0.5, 1.0):
+            hit, fp = 0, 0
+            for s in range(seeds):
+                h = names[int(rng.integers(0, hosts))]
+                sc = FleetScenario(hosts, 8, seconds, (FaultSpec(kind, h, 300.0, magnitude=m),), seed=int(rng.integers(1 << 30)))
+                sim = simulate(sc)
+                flagged = {f.hosts[0] for f in consolidate(find_faulty_hosts(sim.gpu_metrics, sim.host_metrics))}
+                hit += int(h in flagged)
+                fp += len(flagged - {h})
+            out[f"{kind}@{m}"] = {"recall": hit / seeds, "false_hosts": fp}
+    return out
+
+
 def scale(hosts: int = 1024, gpus: int = 8, seconds: int = 900) -> dict:
     faults = (FaultSpec("quiet_slowdown", host_names(hosts)[99], 300), FaultSpec("ecc_dbe", host_names(hosts)[499], 300),
               FaultSpec("nic_degraded", host_names(hosts)[799], 400))
@@ -157,6 +176,9 @@ def main() -> None:
     if not a.skip_accuracy:
         out["accuracy"] = accuracy(2 if a.quick else 4, 32, 900)
         print(json.dumps(out["accuracy"], indent=1), file=sys.stderr)
+    if not a.skip_accuracy:
+        out["magnitude"] = magnitude_sweep(2 if a.quick else 4, 32, 900)
+        print(json.dumps(out["magnitude"], indent=1), file=sys.stderr)
     if not a.skip_scale:
         out["scale"] = scale()
         print(json.dumps(out["scale"], indent=1), file=sys.stderr)

@@ -99,6 +99,9 @@ class FaultSpec:
     host: str
     onset_s: float | None = None  # default: 40% into the scenario
     gpu: int | None = None  # default: chosen by the seed
+    # Strength of the quiet faults (quiet_slowdown, nic_degraded, cpu_contention): 1.0 is the
+    # default effect (-30% power, -65% network, CPU pegged at 96%), 0.5 half of it.
+    magnitude: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -286,20 +289,22 @@ def simulate(sc: FleetScenario) -> SimResult:
             power[h, :, after] = np.minimum(power[h, :, after], 150.0)
             sm_clock[h, :, after] = 800.0
         elif k == "quiet_slowdown":
-            sm_util[h, :, after] -= 12.0
-            power[h, :, after] *= 0.7
-            sm_clock[h, :, after] *= 0.8
+            m = f.magnitude
+            sm_util[h, :, after] -= 12.0 * m
+            power[h, :, after] *= 1.0 - 0.3 * m
+            sm_clock[h, :, after] *= 1.0 - 0.2 * m
         elif k == "nic_degraded":
-            net[h, after] *= 0.35
+            net[h, after] *= 1.0 - 0.65 * f.magnitude
         elif k == "cpu_contention":
-            cpu[h, after] = 96.0 + rng.normal(0, 1.5, T - o)
-            load1[h, after] = 80.0
+            cpu[h, after] += (96.0 - cpu[h, after]) * f.magnitude + rng.normal(0, 1.5, T - o)
+            load1[h, after] += (80.0 - load1[h, after]) * f.magnitude
         elif k == "unreachable":
             present[h, :, after] = False
             host_present[h, after] = False
         else:  # parse_fault already refuses unknown kinds
             raise InputError(f"unknown fault kind {k!r}")
-        labels_faults.append({"kind": k, "category": FAULT_KINDS[k], "host": names[h], "gpu": g, "onset_s": float(onset)})
+        labels_faults.append({"kind": k, "category": FAULT_KINDS[k], "host": names[h], "gpu": g, "onset_s": float(onset),
+                              "magnitude": f.magnitude})
 
     # Temperature follows power with a lag (heat capacity), plus the host's own offset.
     temp = 30.0 + temp_base + temp_extra + 0.06 * power
