@@ -133,3 +133,16 @@ def test_spec_parsing() -> None:
 
     with pytest.raises(InputError, match="KIND@HOST"):
         parse_fault("melted@node01")
+
+
+def test_host_metrics_only_and_lazy_dataset(tmp_path) -> None:
+    from trainctl.dataset import open_dataset
+    from trainctl.ops.fleet_sim import write_fleet
+
+    r = simulate(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("cpu_contention", "node06", 120),), seed=4))
+    # CPU-only fleet (no NVML anywhere): host metrics alone still name the host.
+    assert [(f.hosts, f.category) for f in find_faulty_hosts(None, r.host_metrics)] == [(("node06",), Category.METRIC_OUTLIER)]
+    # Read lazily from Parquet as diagnose does for big tables: same answer.
+    write_fleet(r, tmp_path)
+    lazy = find_faulty_hosts(open_dataset(tmp_path, "gpu_metrics"), open_dataset(tmp_path, "host_metrics"))
+    assert [(f.hosts, f.category) for f in lazy] == [(("node06",), Category.METRIC_OUTLIER)]
