@@ -127,6 +127,8 @@ def test_xid_table_meanings() -> None:
 
 def test_spec_parsing() -> None:
     assert parse_fault("thermal@node03:120") == FaultSpec("thermal", "node03", 120.0)
+    assert parse_fault("nic_degraded@4:300:0.5") == FaultSpec("nic_degraded", "4", 300.0, magnitude=0.5)
+    assert parse_fault("gpu_lost@node01") == FaultSpec("gpu_lost", "node01", None)
     assert parse_quirk("fleet_pause:300") == QuirkSpec("fleet_pause", None, 300.0)
     assert parse_quirk("blips@node02") == QuirkSpec("blips", "node02", None)
     from trainctl.errors import InputError

@@ -144,16 +144,21 @@ def _resolve_host(token: str, names: Sequence[str]) -> str:
 
 
 def parse_fault(spec: str) -> FaultSpec:
-    """`KIND@HOST[:onset_s]`, e.g. `thermal@node03:120` (HOST may be a 1-based index)."""
+    """`KIND@HOST[:onset_s[:magnitude]]`, e.g. `thermal@node03:120` or `nic_degraded@4:300:0.5`.
+
+    HOST may be a 1-based index; magnitude scales the quiet faults (1.0 = default effect).
+    """
     kind, sep, rest = spec.partition("@")
     if not sep or kind not in FAULT_KINDS:
-        raise InputError(f"--fault {spec!r}: expected KIND@HOST[:onset_s] with KIND one of {', '.join(FAULT_KINDS)}")
-    host, _, onset = rest.partition(":")
+        raise InputError(f"--fault {spec!r}: expected KIND@HOST[:onset_s[:magnitude]] with KIND one of {', '.join(FAULT_KINDS)}")
+    host, _, tail = rest.partition(":")
+    onset, _, mag = tail.partition(":")
     try:
         onset_s = float(onset) if onset else None
+        magnitude = float(mag) if mag else 1.0
     except ValueError:
-        raise InputError(f"--fault {spec!r}: onset {onset!r} is not a number of seconds") from None
-    return FaultSpec(kind, host, onset_s)
+        raise InputError(f"--fault {spec!r}: onset {onset!r} / magnitude {mag!r} must be numbers") from None
+    return FaultSpec(kind, host, onset_s, magnitude=magnitude)
 
 
 def parse_quirk(spec: str) -> QuirkSpec:
