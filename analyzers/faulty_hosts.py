@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -582,13 +583,10 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
         return
     z = (x - lo) / (hi - lo)
     # Fleet reference: per-second median over (a deterministic sample of) machines.
-    rows = z if z.shape[0] <= 512 else z[np.linspace(0, z.shape[0] - 1, 512).astype(np.int64)]
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ref = np.nanmedian(rows, axis=0)
+    pick = _sample_rows(z.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN seconds (nobody reported) stay NaN
+        ref = np.nanmedian(z[pick], axis=0)
     ok = valid & ~np.isnan(ref)[None, :]
     dev = np.where(ok, z - ref[None, :], np.float32(0.0)).astype(np.float32, copy=False)
     n = _window_sum(ok, w, np.float32)
@@ -596,7 +594,7 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
     score = np.abs(mean_dev) * (n >= max(1, w // 2))
     # Outlier relative to the fleet's own spread too (robust z over machines, per window): a noisy
     # metric (bursty network counters) needs a larger deviation than a smooth one.
-    sample = mean_dev if mean_dev.shape[0] <= 512 else mean_dev[np.linspace(0, mean_dev.shape[0] - 1, 512).astype(np.int64)]
+    sample = mean_dev[pick]
     centre = np.median(sample, axis=0)
     spread = 1.4826 * np.median(np.abs(sample - centre[None, :]), axis=0)
     z = np.abs(mean_dev - centre[None, :]) / np.maximum(spread, 0.01)[None, :]
@@ -639,6 +637,14 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
                 f"{names[h]}{' GPU ' + str(gpu) if gpu is not None else ''}: {metric} {abs(raw_dev):.3g} "
                 f"{'below' if md < 0 else 'above'} the fleet median in {int(cand[h].sum()) * interval_s:.0f} s of windows",
                 int(ts_of(d)), int(ts_of(max(0, start - w + 1))), ev)
+
+
+def _sample_rows(n: int, k: int = 512) -> np.ndarray:
+    """A fixed random sample of machines for the fleet reference (a strided one would pick the
+    same GPU index on every host)."""
+    if n <= k:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, k, replace=False))
 
 
 def _log_xids(col: _Collector, t: pa.Table | None) -> None:
