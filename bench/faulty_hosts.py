@@ -39,6 +39,7 @@ SETTINGS = {
     "continuity 120 s": {"continuity_s": 120.0},
     "Minder continuity 240 s": {"continuity_s": 240.0},
     "no continuity (1 window)": {"continuity_s": 1.0, "continuity_fraction": 1.0},
+    "window 16 samples, continuity 60 s": {"outlier_window": 16},
 }
 HOST_QUIRKS = [q for q in QUIRK_KINDS if q != "fleet_pause"]
 
