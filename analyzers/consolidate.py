@@ -46,9 +46,13 @@ def _log_lines(signals: Signals | None, host: str, limit: int) -> list[str]:
     t = signals.table(SignalKind.LOG_EVENTS)
     if t is None or not t.num_rows or "host" not in t.column_names:
         return []
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    mask = pc.equal(t.column("host"), host)
+    hosts = t.column("host")
+    if pa.types.is_dictionary(hosts.type):
+        hosts = hosts.cast(pa.string())
+    mask = pc.equal(hosts, host)
     kinds = pc.equal(t.column("kind"), FindingKind.FAULTY_HOST.value) if "kind" in t.column_names else None
     xid = pc.is_valid(t.column("xid")) if "xid" in t.column_names else None
     which = kinds if xid is None else xid if kinds is None else pc.or_kleene(kinds, xid)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -184,12 +185,11 @@ def _grid(flat_idx: np.ndarray, values: np.ndarray, shape: tuple[int, ...], fill
     return g.reshape(shape)
 
 
-def _window_sum(x: np.ndarray, w: int) -> np.ndarray:
+def _window_sum(x: np.ndarray, w: int, dtype: Any = np.float64) -> np.ndarray:
     """Sum of the last `w` samples along the last axis (fewer at the start)."""
-    c = np.cumsum(x, axis=-1, dtype=np.float64)
-    out = c.copy()
-    out[..., w:] = c[..., w:] - c[..., :-w]
-    return out
+    c = np.cumsum(x, axis=-1, dtype=dtype)
+    c[..., w:] -= c[..., :-w].copy()
+    return c
 
 
 def _run_length(b: np.ndarray) -> np.ndarray:
@@ -271,7 +271,7 @@ def find_faulty_hosts(
     lost_grace_s: float = 10.0,
     stale_s: float = 60.0,
     outlier_window: int = 8,
-    outlier_threshold: float = 0.12,
+    outlier_threshold: float = 0.06,
     outlier_z: float = 3.0,
     continuity_s: float = 60.0,
     continuity_fraction: float = 0.8,
@@ -347,6 +347,7 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
         tb = tbin(g_ts)
         flat = (g_host * G + gpu) * T + tb
         shape = (H, G, T)
+        gpu_flat, gpu_grid_g = flat, G
         present = _grid(flat, True, shape, False, bool)
         last_g = np.where(present.any(-1), T - 1 - present[..., ::-1].argmax(-1), -1)  # (H, G)
         host_last = np.maximum(host_last, last_g.max(axis=1))
@@ -402,8 +403,8 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
             ("retired_pages", Category.ECC, Severity.WARNING, "retired/remapped pages increasing"),
         ):
             v = _np(gt, name)
-            if np.isnan(v).all():
-                continue
+            if np.isnan(v).all() or np.nanmin(v) == np.nanmax(v):
+                continue  # no counter moved anywhere: nothing can have grown
             _counter_growth(col, names, _grid(flat, v, shape), ts_of, name, cat, sev, what)
 
         # --- NVLink CRC rate.
@@ -458,10 +459,11 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
 
     if ht is not None:
         hb = tbin(h_ts)
+        h_flat = h_host * T + hb
         np.maximum.at(host_last, h_host, hb)
         gc = _np(ht, "gpu_count")
         if not np.isnan(gc).all():
-            gcg = _grid(h_host * T + hb, gc, (H, T))
+            gcg = _grid(h_flat, gc, (H, T))
             top = np.nanmax(np.where(np.isnan(gcg), -np.inf, gcg), axis=1)
             drop = gcg < top[:, None]
             for h in np.flatnonzero(drop.any(-1)):
@@ -487,9 +489,8 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
         cont = max(1, int(round(continuity_s / interval_s)))
         for table, metric in outlier_metrics:
             if table == "gpu" and gt is not None and metric in gt.column_names:
-                G = int(_np(gt, "gpu").max()) + 1
-                x = _grid((g_host * G + _np(gt, "gpu").astype(np.int64)) * T + tbin(g_ts), _np(gt, metric, np.float32),
-                          (H * G, T), np.nan, np.float32)
+                G = gpu_grid_g
+                x = _grid(gpu_flat, _np(gt, metric, np.float32), (H * G, T), np.nan, np.float32)
                 owner = np.repeat(np.arange(H), G)
                 sub = np.tile(np.arange(G), H)
             elif table == "host" and ht is not None:
@@ -499,7 +500,7 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
                     vals = _np(ht, metric)
                 else:
                     continue
-                x = _grid(h_host * T + tbin(h_ts), vals.astype(np.float32), (H, T), np.nan, np.float32)
+                x = _grid(h_flat, vals.astype(np.float32), (H, T), np.nan, np.float32)
                 owner, sub = np.arange(H), None
             else:
                 continue
@@ -529,7 +530,7 @@ def _nanmin_at(g: np.ndarray, h: int, gi: int) -> float | None:
 def _persist_rule(col: _Collector, names: list[str], on: np.ndarray, pw: int, frac: float, ts_of: Any, cat: Category,
                   sev: Severity, conf: float, what: str, base: dict[str, Any], extra: Any = None) -> None:
     """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples."""
-    share = _window_sum(on.astype(np.float32), pw) / pw
+    share = _window_sum(on, pw, np.float32) / pw
     hit = share >= frac
     hh, gg = np.nonzero(hit.any(-1))
     if not len(hh):
@@ -582,21 +583,18 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
         return
     z = (x - lo) / (hi - lo)
     # Fleet reference: per-second median over (a deterministic sample of) machines.
-    rows = z if z.shape[0] <= 512 else z[np.linspace(0, z.shape[0] - 1, 512).astype(np.int64)]
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            ref = np.nanmedian(rows, axis=0)
-    dev = np.where(valid, z - ref[None, :], 0.0).astype(np.float32)
-    dev = np.nan_to_num(dev)
-    n = _window_sum(valid.astype(np.float32), w)
-    mean_dev = _window_sum(dev, w) / np.maximum(n, 1)
+    pick = _sample_rows(z.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN seconds (nobody reported) stay NaN
+        ref = np.nanmedian(z[pick], axis=0)
+    ok = valid & ~np.isnan(ref)[None, :]
+    dev = np.where(ok, z - ref[None, :], np.float32(0.0)).astype(np.float32, copy=False)
+    n = _window_sum(ok, w, np.float32)
+    mean_dev = _window_sum(dev, w, np.float32) / np.maximum(n, 1)
     score = np.abs(mean_dev) * (n >= max(1, w // 2))
     # Outlier relative to the fleet's own spread too (robust z over machines, per window): a noisy
     # metric (bursty network counters) needs a larger deviation than a smooth one.
-    sample = mean_dev if mean_dev.shape[0] <= 512 else mean_dev[np.linspace(0, mean_dev.shape[0] - 1, 512).astype(np.int64)]
+    sample = mean_dev[pick]
     centre = np.median(sample, axis=0)
     spread = 1.4826 * np.median(np.abs(sample - centre[None, :]), axis=0)
     z = np.abs(mean_dev - centre[None, :]) / np.maximum(spread, 0.01)[None, :]
@@ -611,7 +609,7 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
     cand &= ~crowd[None, :]
     # Continuity: the same machine is the outlier in >= cont_frac of the windows of the last
     # `cont` samples (a strict unbroken run lets one noisy window reset a real fault's clock).
-    share = _window_sum(cand.astype(np.float32), cont)
+    share = _window_sum(cand, cont, np.float32)
     alarm = (share >= cont_frac * cont) & cand
     run = share.astype(np.int64)
     for h in np.flatnonzero(alarm.any(-1)):
@@ -639,6 +637,14 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
                 f"{names[h]}{' GPU ' + str(gpu) if gpu is not None else ''}: {metric} {abs(raw_dev):.3g} "
                 f"{'below' if md < 0 else 'above'} the fleet median in {int(cand[h].sum()) * interval_s:.0f} s of windows",
                 int(ts_of(d)), int(ts_of(max(0, start - w + 1))), ev)
+
+
+def _sample_rows(n: int, k: int = 512) -> np.ndarray:
+    """A fixed random sample of machines for the fleet reference (a strided one would pick the
+    same GPU index on every host)."""
+    if n <= k:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, k, replace=False))
 
 
 def _log_xids(col: _Collector, t: pa.Table | None) -> None:

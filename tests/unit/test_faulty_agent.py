@@ -227,3 +227,22 @@ def test_cli_agent_writes_host_metrics(cli, tmp_path: Path) -> None:
     assert t.num_rows == 4 and set(t.column("host").to_pylist()) == {"h1"}
     if "no gpu_metrics" in r.stdout:  # a machine without NVML says why, once
         assert r.stderr.count("no GPU metrics") == 1
+
+
+def test_start_background_beside_a_run(tmp_path: Path) -> None:
+    from trainctl.runtime.metrics_agent import start_background
+
+    fake = FakeNvml([h100(), h100(), h100()])
+    bg = start_background(tmp_path, "node01", interval_s=0.02, flush_s=0.05, nvml=fake)
+    import time as _t
+
+    deadline = _t.monotonic() + 20
+    while bg.agent.stats.samples < 6 and _t.monotonic() < deadline:
+        _t.sleep(0.02)
+    stats = bg.stop()
+    assert not bg.thread.is_alive()
+    assert stats.nvml and stats.samples >= 6
+    g = read_table(tmp_path, "gpu_metrics")
+    assert g.num_rows == 3 * stats.samples  # everything buffered was flushed on stop
+    assert sorted(set(g.column("gpu").to_pylist())) == [0, 1, 2]
+    assert read_table(tmp_path, "host_metrics").column("gpu_count").to_pylist() == [3] * stats.samples

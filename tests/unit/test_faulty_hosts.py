@@ -127,9 +127,24 @@ def test_xid_table_meanings() -> None:
 
 def test_spec_parsing() -> None:
     assert parse_fault("thermal@node03:120") == FaultSpec("thermal", "node03", 120.0)
+    assert parse_fault("nic_degraded@4:300:0.5") == FaultSpec("nic_degraded", "4", 300.0, magnitude=0.5)
+    assert parse_fault("gpu_lost@node01") == FaultSpec("gpu_lost", "node01", None)
     assert parse_quirk("fleet_pause:300") == QuirkSpec("fleet_pause", None, 300.0)
     assert parse_quirk("blips@node02") == QuirkSpec("blips", "node02", None)
     from trainctl.errors import InputError
 
     with pytest.raises(InputError, match="KIND@HOST"):
         parse_fault("melted@node01")
+
+
+def test_host_metrics_only_and_lazy_dataset(tmp_path) -> None:
+    from trainctl.dataset import open_dataset
+    from trainctl.ops.fleet_sim import write_fleet
+
+    r = simulate(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("cpu_contention", "node06", 120),), seed=4))
+    # CPU-only fleet (no NVML anywhere): host metrics alone still name the host.
+    assert [(f.hosts, f.category) for f in find_faulty_hosts(None, r.host_metrics)] == [(("node06",), Category.METRIC_OUTLIER)]
+    # Read lazily from Parquet as diagnose does for big tables: same answer.
+    write_fleet(r, tmp_path)
+    lazy = find_faulty_hosts(open_dataset(tmp_path, "gpu_metrics"), open_dataset(tmp_path, "host_metrics"))
+    assert [(f.hosts, f.category) for f in lazy] == [(("node06",), Category.METRIC_OUTLIER)]

@@ -15,7 +15,7 @@ def fleet_sim(
     hosts: int = typer.Option(16, "--hosts", min=1, help="Number of hosts (named node01..nodeNN)."),
     gpus: int = typer.Option(8, "--gpus", min=1, help="GPUs per host."),
     minutes: float = typer.Option(10.0, "--minutes", min=0.1, help="Simulated duration in minutes (1 Hz samples)."),
-    fault: list[str] = typer.Option([], "--fault", help=f"KIND@HOST[:onset_s], repeatable. KIND: {', '.join(FAULT_KINDS)}."),
+    fault: list[str] = typer.Option([], "--fault", help=f"KIND@HOST[:onset_s[:magnitude]], repeatable (magnitude scales quiet faults, 1.0 default). KIND: {', '.join(FAULT_KINDS)}."),
     quirk: list[str] = typer.Option([], "--quirk", help=f"Healthy quirk KIND@HOST[:at_s] (fleet_pause[:at_s] is fleet-wide). KIND: {', '.join(QUIRK_KINDS)}."),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same data)."),
 ) -> None:

@@ -99,6 +99,9 @@ class FaultSpec:
     host: str
     onset_s: float | None = None  # default: 40% into the scenario
     gpu: int | None = None  # default: chosen by the seed
+    # Strength of the quiet faults (quiet_slowdown, nic_degraded, cpu_contention): 1.0 is the
+    # default effect (-30% power, -65% network, CPU pegged at 96%), 0.5 half of it.
+    magnitude: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -141,16 +144,21 @@ def _resolve_host(token: str, names: Sequence[str]) -> str:
 
 
 def parse_fault(spec: str) -> FaultSpec:
-    """`KIND@HOST[:onset_s]`, e.g. `thermal@node03:120` (HOST may be a 1-based index)."""
+    """`KIND@HOST[:onset_s[:magnitude]]`, e.g. `thermal@node03:120` or `nic_degraded@4:300:0.5`.
+
+    HOST may be a 1-based index; magnitude scales the quiet faults (1.0 = default effect).
+    """
     kind, sep, rest = spec.partition("@")
     if not sep or kind not in FAULT_KINDS:
-        raise InputError(f"--fault {spec!r}: expected KIND@HOST[:onset_s] with KIND one of {', '.join(FAULT_KINDS)}")
-    host, _, onset = rest.partition(":")
+        raise InputError(f"--fault {spec!r}: expected KIND@HOST[:onset_s[:magnitude]] with KIND one of {', '.join(FAULT_KINDS)}")
+    host, _, tail = rest.partition(":")
+    onset, _, mag = tail.partition(":")
     try:
         onset_s = float(onset) if onset else None
+        magnitude = float(mag) if mag else 1.0
     except ValueError:
-        raise InputError(f"--fault {spec!r}: onset {onset!r} is not a number of seconds") from None
-    return FaultSpec(kind, host, onset_s)
+        raise InputError(f"--fault {spec!r}: onset {onset!r} / magnitude {mag!r} must be numbers") from None
+    return FaultSpec(kind, host, onset_s, magnitude=magnitude)
 
 
 def parse_quirk(spec: str) -> QuirkSpec:
@@ -286,20 +294,22 @@ def simulate(sc: FleetScenario) -> SimResult:
             power[h, :, after] = np.minimum(power[h, :, after], 150.0)
             sm_clock[h, :, after] = 800.0
         elif k == "quiet_slowdown":
-            sm_util[h, :, after] -= 12.0
-            power[h, :, after] *= 0.7
-            sm_clock[h, :, after] *= 0.8
+            m = f.magnitude
+            sm_util[h, :, after] -= 12.0 * m
+            power[h, :, after] *= 1.0 - 0.3 * m
+            sm_clock[h, :, after] *= 1.0 - 0.2 * m
         elif k == "nic_degraded":
-            net[h, after] *= 0.35
+            net[h, after] *= 1.0 - 0.65 * f.magnitude
         elif k == "cpu_contention":
-            cpu[h, after] = 96.0 + rng.normal(0, 1.5, T - o)
-            load1[h, after] = 80.0
+            cpu[h, after] += (96.0 - cpu[h, after]) * f.magnitude + rng.normal(0, 1.5, T - o)
+            load1[h, after] += (80.0 - load1[h, after]) * f.magnitude
         elif k == "unreachable":
             present[h, :, after] = False
             host_present[h, after] = False
         else:  # parse_fault already refuses unknown kinds
             raise InputError(f"unknown fault kind {k!r}")
-        labels_faults.append({"kind": k, "category": FAULT_KINDS[k], "host": names[h], "gpu": g, "onset_s": float(onset)})
+        labels_faults.append({"kind": k, "category": FAULT_KINDS[k], "host": names[h], "gpu": g, "onset_s": float(onset),
+                              "magnitude": f.magnitude})
 
     # Temperature follows power with a lag (heat capacity), plus the host's own offset.
     temp = 30.0 + temp_base + temp_extra + 0.06 * power
