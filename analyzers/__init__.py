@@ -38,7 +38,7 @@ def _registry() -> list[Analyzer]:
     analyzers.append(Analyzer("hangs", (SignalKind.COLLECTIVES,), hangs.analyze))
     from trainctl.analyzers import faulty_hosts
 
-    analyzers.append(Analyzer("faulty_hosts", (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS, SignalKind.COLLECTION_STATUS), faulty_hosts.analyze))
+    analyzers.append(Analyzer("faulty_hosts", (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS), faulty_hosts.analyze))
     from trainctl.analyzers import coverage
 
     analyzers.append(Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), coverage.analyze))

@@ -309,8 +309,9 @@ def find_faulty_hosts(
                  min_fleet_hosts=min_fleet_hosts, outlier_metrics=outlier_metrics)
     if log_events is not None:
         _log_xids(col, _as_table(log_events, ("ts", "host", "xid", "source", "line_no", "message", "gpu_pci")))
-    if collection_status is not None:
-        _unreachable_from_collect(col, _as_table(collection_status, ("host", "kind", "ok", "error_type", "error")))
+    # Hosts collect could not reach are reported by analyzers/coverage.py (from collect's exact
+    # error types) and merged into this host's finding by analyzers/consolidate.py.
+    del collection_status
     return col.findings()
 
 
@@ -665,29 +666,9 @@ def _log_xids(col: _Collector, t: pa.Table | None) -> None:
         _xid_evidence(col, str(r.host), int(r.xid), ts_ns, ev)
 
 
-_UNREACH = re.compile(r"unreachable|timed? ?out|no route|refused|connect|reset by peer|name or service", re.I)
-
-
-def _unreachable_from_collect(col: _Collector, t: pa.Table | None) -> None:
-    if t is None or not t.num_rows or "host" not in t.column_names:
-        return
-    df = t.to_pandas()
-    for host, g in df.groupby("host", sort=True):
-        if g["ok"].any():
-            continue
-        text = (g.get("error_type", pd.Series(dtype=str)).fillna("") + " " + g.get("error", pd.Series(dtype=str)).fillna("")).tolist()
-        if not any(_UNREACH.search(s) for s in text):
-            continue
-        col.add(str(host), Category.UNREACHABLE, Severity.WARNING, 0.75,
-                f"{host}: collect could not reach the host ({text[0].strip()[:120]})", None, None,
-                {"source": "collection_status", "kinds_failed": sorted(g["kind"].astype(str).unique().tolist()),
-                 "error": text[0].strip()[:300]})
-
-
 def analyze(signals: Signals) -> list[Finding]:
     return find_faulty_hosts(
         signals.tables.get(SignalKind.GPU_METRICS),
         signals.tables.get(SignalKind.HOST_METRICS),
         signals.tables.get(SignalKind.LOG_EVENTS),
-        signals.tables.get(SignalKind.COLLECTION_STATUS),
     )

@@ -95,6 +95,7 @@ def test_tiny_fleet_skips_comparison() -> None:
 
 
 def test_log_xids_and_unreachable_collection() -> None:
+    # Unreachable hosts come from analyzers/coverage.py; consolidate folds them in per host.
     logs = pa.table({
         "ts": pa.array([1_795_305_700 * 10**9] * 3, pa.timestamp("ns", tz="UTC")),
         "host": ["node01", "node02", "node02"],
@@ -105,13 +106,18 @@ def test_log_xids_and_unreachable_collection() -> None:
                     "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception", "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception"],
     })
     status = pa.table({"host": ["node03", "node03", "node04"], "kind": ["timeline", "gpu_metrics", "timeline"],
-                       "ok": [False, False, False], "error_type": ["HostUnreachable", "HostUnreachable", "FileNotFoundError"],
+                       "ok": [False, False, False], "error_type": ["unreachable", "unreachable", "no_run_dir"],
                        "error": ["ssh node03:22: timed out", "ssh node03:22: timed out", "no timeline parts"]})
-    findings = find_faulty_hosts(None, None, logs, status)
+    from trainctl.analyzers import run_analyzers
+    from trainctl.schemas import SignalKind
+    from trainctl.signals import Signals
+
+    findings = run_analyzers(Signals(None, {SignalKind.LOG_EVENTS: logs, SignalKind.COLLECTION_STATUS: status}))
+    findings = [f for f in findings if f.kind.value == "faulty_host"]
     got = sorted((f.hosts[0], f.category.value, f.severity.value) for f in findings)
     # Xid 13 is the application's doing; node04's missing file is missing data, not a dead host.
     assert got == [("node01", "gpu_lost", "critical"), ("node03", "unreachable", "warning")]
-    node01 = next(f for f in findings if f.hosts == ("node01",))
+    node01 = next(f for f in find_faulty_hosts(None, None, logs) if f.hosts == ("node01",))
     assert node01.evidence["signals"][0]["log"] == "kernel/node01/dmesg.txt:10"
 
 
