@@ -64,7 +64,7 @@ def run_method(name: str, model, opt, args, out: Path) -> dict:
     d = out / name
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
-    stalls, waits, bg_steps = [], [], []
+    stalls, waits, bg_steps, quiet_steps = [], [], [], []
     ck = (AsyncCheckpointer(d / "ckpt", keep_last=1, overlap=(name == "trainctl"))
           if name.startswith("trainctl") else None)
     handles = []
@@ -74,6 +74,8 @@ def run_method(name: str, model, opt, args, out: Path) -> dict:
             dt = step(model, opt, args.batch, args.hidden)
             if pending is not None and not _done(name, pending):
                 bg_steps.append(dt)
+            else:
+                quiet_steps.append(dt)
         if pending is not None:  # backpressure: previous write must finish (counts as stall)
             t0 = time.perf_counter()
             _wait(name, pending)
@@ -112,6 +114,8 @@ def run_method(name: str, model, opt, args, out: Path) -> dict:
         "first_stall_s": round(stalls[0], 4),
         "median_stall_s": round(statistics.median(steady), 4),
         "mean_step_s_during_bg_write": round(statistics.mean(bg_steps), 4) if bg_steps else None,
+        "mean_step_s_no_write": round(statistics.mean(quiet_steps), 4) if quiet_steps else None,
+        "steps_during_bg_write": len(bg_steps),
     }
     shutil.rmtree(d, ignore_errors=True)
     return res
