@@ -1,19 +1,24 @@
 """Async two-stage checkpoints: a short stall to snapshot, the slow write in the background.
 
-Stage 1 (`AsyncCheckpointer.save`, on the training thread): copy the model and optimizer state
-into host buffers that are allocated once and reused (pinned when the source is on a GPU, so the
-device-to-host copies are DMA and overlap; a plain memcpy on CPU), plus the RNG states. Training
-resumes as soon as the copy is done: this is the whole stall (MegaScale §4.4, TRANSOM's TCE).
+Stage 1 (the snapshot): copy the model and optimizer state into host buffers that are allocated
+once and reused (pinned when the source is on a GPU, so device-to-host copies are DMA), plus the
+RNG states. With `overlap=True` (default) only buffers are copied inside `save()`; parameters and
+optimizer state are copied by the background thread while the next forward/backward run (they only
+read them), and an optimizer step pre-hook makes the next `optimizer.step()` wait until the copy is
+done (CheckFreq's pipelined snapshot, FAST'21). The stall is what `save()` plus that wait block.
 
-Stage 2 (a background thread): `torch.save` each part into a hidden temp directory, fsync, hash
-every file (xxh3-128 when `xxhash` is installed, else sha256) into `manifest.json`, fsync, and
-rename the directory into place. A rename is atomic, so a crash at any point leaves either the
-whole rank directory or none of it; the checksum also catches later damage (truncation, bit rot).
+Stage 2 (a background thread): write every tensor's raw bytes to `tensors.bin` in 8 MiB chunks,
+hashing as it goes (file writes and hashing release the GIL, unlike `torch.save` of big tensors,
+so training keeps running), plus `skeleton.pt` (the state dicts' structure, tensors replaced by
+index markers), fsync, checksums (xxh3-128 when `xxhash` is installed, else sha256) into
+`manifest.json`, fsync, and rename the directory into place. A rename is atomic, so a crash at any
+point leaves either the whole rank directory or none of it; the checksum also catches later
+damage (truncation, bit rot).
 
 Layout (INTERFACES.md: `checkpoints/step-N/`), one subdirectory per rank, because every rank
 holds its own shard (tensor parallel) or replica (data parallel):
 
-    checkpoints/step-120/rank-0/{model.pt, optimizer.pt, meta.pt, manifest.json}
+    checkpoints/step-120/rank-0/{tensors.bin, skeleton.pt, manifest.json}
     checkpoints/step-120/rank-1/...
     checkpoints/.tmp-step-140-rank-0-<pid>/       (being written; never read)
 
@@ -54,6 +59,7 @@ __all__ = [
     "verify_rank_dir",
     "load_checkpoint",
     "resume",
+    "read_rank_state",
 ]
 
 logger = logging.getLogger(__name__)
@@ -153,7 +159,17 @@ class WriteResult:
     step: int
     path: Path               # the committed rank directory
     size_bytes: int
-    write_s: float           # stage 2: serialize + fsync + hash + rename (background)
+    snapshot_s: float        # stage 1 part done in the background (overlap mode), else 0
+    write_s: float           # stage 2: write + hash + fsync + rename (background)
+
+
+class _SaveStats:
+    """Mutable stall accounting for one save (the optimizer hook adds to it later)."""
+
+    __slots__ = ("call_s", "wait_prev_s", "update_wait_s")
+
+    def __init__(self) -> None:
+        self.call_s = self.wait_prev_s = self.update_wait_s = 0.0
 
 
 @dataclass(frozen=True)
@@ -161,13 +177,39 @@ class SaveHandle:
     """What `save()` returns: the stall it cost, and the background write to wait on if needed."""
 
     step: int
-    stall_s: float           # time the training thread was blocked (wait_prev_s + snapshot_s)
-    wait_prev_s: float       # part of the stall spent waiting for the previous write
-    snapshot_s: float        # stage 1: copy to host buffers
     future: Future = field(compare=False, repr=False)
+    _stats: _SaveStats = field(compare=False, repr=False, default_factory=_SaveStats)
+
+    @property
+    def call_s(self) -> float:
+        """Time inside save(): eager copies, RNG state, (backpressure wait included)."""
+        return self._stats.call_s
+
+    @property
+    def wait_prev_s(self) -> float:
+        """Part of call_s spent waiting for the previous write to finish (backpressure)."""
+        return self._stats.wait_prev_s
+
+    @property
+    def update_wait_s(self) -> float:
+        """Overlap mode: time the next optimizer.step() waited for the background snapshot."""
+        return self._stats.update_wait_s
+
+    @property
+    def stall_s(self) -> float:
+        """Everything this checkpoint blocked training for (final once the next step has run)."""
+        return self._stats.call_s + self._stats.update_wait_s
 
     def result(self, timeout_s: float | None = None) -> WriteResult:
         return self.future.result(timeout_s)
+
+
+_MARK = "__trainctl_tensor__"
+
+
+def _byte_view(t: torch.Tensor):
+    """A flat uint8 NumPy view of a contiguous CPU tensor (any dtype, bf16 included), no copy."""
+    return t.reshape(-1).view(torch.uint8).numpy()
 
 
 # -- writer ---------------------------------------------------------------------------------------
@@ -180,18 +222,29 @@ class AsyncCheckpointer:
             must restore each other's shards after a host is lost).
         rank, world_size: this rank and the world it belongs to (recorded in the manifest).
         keep_last: complete steps to keep; older ones (this rank's directories) are deleted.
+        overlap: copy parameters and optimizer state in the background while the next forward
+            and backward run (they only read them), and make the next `optimizer.step()` wait
+            until the copy is done (a step pre-hook): CheckFreq's pipelined snapshot. Requires
+            that parameters change only in `optimizer.step()`; buffers (e.g. BatchNorm running
+            stats, which forward updates) are always copied inside save(). `overlap=False`
+            copies everything inside save().
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, rank: int = 0, world_size: int = 1, keep_last: int = 2) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, rank: int = 0, world_size: int = 1,
+                 keep_last: int = 2, overlap: bool = True) -> None:
         if keep_last < 1:
             raise CheckpointError(f"keep_last={keep_last}: keep at least 1 checkpoint")
         self.directory = Path(directory)
-        self.rank, self.world_size, self.keep_last = rank, world_size, keep_last
+        self.rank, self.world_size, self.keep_last, self.overlap = rank, world_size, keep_last, overlap
         self.directory.mkdir(parents=True, exist_ok=True)
         self._buffers: dict[str, torch.Tensor] = {}
         self._pending: Future | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"trainctl-ckpt-r{rank}")
         self._lock = threading.Lock()
+        self._snapshot_done = threading.Event()
+        self._snapshot_done.set()
+        self._current: _SaveStats | None = None
+        self._hooked: set[int] = set()
         self._algo, _ = _hasher()
         # A previous incarnation of this rank may have died mid-write; its temp dirs are garbage.
         for stale in self.directory.glob(f".tmp-step-*-rank-{rank}-*"):
@@ -199,50 +252,91 @@ class AsyncCheckpointer:
 
     # stage 1 ---------------------------------------------------------------------------------
 
-    def _snap(self, obj: Any, key: str, cuda_used: list[bool]) -> Any:
-        if isinstance(obj, torch.Tensor):
-            buf = self._buffers.get(key)
-            t = obj.detach()
-            if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
-                buf = torch.empty(t.shape, dtype=t.dtype, device="cpu", pin_memory=t.is_cuda)
-                self._buffers[key] = buf
-            buf.copy_(t, non_blocking=t.is_cuda)
-            if t.is_cuda:
-                cuda_used[0] = True
-            return buf
-        if isinstance(obj, Mapping):
-            return {k: self._snap(v, f"{key}/{k}", cuda_used) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            seq = [self._snap(v, f"{key}/{i}", cuda_used) for i, v in enumerate(obj)]
-            return seq if isinstance(obj, list) else tuple(seq)
-        return obj  # scalars, strings, None: immutable or copied by pickling later
+    def _buffer(self, key: str, t: torch.Tensor) -> torch.Tensor:
+        buf = self._buffers.get(key)
+        if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
+            buf = torch.empty(t.shape, dtype=t.dtype, device="cpu", pin_memory=t.is_cuda)
+            self._buffers[key] = buf
+        return buf
 
-    def snapshot(self, model: torch.nn.Module | Mapping[str, Any], optimizer: torch.optim.Optimizer | None = None) -> dict[str, Any]:
-        """Stage 1 alone: the state as host tensors that training may no longer change."""
-        cuda_used = [False]
-        model_sd = model.state_dict() if isinstance(model, torch.nn.Module) else model
-        snap = {"model": self._snap(model_sd, "model", cuda_used)}
-        if optimizer is not None:
-            snap["optimizer"] = self._snap(optimizer.state_dict(), "optimizer", cuda_used)
-        if cuda_used[0]:
-            torch.cuda.synchronize()  # the non_blocking copies must land before training mutates
-        return snap
+    def _skeleton(self, obj: Any, key: str, jobs: list, deferrable: set[int]) -> Any:
+        """Replace every tensor by a marker; collect (buffer, source, deferred) copy jobs."""
+        if isinstance(obj, torch.Tensor):
+            t = obj.detach()
+            buf = self._buffer(key, t)
+            deferred = key.startswith("optimizer/state/") or (t.data_ptr() in deferrable and t.numel() > 0)
+            jobs.append((buf, t, deferred))
+            return {_MARK: len(jobs) - 1}
+        if isinstance(obj, Mapping):
+            return {k: self._skeleton(v, f"{key}/{k}", jobs, deferrable) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            seq = [self._skeleton(v, f"{key}/{i}", jobs, deferrable) for i, v in enumerate(obj)]
+            return seq if isinstance(obj, list) else tuple(seq)
+        return obj  # scalars, strings, None
+
+    @staticmethod
+    def _copy(jobs: list, *, stream: Any = None) -> None:
+        cuda = any(src.is_cuda for _, src, _ in jobs)
+        if cuda and stream is not None:
+            with torch.cuda.stream(stream):
+                for buf, src, _ in jobs:
+                    buf.copy_(src, non_blocking=True)
+            stream.synchronize()
+        else:
+            for buf, src, _ in jobs:
+                buf.copy_(src, non_blocking=src.is_cuda)
+            if cuda:
+                torch.cuda.synchronize()
+
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        # Optimizer step pre-hook: the update must not run while the snapshot still reads params.
+        if not self._snapshot_done.is_set():
+            t0 = time.perf_counter()
+            self._snapshot_done.wait()
+            if self._current is not None:
+                self._current.update_wait_s += time.perf_counter() - t0
 
     def save(self, step: int, model: torch.nn.Module | Mapping[str, Any], optimizer: torch.optim.Optimizer | None = None,
              *, extra: Mapping[str, Any] | None = None) -> SaveHandle:
-        """Snapshot now (the stall), write in the background; returns at once after the copy."""
+        """Snapshot (or start the overlapped snapshot), write in the background; returns at once."""
+        stats = _SaveStats()
         t0 = time.perf_counter()
         with self._lock:
             if self._pending is not None:
-                self._pending.result()  # one write in flight: the buffers are about to be reused
-            t1 = time.perf_counter()
-            snap = self.snapshot(model, optimizer)
-            meta = {"step": int(step), "rng": _rng_state(), "extra": dict(extra or {}),
-                    "rank": self.rank, "world_size": self.world_size}
-            t2 = time.perf_counter()
-            fut = self._executor.submit(self._write, int(step), snap, meta)
+                try:
+                    self._pending.result()  # one write in flight: its buffers are about to be reused
+                except Exception:  # noqa: BLE001 - already logged by the writer; this save may still work
+                    pass
+            stats.wait_prev_s = time.perf_counter() - t0
+            overlap = self.overlap and optimizer is not None
+            deferrable: set[int] = set()
+            if overlap:
+                deferrable = {p.data_ptr() for g in optimizer.param_groups for p in g["params"]}
+                if id(optimizer) not in self._hooked:
+                    optimizer.register_step_pre_hook(self._before_step)
+                    self._hooked.add(id(optimizer))
+            jobs: list = []
+            model_sd = model.state_dict() if isinstance(model, torch.nn.Module) else model
+            skeleton: dict[str, Any] = {"model": self._skeleton(model_sd, "model", jobs, deferrable)}
+            if optimizer is not None:
+                skeleton["optimizer"] = self._skeleton(optimizer.state_dict(), "optimizer", jobs, deferrable)
+            eager = [j for j in jobs if not (overlap and j[2])]
+            deferred = [j for j in jobs if overlap and j[2]]
+            self._copy(eager)
+            skeleton["meta"] = {"step": int(step), "rng": _rng_state(), "extra": dict(extra or {}),
+                                "rank": self.rank, "world_size": self.world_size}
+            stream = None
+            if deferred and any(src.is_cuda for _, src, _ in deferred):
+                stream = torch.cuda.Stream()
+                stream.wait_stream(torch.cuda.current_stream())  # copy what the last update wrote
+            if deferred:
+                self._snapshot_done.clear()
+            self._current = stats
+            buffers = [buf for buf, _, _ in jobs]
+            fut = self._executor.submit(self._write, int(step), skeleton, buffers, deferred, stream)
             self._pending = fut
-        return SaveHandle(step=int(step), stall_s=t2 - t0, wait_prev_s=t1 - t0, snapshot_s=t2 - t1, future=fut)
+            stats.call_s = time.perf_counter() - t0
+        return SaveHandle(step=int(step), future=fut, _stats=stats)
 
     def wait(self, timeout_s: float | None = None) -> WriteResult | None:
         """Block until the in-flight write is committed (before exit, or in tests)."""
@@ -264,20 +358,38 @@ class AsyncCheckpointer:
 
     # stage 2 ---------------------------------------------------------------------------------
 
-    def _write(self, step: int, snap: Mapping[str, Any], meta: Mapping[str, Any]) -> WriteResult:
+    def _write(self, step: int, skeleton: Mapping[str, Any], buffers: list, deferred: list, stream: Any) -> WriteResult:
         t0 = time.perf_counter()
+        try:
+            self._copy(deferred, stream=stream)
+        finally:
+            self._snapshot_done.set()  # never leave optimizer.step() waiting, even on failure
+        snapshot_s = time.perf_counter() - t0 if deferred else 0.0
         tmp = self.directory / f".tmp-step-{step}-rank-{self.rank}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        files: dict[str, dict[str, Any]] = {}
-        parts = [(f"{name}.pt", obj) for name, obj in snap.items()] + [("meta.pt", meta)]
-        for name, obj in parts:
-            path = tmp / name
-            with open(path, "wb") as f:
-                torch.save(obj, f)
-                f.flush()
-                os.fsync(f.fileno())
-            files[name] = {"size_bytes": path.stat().st_size, "checksum": _hash_file(path, self._algo)}
+        _, new_hash = _hasher()
+        # Raw tensor bytes, written and hashed in chunks: file writes and hashing release the GIL,
+        # so the training thread keeps running (torch.save of big tensors would hold it).
+        index, offset, h = [], 0, new_hash()
+        with open(tmp / "tensors.bin", "wb", buffering=0) as f:
+            for buf in buffers:
+                view = _byte_view(buf)
+                index.append({"offset": offset, "nbytes": int(view.nbytes), "dtype": str(buf.dtype).removeprefix("torch."),
+                              "shape": list(buf.shape)})
+                for i in range(0, view.nbytes, _CHUNK):
+                    chunk = view[i:i + _CHUNK]
+                    f.write(chunk)
+                    h.update(chunk)
+                offset += int(view.nbytes)
+            os.fsync(f.fileno())
+        files = {"tensors.bin": {"size_bytes": offset, "checksum": h.hexdigest()}}
+        with open(tmp / "skeleton.pt", "wb") as f:
+            torch.save({"skeleton": skeleton, "index": index}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        files["skeleton.pt"] = {"size_bytes": (tmp / "skeleton.pt").stat().st_size,
+                                "checksum": _hash_file(tmp / "skeleton.pt", self._algo)}
         manifest = {
             "format_version": CHECKPOINT_FORMAT_VERSION, "step": step, "rank": self.rank,
             "world_size": self.world_size, "created_ts_ns": time.time_ns(), "checksum_algo": self._algo,
@@ -299,8 +411,10 @@ class AsyncCheckpointer:
         _fsync_dir(step_dir)
         _fsync_dir(self.directory)
         size = sum(v["size_bytes"] for v in files.values())
-        res = WriteResult(step=step, path=final, size_bytes=size, write_s=time.perf_counter() - t0)
-        logger.info("checkpoint committed step=%d rank=%d bytes=%d write_s=%.2f", step, self.rank, size, res.write_s)
+        res = WriteResult(step=step, path=final, size_bytes=size, snapshot_s=snapshot_s,
+                          write_s=time.perf_counter() - t0 - snapshot_s)
+        logger.info("checkpoint committed step=%d rank=%d bytes=%d snapshot_s=%.2f write_s=%.2f",
+                    step, self.rank, size, snapshot_s, res.write_s)
         self._prune()
         return res
 
@@ -399,6 +513,40 @@ def latest_complete(directory: str | os.PathLike[str], *, verify: bool = True) -
     return None
 
 
+def read_rank_state(rank_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """{"model": state_dict, "optimizer": state_dict, "meta": {...}} of one rank, as CPU tensors.
+
+    The skeleton loads with `weights_only=True` (a checkpoint cannot run code); tensors are read
+    straight into freshly allocated tensors from tensors.bin.
+    """
+    rank_dir = Path(rank_dir)
+    doc = torch.load(rank_dir / "skeleton.pt", weights_only=True)
+    index = doc["index"]
+    tensors: list[torch.Tensor] = []
+    with open(rank_dir / "tensors.bin", "rb", buffering=0) as f:
+        for rec in index:
+            t = torch.empty(rec["shape"], dtype=getattr(torch, rec["dtype"]))
+            view = _byte_view(t)
+            f.seek(rec["offset"])
+            got = f.readinto(view) if view.nbytes else 0
+            if got != rec["nbytes"]:
+                raise CheckpointError(f"{rank_dir / 'tensors.bin'}: short read at offset {rec['offset']}; the file is truncated")
+            tensors.append(t)
+
+    def fill(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            if len(obj) == 1 and _MARK in obj:
+                return tensors[obj[_MARK]]
+            return {k: fill(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [fill(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(fill(v) for v in obj)
+        return obj
+
+    return fill(doc["skeleton"])
+
+
 @dataclass(frozen=True)
 class LoadedCheckpoint:
     step: int
@@ -425,12 +573,13 @@ def load_checkpoint(
     rank_dir = step_path / f"rank-{rank}"
     verify_rank_dir(rank_dir, verify_checksums=verify_checksums)
     try:
-        model.load_state_dict(torch.load(rank_dir / "model.pt", map_location=map_location, weights_only=True))
+        state = read_rank_state(rank_dir)
+        model.load_state_dict(state["model"])
         if optimizer is not None:
-            if not (rank_dir / "optimizer.pt").is_file():
-                raise CheckpointError(f"{rank_dir}: has no optimizer.pt; it was saved without an optimizer")
-            optimizer.load_state_dict(torch.load(rank_dir / "optimizer.pt", map_location=map_location, weights_only=True))
-        meta = torch.load(rank_dir / "meta.pt", weights_only=True)
+            if "optimizer" not in state:
+                raise CheckpointError(f"{rank_dir}: was saved without an optimizer; cannot restore one")
+            optimizer.load_state_dict(state["optimizer"])
+        meta = state["meta"]
     except (RuntimeError, OSError, KeyError, ValueError) as exc:
         raise CheckpointError(f"{rank_dir}: cannot restore ({exc}); does the model match the checkpoint?") from exc
     if restore_rng:

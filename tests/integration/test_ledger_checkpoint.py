@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from trainctl.errors import CheckpointError
-from trainctl.runtime.checkpoint import AsyncCheckpointer, latest_complete, load_checkpoint, resume, verify_rank_dir
+from trainctl.runtime.checkpoint import AsyncCheckpointer, latest_complete, load_checkpoint, read_rank_state, resume, verify_rank_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -47,7 +47,7 @@ def test_resume_is_exact(tmp_path) -> None:
         after = [train_step(model, opt) for _ in range(4)]  # training goes on while it writes
         res = h.result(60)
     assert res.path == tmp_path / "step-3" / "rank-0" and res.size_bytes > 0
-    assert h.stall_s >= h.snapshot_s > 0
+    assert h.stall_s >= h.call_s > 0 and res.snapshot_s > 0
     model2, opt2 = make(99)  # different init, different RNG position
     loaded = resume(tmp_path, model2, opt2)
     assert loaded is not None and loaded.step == 3 and loaded.extra == {"tokens": 123}
@@ -63,7 +63,7 @@ def test_snapshot_is_isolated_from_later_updates(tmp_path) -> None:
         for _ in range(5):
             train_step(model, opt)  # mutates params in place while stage 2 may still be writing
         h.result(60)
-    got = torch.load(tmp_path / "step-1" / "rank-0" / "model.pt", weights_only=True)
+    got = read_rank_state(tmp_path / "step-1" / "rank-0")["model"]
     assert all(torch.equal(got[k], want[k]) for k in want)
 
 
@@ -83,16 +83,16 @@ def test_truncated_or_flipped_file_falls_back(tmp_path) -> None:
         for step in (1, 2, 3):
             train_step(model, opt)
             ck.save(step, model, opt)
-    opt_file = tmp_path / "step-3" / "rank-0" / "optimizer.pt"
+    opt_file = tmp_path / "step-3" / "rank-0" / "tensors.bin"
     opt_file.write_bytes(opt_file.read_bytes()[:-100])  # truncated
-    with pytest.raises(CheckpointError, match=r"optimizer.pt: \d+ bytes, manifest says \d+; the file is truncated"):
+    with pytest.raises(CheckpointError, match=r"tensors.bin: \d+ bytes, manifest says \d+; the file is truncated"):
         verify_rank_dir(opt_file.parent)
     assert latest_complete(tmp_path).step == 2
-    model_file = tmp_path / "step-2" / "rank-0" / "model.pt"
+    model_file = tmp_path / "step-2" / "rank-0" / "tensors.bin"
     data = bytearray(model_file.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, one flipped byte
     model_file.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match=r"model.pt: (sha256|xxh3_128) \w+ does not match the manifest's"):
+    with pytest.raises(CheckpointError, match=r"tensors.bin: (sha256|xxh3_128) \w+ does not match the manifest's"):
         verify_rank_dir(model_file.parent)
     assert latest_complete(tmp_path).step == 1
     m2, o2 = make(4)
@@ -131,15 +131,14 @@ WRITER = textwrap.dedent("""
     if where == "before_commit":
         real = os.replace
         ckm.os.replace = lambda a, b: block() if ".tmp-step-2" in str(a) else real(a, b)
-    else:  # mid-write: half of optimizer.pt is on disk when the process dies
-        real_save = torch.save
-        def half_save(obj, f):
-            if isinstance(obj, dict) and "param_groups" in obj:  # the optimizer part
-                import io
-                b = io.BytesIO(); real_save(obj, b); f.write(b.getvalue()[: len(b.getvalue()) // 2]); f.flush()
+    else:  # mid-write: tensors.bin holds the first two tensors when the process dies
+        real_view, calls = ckm._byte_view, [0]
+        def slow_view(t):
+            calls[0] += 1
+            if calls[0] == 3:
                 block()
-            return real_save(obj, f)
-        ckm.torch.save = half_save
+            return real_view(t)
+        ckm._byte_view = slow_view
     with torch.no_grad():
         model.weight.add_(1.0)
     ck.save(2, model, opt)
@@ -168,8 +167,10 @@ def test_killed_writer_never_yields_half_checkpoint(tmp_path, where) -> None:
     tmp_dirs = list(d.glob(".tmp-step-2-rank-0-*"))
     assert len(tmp_dirs) == 1  # the half-written step is on disk...
     written = {p.name for p in tmp_dirs[0].iterdir()}
-    assert written == ({"model.pt", "optimizer.pt", "meta.pt", "manifest.json"} if where == "before_commit"
-                       else {"model.pt", "optimizer.pt"})
+    assert written == ({"tensors.bin", "skeleton.pt", "manifest.json"} if where == "before_commit"
+                       else {"tensors.bin"})
+    if where == "mid_write":
+        assert (tmp_dirs[0] / "tensors.bin").stat().st_size == 512 * 512 * 4 + 512 * 4
     assert not (d / "step-2" / "rank-0").exists()
     info = latest_complete(d)
     assert info is not None and info.step == 1  # ...and never used
@@ -177,3 +178,26 @@ def test_killed_writer_never_yields_half_checkpoint(tmp_path, where) -> None:
     assert load_checkpoint(info, model).step == 1
     AsyncCheckpointer(d)  # the next incarnation of rank 0 clears its stale temp dirs
     assert not list(d.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_buffers_and_params_are_those_at_save_time(tmp_path, overlap) -> None:
+    # BatchNorm's running stats change in forward (before the next optimizer.step), so they must be
+    # copied inside save(); parameters may be copied later, but before the update runs.
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+    want = {k: v.clone() for k, v in model.state_dict().items()}
+    with AsyncCheckpointer(tmp_path, overlap=overlap) as ck:
+        h = ck.save(1, model, opt)
+        opt.zero_grad()
+        model(torch.randn(4, 8) + 3).sum().backward()  # moves running_mean
+        opt.step()  # waits for the background snapshot in overlap mode
+        res = h.result(60)
+    assert (res.snapshot_s > 0) is overlap
+    assert h.stall_s == pytest.approx(h.call_s + h.update_wait_s)
+    got = read_rank_state(tmp_path / "step-1" / "rank-0")["model"]
+    assert not torch.equal(model.state_dict()["1.running_mean"], want["1.running_mean"])
+    assert all(torch.equal(got[k], want[k]) for k in want), [k for k in want if not torch.equal(got[k], want[k])]

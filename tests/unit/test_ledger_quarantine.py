@@ -117,3 +117,14 @@ def test_concurrent_evictions_from_processes_lose_nothing(tmp_path) -> None:
     assert len(lines) == procs * per_proc
     assert {json.loads(l)["host"] for l in lines} == expected
     assert not list(tmp_path.glob(".quarantine.json.*"))  # no temp files left behind
+
+
+def test_refuse_quarantined_for_launch(tmp_path) -> None:
+    from trainctl.errors import LaunchError
+    from trainctl.ops.quarantine import refuse_quarantined
+
+    Ledger(tmp_path).evict("node02", reason="xid 79")
+    refuse_quarantined(["node01", "node03"], home=tmp_path)
+    with pytest.raises(LaunchError, match=r"^quarantined host\(s\) in the host list \(node02: xid 79\); drop them, "
+                                          r"restore with `trainctl nodes restore node02`, or pass --allow-quarantined$"):
+        refuse_quarantined(["node01", "node02"], home=tmp_path)

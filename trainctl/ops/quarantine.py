@@ -30,7 +30,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from trainctl.errors import LedgerError
+from trainctl.errors import LaunchError, LedgerError
 from trainctl.rundir import atomic_write_text
 
 __all__ = [
@@ -315,4 +315,16 @@ def restore(host: str, *, reason: str = "restored by operator", home: str | os.P
     return Ledger(home).restore(host, reason=reason)
 
 
-__all__ += ["quarantined_hosts", "evict", "restore"]
+def refuse_quarantined(hosts: list[str] | tuple[str, ...], *, home: str | os.PathLike[str] | None = None) -> None:
+    """For `launch`: raise LaunchError naming every quarantined host in `hosts`, with the fix."""
+    entries = Ledger(home).entries()
+    bad = [h for h in hosts if h in entries]
+    if bad:
+        why = "; ".join(f"{h}: {entries[h].reason}" for h in bad)
+        raise LaunchError(
+            f"quarantined host(s) in the host list ({why}); drop them, restore with "
+            f"`trainctl nodes restore {bad[0]}`, or pass --allow-quarantined"
+        )
+
+
+__all__ += ["quarantined_hosts", "evict", "restore", "refuse_quarantined"]
