@@ -34,7 +34,6 @@ Everything is vectorised on (host, gpu, second) numpy grids: no Python loop over
 from __future__ import annotations
 
 import logging
-import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -110,7 +109,8 @@ def xid_info(code: int) -> XidInfo:
     return XID_TABLE.get(int(code), XidInfo(f"Xid {int(code)} (not in trainctl's table; see the NVIDIA Xid catalog)", Category.XID, _W, True))
 
 
-# NVML clocks-event-reason bits (nvmlClocksEventReasons).
+# NVML clocks-event-reason bits (nvmlClocksEventReasons); the fleet simulator uses these too.
+GPU_IDLE = 0x1
 SW_POWER_CAP = 0x4
 HW_SLOWDOWN = 0x8
 SW_THERMAL = 0x20
@@ -612,7 +612,6 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
     # `cont` samples (a strict unbroken run lets one noisy window reset a real fault's clock).
     share = _window_sum(cand, cont, np.float32)
     alarm = (share >= cont_frac * cont) & cand
-    run = share.astype(np.int64)
     for h in np.flatnonzero(alarm.any(-1)):
         d = int(alarm[h].argmax())
         start = d - cont + 1

@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import time

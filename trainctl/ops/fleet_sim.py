@@ -57,13 +57,14 @@ NET_PEAK_BYTES_PER_S = 40e9  # allreduce traffic per host while communicating (~
 POWER_LIMIT_W = 700.0
 SM_CLOCK_MAX_MHZ = 1980
 
-# NVML clocks-event-reason bits (nvmlClocksEventReasons / nvmlClocksThrottleReasons).
-GPU_IDLE = 0x1
-SW_POWER_CAP = 0x4
-HW_SLOWDOWN = 0x8
-SW_THERMAL = 0x20
-HW_THERMAL = 0x40
-HW_POWER_BRAKE = 0x80
+# NVML clocks-event-reason bits: the analyzer's definitions, so simulator and detector agree.
+from trainctl.analyzers.faulty_hosts import (  # noqa: E402
+    GPU_IDLE,
+    HW_POWER_BRAKE,
+    HW_SLOWDOWN,
+    HW_THERMAL,
+    SW_POWER_CAP,
+)
 
 # fault kind -> the faulty_host category a detector should name.
 FAULT_KINDS: dict[str, str] = {
