@@ -40,7 +40,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from trainctl.collectors.ssh import SshClient
 from trainctl.errors import InputError, LaunchError
-from trainctl.findings import Finding
+from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.ops import launch as local
 from trainctl.ops.quarantine import Ledger, refuse_quarantined
 from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
@@ -131,6 +131,22 @@ def validate(spec: HostsSpec) -> None:
             raise InputError(f"--inject {d.spec()!r}: rank {r} does not exist (world size {world})")
     if not spec.allow_quarantined:
         refuse_quarantined(list(spec.hosts), home=spec.ledger_home)
+
+
+def first_failure_finding(rc: local.RootCause) -> Finding:
+    """The first failure (torchelastic's rule: the earliest error file) as a crash finding.
+
+    Torchrun's banners name the host by its own hostname and often carry no exception text, so
+    the log analyzer's crash findings can miss *why* a rank died; the error file has the
+    exception and traceback, which the policy needs to tell a user-code error from the rest.
+    """
+    return Finding(
+        kind=FindingKind.CRASH, severity=Severity.CRITICAL, category=Category.EXIT_CODE,
+        summary=f"first failure: rank {rc.rank} on {rc.host}: {rc.message}",
+        hosts=(rc.host,), ranks=(rc.rank,), confidence=0.9,
+        evidence={"exitcode": rc.exitcode, "error_file": rc.error_file, "message": rc.message,
+                  "traceback": rc.traceback[-4000:], "time": rc.time, "pid": rc.pid},
+    )
 
 
 class _Journal:
@@ -330,13 +346,16 @@ class Supervisor:
         report = diagnose_path(out)
         t2 = time.monotonic()
         rc = local.root_cause(out, att.hosts)
+        findings = list(report.findings)
+        if rc is not None and trigger is policy.Trigger.CRASH:
+            findings.append(first_failure_finding(rc))
         self.journal.write("incident", attempt=att.number, incident=self.incidents, trigger=trigger.value,
                            dataset=str(out), collect_s=round(t1 - t0, 3), diagnose_s=round(t2 - t1, 3),
                            failed_hosts=[r.host for r in res.reports if r.failed],
                            findings=[f"{f.kind.value}/{f.category.value if f.category else '-'} hosts={','.join(f.hosts)}: {f.summary}"
-                                     for f in report.findings],
+                                     for f in findings],
                            root_cause=rc.__dict__ if rc else None)
-        return list(report.findings), rc, out
+        return findings, rc, out
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> SupervisorResult:
@@ -381,13 +400,23 @@ class Supervisor:
                 if action.kind is policy.ActionKind.RESTART_IN_PLACE:
                     restarts_used += 1
                     continue
-                # EVICT_AND_RELAUNCH
-                for h in action.hosts:
+                # EVICT_AND_RELAUNCH, of hosts that are in this run (a banner may name a host by
+                # its own hostname, e.g. "localhost", which trainctl cannot evict or replace)
+                targets = [h for h in action.hosts if h in hosts]
+                if not targets:
+                    if restarts_used < s.max_restarts:
+                        restarts_used += 1
+                        self.journal.write("note", attempt=number, reason=f"policy blamed {', '.join(action.hosts)}, "
+                                           "not hosts of this run: restarting in place instead")
+                        continue
+                    return SupervisorResult(False, f"{action.reason} (not a host of this run; restart budget exhausted)",
+                                            number, hosts, tuple(evicted), rc, time.monotonic() - t0)
+                for h in targets:
                     ev = next((f for f in action.evidence if h in f.hosts), None)
                     self.ledger.evict(h, reason=action.reason, run=s.run_id, finding=ev.to_dict() if ev else None,
                                       extra={"attempt": number, "rule": action.rule})
                     evicted.append(h)
-                plan = plan_relaunch(hosts, quarantined=set(self.ledger.quarantined_hosts()) | set(action.hosts),
+                plan = plan_relaunch(hosts, quarantined=set(self.ledger.quarantined_hosts()) | set(targets),
                                      spares=spares, nproc_per_node=s.nproc_per_node, layout=self.layout,
                                      allow_shrink=False)
                 self.journal.write("relaunch_plan", attempt=number, plan=plan.to_dict(), reason=plan.reason,
