@@ -50,6 +50,9 @@ def build_spec(
         from trainctl.ops.supervisor import HostsSpec
 
         names = tuple(h.name for h in parse_hosts(hosts))
+        if checkpoint_every and not checkpoint_dir and len(names) > 1:
+            raise InputError("--checkpoint-every with --hosts needs --checkpoint-dir on storage every host shares "
+                             "(a replacement host must read the evicted host's shards)")
         spare_names = tuple(h.name for h in parse_hosts(spares)) if spares else ()
         local_dir = (run_dir or Path("runs") / run_id).resolve()
         env = dict(e.split("=", 1) for e in rank_env)
