@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["COMMAND", "KernelLog", "parse"]
+__all__ = ["COMMAND", "KernelLog", "parse", "command", "DRILL_LOG"]
 
 # The whole buffer is read into a shell variable so a failure of dmesg can fall back to journalctl;
 # only NVRM/Xid lines travel back.
@@ -19,6 +19,32 @@ COMMAND = (
     "else printf '%s\\n' \"$k\" | head -n 3; exit 1; fi\n"
     "echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid' ; exit 0"
 )
+
+# Fault drills (`trainctl launch --inject xid:host=H,...`) cannot make a real GPU fall off the bus,
+# so the trainer writes the NVRM line the driver would print to this file under the run dir on
+# host H. It exists only for drills: collect reads it as a second kernel-log source so that the
+# rest of the path (log analyzer, policy, eviction) is exercised exactly as for a real Xid.
+DRILL_LOG = "drills/kernel.log"
+
+
+def command(run_dir: str | None = None) -> str:
+    """COMMAND, plus the run dir's drill kernel log when `run_dir` is given (its lines are appended,
+    and it alone suffices when dmesg/journalctl are not readable, as in containers)."""
+    if not run_dir:
+        return COMMAND
+    import shlex
+
+    drill = shlex.quote(run_dir.rstrip("/") + "/" + DRILL_LOG)
+    return (
+        f"d={drill}; dl=; if [ -s \"$d\" ]; then dl=$(grep -E 'NVRM|Xid' \"$d\"); fi\n"
+        "if k=$(dmesg --time-format iso 2>&1); then s=dmesg; "
+        "elif k=$(journalctl -k --no-pager -q -o short-iso 2>&1); then s=journalctl; "
+        "elif [ -n \"$dl\" ]; then k=; s=drill; "
+        "else printf '%s\\n' \"$k\" | head -n 3; exit 1; fi\n"
+        "echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid'; "
+        "if [ -n \"$dl\" ]; then printf '%s\\n' \"$dl\"; fi; exit 0"
+    )
+
 
 _PERMISSION = re.compile(r"not permitted|permission denied|insufficient permissions|not seeing messages", re.I)
 

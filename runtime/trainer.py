@@ -33,7 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from trainctl.rundir import atomic_write_text, error_file_path
-from trainctl.runtime import debug_server, inject
+from trainctl.runtime import checkpoint, debug_server, inject
 from trainctl.runtime.heartbeat import Heartbeat
 from trainctl.runtime.instrument import Recorder
 
@@ -273,6 +273,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--peak-tflops", type=float, default=None, help="per-rank peak for MFU (default: see CPU_HZ / GPU_PEAK_FLOPS)")
     p.add_argument("--no-instrument", action="store_true", help="no timeline (for overhead A/B)")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="async checkpoint every N steps (0 = never)")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="where checkpoints go and resume reads from (default RUN_DIR/checkpoints); multi-host runs "
+                        "pass a directory on storage every host shares, so a replacement host can restore any rank")
     p.add_argument("--ab-block", type=int, default=0,
                    help="overhead A/B: alternate instrumented / not every N steps; rank 0 writes ab_overhead.json")
     return p.parse_args(argv)
@@ -337,6 +341,32 @@ def straggle(drill: inject.Straggler | None, phase: str, step: int, t0_ns: int) 
         time.sleep((drill.factor - 1.0) * (time.perf_counter_ns() - t0_ns) / 1e9)
 
 
+XID_MESSAGES = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected on GPU.",
+                94: "Contained ECC error.", 95: "Uncontained ECC error."}
+
+
+def drill_kernel_log_path(run_dir: str) -> Path:
+    """The drill's stand-in for the host's kernel ring buffer (collectors/kernel_log.py reads it too)."""
+    return Path(run_dir) / "drills" / "kernel.log"
+
+
+def lose_gpu(run_dir: str, host: str, rank: int, local_rank: int, drill: inject.Xid, step: int) -> None:
+    """The xid drill: this host's GPU is lost. There is no GPU or kernel to fault here, so the NVRM
+    line the driver would print goes to the host's drill kernel log (once per host: local rank 0),
+    then the rank fails the way CUDA fails a process whose device vanished."""
+    if local_rank == 0:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S,000000+00:00", time.gmtime())
+        line = (f"{ts} NVRM: Xid (PCI:0000:18:00): {drill.code}, pid={os.getpid()}, name=python, "
+                f"{XID_MESSAGES.get(drill.code, 'Graphics Exception.')}\n")
+        path = drill_kernel_log_path(run_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as fh:
+            fh.write(line)
+    log.error("rank %d on %s: xid drill (code %d) at step %d", rank, host, drill.code, step)
+    raise RuntimeError("CUDA error: unspecified launch failure\nCUDA kernel errors might be asynchronously reported "
+                       "at some other API call, so the stacktrace below might be incorrect.")
+
+
 def hang_forever(rank: int, step: int) -> None:
     log.warning("rank %d: hang drill at step %d: blocking before the dp all_reduce", rank, step)
     while True:  # time.sleep keeps the GIL free: the debug server still answers dump_traceback
@@ -350,6 +380,7 @@ def train(args: argparse.Namespace) -> int:
     hang = next((d for d in drills if isinstance(d, inject.Hang)), None)
     crash = next((d for d in drills if isinstance(d, inject.Crash)), None)
     nan = next((d for d in drills if isinstance(d, inject.NanLoss)), None)
+    xid = next((d for d in inject.from_env() if isinstance(d, inject.Xid) and d.host == host), None)
 
     use_cuda = torch.cuda.is_available()
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
@@ -398,10 +429,28 @@ def train(args: argparse.Namespace) -> int:
               f"tokens/step/replica={args.tokens_per_step} device={device.type}; MFU peak assumption: {peak_note}", flush=True)
 
     data_gen = torch.Generator().manual_seed(args.seed * 1000 + dp_index)  # tp peers see the same batch
+    start_step = 0
+    ckpt_dir = args.checkpoint_dir or str(Path(run_dir) / "checkpoints")
+    ckpt = checkpoint.AsyncCheckpointer(ckpt_dir, rank=rank, world_size=world) if args.checkpoint_every else None
+    if ckpt is not None:
+        latest = checkpoint.latest_complete(ckpt_dir)
+        if latest is not None and latest.world_size != world:
+            raise SystemExit(f"checkpoint {latest.path} was written by {latest.world_size} ranks, this run has {world}; "
+                             "resharding is not supported: relaunch with the same world size or a fresh --checkpoint-dir")
+        if latest is not None:
+            loaded = checkpoint.load_checkpoint(latest, model, opt, rank=rank, verify_checksums=False)
+            start_step = loaded.step
+            for _ in range(start_step):  # the data stream resumes where it was: replay its draws
+                packed_batch(data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq)
+            if rank == 0:
+                print(f"resumed from checkpoint step {start_step}: {latest.path}", flush=True)
+    loss_log = open(Path(run_dir) / "loss.jsonl", "a") if rank == 0 else None  # per-step loss table
     window_t0, window_tokens = time.perf_counter(), 0
     ab_times: dict[str, list[int]] = {"on": [], "off": []}
     try:
-        for step in range(args.steps):
+        for step in range(start_step, args.steps):
+            if xid is not None and step == xid.step:
+                lose_gpu(run_dir, host, rank, local_rank, xid, step)
             if args.ab_block:
                 rec.enabled = (step // args.ab_block) % 2 == 0
             if crash is not None and step == crash.step:
@@ -442,6 +491,11 @@ def train(args: argparse.Namespace) -> int:
                     opt.step()
                     straggle(straggler, "optimizer", step, t0)
             rec.end_step(step, tokens=args.tokens_per_step)
+            if loss_log is not None:
+                loss_log.write(json.dumps({"step": step + 1, "loss": loss.item(), "attempt": os.environ.get("TRAINCTL_ATTEMPT", "1")}) + "\n")
+                loss_log.flush()
+            if ckpt is not None and (step + 1) % args.checkpoint_every == 0:
+                ckpt.save(step + 1, model, opt)  # step + 1 steps are done: resume starts at that index
             if args.ab_block and step >= args.ab_block * 2:  # first on/off pair is warm-up
                 ab_times["on" if rec.enabled else "off"].append(time.perf_counter_ns() - step_t0)
             window_tokens += args.tokens_per_step
@@ -454,9 +508,15 @@ def train(args: argparse.Namespace) -> int:
                       f"tokens/s {job_tps:.0f} mfu {100 * mfu:.2f}%", flush=True)
                 window_t0, window_tokens = time.perf_counter(), 0
         dist.barrier()
+        if ckpt is not None:
+            ckpt.wait()
         if args.ab_block and rank == 0:
             atomic_write_text(Path(run_dir) / "ab_overhead.json", json.dumps(ab_times))
     finally:
+        if ckpt is not None:
+            ckpt.close()
+        if loss_log is not None:
+            loss_log.close()
         rec.close()
         hb.close()
         if server is not None:

@@ -56,6 +56,7 @@ __all__ = [
     "root_cause",
     "format_root_cause",
     "simulated_hosts",
+    "ProgressTracker",
 ]
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,24 @@ def decide(
     detail = ", ".join(f"rank {p.rank} step {p.step} {p.phase}" for p in stale[:8])
     return Action(ActionKind.HUNG, f"{what} for {idle_s:.1f}s (limit {limit_s:g}s){': ' + detail if detail else ''}",
                   ranks=tuple(p.rank for p in stale))
+
+
+class ProgressTracker:
+    """Heartbeats -> RankProgress: when each rank's (step, phase, pid) last changed, on the
+    observer's monotonic clock. Shared by the local loop and the multi-host supervisor, which
+    read heartbeats from different places but must judge progress the same way."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[int, str, int]] = {}
+        self.progress: dict[int, RankProgress] = {}
+
+    def update(self, rank: int, hb: Mapping | None, now_s: float) -> None:
+        if hb is None:
+            return
+        key = (int(hb.get("step", -1)), str(hb.get("phase", "")), int(hb.get("pid", 0)))
+        if self._seen.get(rank) != key:
+            self._seen[rank] = key
+            self.progress[rank] = RankProgress(rank, key[0], key[1], now_s)
 
 
 # --- specs and results ----------------------------------------------------------------------------------
@@ -511,8 +530,8 @@ def launch_local(spec: LaunchSpec, *, notify: Callable[[str], None] = lambda s: 
 
 def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subprocess.Popen], t0: float,
                notify: Callable[[str], None], status: Callable[[str], None]) -> LaunchResult:
-    seen: dict[int, tuple[int, str, int]] = {}  # rank -> (step, phase, pid) last seen
-    progress: dict[int, RankProgress] = {}
+    tracker = ProgressTracker()
+    progress = tracker.progress
     mapped_pids: dict[int, int] = {}
     dumps: dict[str, str] = {}
     while True:
@@ -524,13 +543,7 @@ def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subpr
             write_run_info(run_dir, info)
             mapped_pids = pids
         for r in range(spec.world_size):
-            hb = read_heartbeat(heartbeat_path(run_dir, r))
-            if hb is None:
-                continue
-            key = (int(hb.get("step", -1)), str(hb.get("phase", "")), int(hb.get("pid", 0)))
-            if seen.get(r) != key:
-                seen[r] = key
-                progress[r] = RankProgress(r, key[0], key[1], now)
+            tracker.update(r, read_heartbeat(heartbeat_path(run_dir, r)), now)
         agents = [AgentState(h, p.poll()) for h, p in zip(spec.hosts, procs)]
         action = decide(agents, progress, now_s=now, started_s=t0, hang_timeout_s=spec.hang_timeout_s,
                         startup_timeout_s=spec.startup_timeout_s)

@@ -1,0 +1,438 @@
+"""`trainctl launch --hosts`: torchrun on every host over SSH, supervised; faults diagnosed and acted on.
+
+One attempt = one torchrun agent per host (started detached through trainctl.ops.remote, c10d
+rendezvous on the first host) plus one metrics agent per host. The loop observes, every
+POLL_INTERVAL_S, over the one SSH connection per host it already holds:
+  - each agent's state (alive / exit code), and
+  - every rank's heartbeat (heartbeats/rank-R.json on its host; read with one `cat` per host per
+    poll: no extra port, nothing for the ranks to reach, and it works wherever collect works),
+and asks the local launcher's pure `decide()` (the same rules as `--local`) whether the attempt
+succeeded, failed (first failure) or hung. A fault opens an incident: hang dumps first (on each
+host, as the local launcher does), stop the agents, `collect` every host into
+RUN_DIR/incidents/<n>/dataset, `diagnose_path` it, and hand the findings to the pure
+`runtime.policy.decide()`. This loop then performs the Action:
+
+  EVICT_AND_RELAUNCH  Ledger().evict(host, finding as evidence), plan_relaunch() on the remaining
+                      hosts + spares, start the next attempt (it resumes from the newest complete
+                      checkpoint in the shared --checkpoint-dir)
+  RESTART_IN_PLACE    same hosts, next attempt (counts against --max-restarts)
+  STOP_AND_REPORT     stop, report the evidence; no restart loop for user or config errors
+  CONTINUE            keep running (fail-slow with nothing actionable)
+
+Every decision goes to stderr as key=value and to RUN_DIR/supervisor.jsonl with its evidence.
+
+Checkpoints: ranks write to --checkpoint-dir, which must be storage every host shares (NFS,
+Lustre, a bucket mount: what clusters have). We chose that over copying the newest complete
+checkpoint to replacement hosts: a copy costs the full state size over SSH on the critical path
+of recovery, and which step is complete is only known once every rank's manifest is in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from trainctl.collectors.ssh import SshClient
+from trainctl.errors import InputError, LaunchError
+from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.ops import launch as local
+from trainctl.ops.quarantine import Ledger, refuse_quarantined
+from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
+from trainctl.ops.remote import RemoteHosts, RemoteProcess
+from trainctl.rundir import HostRanks, RunInfo, write_run_info
+from trainctl.runtime import inject, policy
+
+__all__ = ["HostsSpec", "SupervisorResult", "supervise_hosts"]
+
+logger = logging.getLogger(__name__)
+
+POLL_INTERVAL_S = 1.0
+BANNER_GRACE_S = 2.0  # after the first failure: let the other agents write their error files
+MAX_ATTEMPTS = 20  # a hard stop whatever the policy says (each eviction also consumes a host)
+
+
+@dataclass(frozen=True)
+class HostsSpec:
+    run_dir: Path  # local: supervisor.jsonl, incidents/, logs/agent-H.log
+    remote_run_dir: str  # the run dir on every host (same absolute path on each)
+    run_id: str
+    hosts: tuple[str, ...]
+    nproc_per_node: int
+    spares: tuple[str, ...] = ()
+    script: str | None = None  # None: the reference trainer
+    args: tuple[str, ...] = ()
+    inject: tuple[str, ...] = ()
+    max_restarts: int = 0  # in-place restarts (policy), not torchrun's
+    hang_timeout_s: float | None = 300.0
+    startup_timeout_s: float = 180.0
+    checkpoint_every: int = 0
+    checkpoint_dir: str | None = None
+    steps: int | None = None
+    ssh_config: str | None = None
+    python: str = sys.executable  # the interpreter on the hosts (a shared venv, same path)
+    env: Mapping[str, str] = field(default_factory=dict)  # extra env for every rank (GLOO_SOCKET_IFNAME, ...)
+    allow_quarantined: bool = False
+    ledger_home: str | None = None  # None: TRAINCTL_HOME / the user's state dir
+    metrics_agent: bool = True
+    collect_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class SupervisorResult:
+    ok: bool
+    reason: str
+    attempts: int
+    hosts: tuple[str, ...]  # of the last attempt
+    evicted: tuple[str, ...]
+    root_cause: local.RootCause | None = None
+    elapsed_s: float = 0.0
+
+
+def _trainer_args(spec: HostsSpec, world: int) -> list[str]:
+    args = list(spec.args)
+    if spec.script is None:
+        if not any(a == "--tp" or a.startswith("--tp=") for a in args):
+            args += ["--tp", str(local._trainer_tp(args, world))]
+        if spec.steps is not None:
+            args += ["--steps", str(spec.steps)]
+        if spec.checkpoint_every:
+            args += ["--checkpoint-every", str(spec.checkpoint_every)]
+            if spec.checkpoint_dir:
+                args += ["--checkpoint-dir", spec.checkpoint_dir]
+    return args
+
+
+def validate(spec: HostsSpec) -> None:
+    if spec.nproc_per_node < 1:
+        raise InputError(f"--nproc-per-node {spec.nproc_per_node}: must be >= 1")
+    if not spec.hosts:
+        raise InputError("--hosts is empty; pass a hostfile, a comma list or a Slurm nodelist")
+    if len(set(spec.hosts)) != len(spec.hosts) or set(spec.hosts) & set(spec.spares):
+        raise InputError(f"--hosts {','.join(spec.hosts)} / --spares {','.join(spec.spares)}: a host appears twice")
+    if not spec.remote_run_dir.startswith("/"):
+        raise InputError(f"run dir {spec.remote_run_dir!r} must be absolute (it is the same path on every host)")
+    if spec.checkpoint_every and not spec.checkpoint_dir and len(spec.hosts) > 1:
+        raise InputError("--checkpoint-every with --hosts needs --checkpoint-dir on storage every host shares "
+                         "(a replacement host must read the evicted host's shards)")
+    if spec.script is not None and not Path(spec.script).is_absolute():
+        raise InputError(f"{spec.script}: pass the training script as an absolute path that exists on every host")
+    world = spec.nproc_per_node * len(spec.hosts)
+    for d in inject.parse_specs(spec.inject):
+        if isinstance(d, inject.Xid) and d.host not in spec.hosts + spec.spares:
+            raise InputError(f"--inject {d.spec()!r}: host {d.host!r} is not in this run ({', '.join(spec.hosts)})")
+        r = getattr(d, "rank", None)
+        if r is not None and r >= world:
+            raise InputError(f"--inject {d.spec()!r}: rank {r} does not exist (world size {world})")
+    if not spec.allow_quarantined:
+        refuse_quarantined(list(spec.hosts), home=spec.ledger_home)
+
+
+def first_failure_finding(rc: local.RootCause) -> Finding:
+    """The first failure (torchelastic's rule: the earliest error file) as a crash finding.
+
+    Torchrun's banners name the host by its own hostname and often carry no exception text, so
+    the log analyzer's crash findings can miss *why* a rank died; the error file has the
+    exception and traceback, which the policy needs to tell a user-code error from the rest.
+    """
+    return Finding(
+        kind=FindingKind.CRASH, severity=Severity.CRITICAL, category=Category.EXIT_CODE,
+        summary=f"first failure: rank {rc.rank} on {rc.host}: {rc.message}",
+        hosts=(rc.host,), ranks=(rc.rank,), confidence=0.9,
+        evidence={"exitcode": rc.exitcode, "error_file": rc.error_file, "message": rc.message,
+                  "traceback": rc.traceback[-4000:], "time": rc.time, "pid": rc.pid},
+    )
+
+
+class _Journal:
+    """supervisor.jsonl (one JSON object per event, with evidence) + key=value lines on stderr."""
+
+    def __init__(self, run_dir: Path, notify: Callable[[str], None]) -> None:
+        self.path = run_dir / "supervisor.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.notify = notify
+
+    def write(self, event: str, **fields: Any) -> None:
+        rec = {"ts_ns": time.time_ns(), "event": event, **fields}
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(rec, default=str) + "\n")
+        flat = " ".join(f"{k}={json.dumps(v, default=str) if not isinstance(v, (int, float)) else v}"
+                        for k, v in fields.items() if k not in ("evidence", "action", "plan"))
+        if "action" in fields:
+            a = fields["action"]
+            flat += f" action={a['kind']} rule={a['rule']} hosts={','.join(a['hosts'])} evidence={len(a['evidence'])}"
+        self.notify(f"supervisor event={event} {flat}")
+
+
+class _Attempt:
+    def __init__(self, number: int, hosts: tuple[str, ...]) -> None:
+        self.number, self.hosts = number, hosts
+        self.agents: dict[str, RemoteProcess] = {}
+        self.metrics: dict[str, RemoteProcess] = {}
+        self.started_s = time.monotonic()
+        self.mapped = False
+
+
+def _q(s: str) -> str:
+    return shlex.quote(s)
+
+
+class Supervisor:
+    def __init__(self, spec: HostsSpec, *, notify: Callable[[str], None] = lambda s: None,
+                 status: Callable[[str], None] = lambda s: None, client: SshClient | None = None) -> None:
+        self.spec = spec
+        self.notify, self.status = notify, status
+        self.run_dir = spec.run_dir.resolve()
+        self.client = client or SshClient(ssh_config=spec.ssh_config)
+        self.remote = RemoteHosts(self.client)
+        self.journal = _Journal(self.run_dir, notify)
+        self.ledger = Ledger(spec.ledger_home)
+        self.incidents = 0
+
+    # -- one attempt -----------------------------------------------------------------------------
+    def _rank_env(self, host: str, attempt: int) -> dict[str, str]:
+        s = self.spec
+        return {**s.env, "TRAINCTL_RUN_DIR": s.remote_run_dir, "TRAINCTL_RUN_ID": s.run_id, "TRAINCTL_HOST": host,
+                "TRAINCTL_INJECT": json.dumps(list(s.inject if attempt == 1 else ())),  # a drill fires once
+                "TRAINCTL_HANG_TIMEOUT_S": str(s.hang_timeout_s or 0), "TRAINCTL_ATTEMPT": str(attempt),
+                "PYTHONUNBUFFERED": "1"}
+
+    def _start(self, number: int, hosts: tuple[str, ...]) -> _Attempt:
+        s, rd = self.spec, self.spec.remote_run_dir
+        att = _Attempt(number, hosts)
+        world = s.nproc_per_node * len(hosts)
+        rdzv_host = self.client.target(hosts[0]).hostname  # the first host's address as the others see it
+        port = int(self.remote.run(hosts[0], f"{_q(s.python)} -c "
+                                   + _q("import socket; s=socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])")).strip())
+        info = RunInfo(run_id=s.run_id, world_size=world, nproc_per_node=s.nproc_per_node,
+                       hosts=tuple(HostRanks(h, tuple(range(i * s.nproc_per_node, (i + 1) * s.nproc_per_node)))
+                                   for i, h in enumerate(hosts)),
+                       script=s.script, created_ts_ns=time.time_ns(),
+                       extra={"launcher": "torchrun", "mode": "ssh", "attempt": number, "inject": list(s.inject)})
+        tp = local._trainer_tp(_trainer_args(s, world), world) if s.script is None else 1
+        if s.script is None:
+            dp = world // tp
+            info = RunInfo(**{**info.__dict__,
+                              "groups": {"tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
+                                         "dp": tuple(tuple(range(j, world, tp)) for j in range(tp))},
+                              "layout": {"dp": dp, "tp": tp, "pp": 1}})
+        self.layout = dict(info.layout)
+        self.info = info
+        write_run_info(self.run_dir, info)
+        run_json = json.dumps(info.to_dict(), indent=2).encode()
+        train = [s.python, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)),
+                 "--nproc-per-node", str(s.nproc_per_node), "--rdzv-backend", "c10d",
+                 "--rdzv-endpoint", f"{rdzv_host}:{port}", "--rdzv-id", f"{s.run_id}-a{number}",
+                 "--max-restarts", "0", "--monitor-interval", "0.5"]
+        args = _trainer_args(s, world)
+        if s.script is None:
+            train += ["-m", local.TRAINER_MODULE, *args]
+        else:
+            train += ["-m", local.SHIM_MODULE, s.script, *args]
+
+        def start_host(host: str) -> None:
+            # This attempt's rank files, heartbeats and error files only (earlier ones were collected).
+            self.remote.run(host, f"mkdir -p {_q(rd)} && cd {_q(rd)} && rm -rf ranks heartbeats errors sockets drills")
+            self.remote.write_file(host, f"{rd}/run.json", run_json)
+            first = host == hosts[0]
+            conf = ["--rdzv-conf", f"is_host={'1' if first else '0'}"]  # explicit: every loopback host "matches"
+            cmd = train[:train.index("--max-restarts")] + conf + train[train.index("--max-restarts"):]
+            att.agents[host] = self.remote.start(host, "torchrun", cmd, log_path=f"{rd}/logs/{host}/agent.log",
+                                                 env=self._rank_env(host, number), cwd=rd,
+                                                 local_log=self.run_dir / "logs" / f"agent-{host}.a{number}.log")
+            if s.metrics_agent:
+                att.metrics[host] = self.remote.start(
+                    host, "metrics", [s.python, "-c", "from trainctl.cli.app import main; main()", "agent",
+                                      "--out", rd, "--host", host, "--interval-s", "1", "--flush-s", "5"],
+                    log_path=f"{rd}/logs/{host}/metrics-agent.log", cwd=rd)
+
+        res = self.remote.fan_out(hosts, start_host)
+        if res.failed:
+            self._stop(att)
+            why = "; ".join(f"{h}: {o.error}" for h, o in res.failed.items())
+            raise LaunchError(f"attempt {number}: could not start on every host ({why})")
+        self.journal.write("attempt_started", attempt=number, hosts=list(hosts), world_size=world,
+                           rendezvous=f"{rdzv_host}:{port}")
+        return att
+
+    def _heartbeats(self, host: str) -> list[dict]:
+        hb = _q(f"{self.spec.remote_run_dir}/heartbeats")
+        out = self.remote.run(host, f"cd {hb} 2>/dev/null && for f in rank-*.json; do [ -f \"$f\" ] && cat \"$f\" && echo; done; true")
+        beats = []
+        for line in out.splitlines():
+            try:
+                beats.append(json.loads(line))
+            except ValueError:
+                continue  # mid-rewrite; next poll
+        return beats
+
+    def _stop(self, att: _Attempt, grace_s: float = 10.0) -> None:
+        procs = list(att.agents.values()) + list(att.metrics.values())
+        self.remote.stop_all(procs, grace_s=grace_s)
+        # torchrun starts each worker in its own session: kill what a SIGKILLed agent left behind.
+        rd = _q(self.spec.remote_run_dir)
+        kill = (f"for f in {rd}/ranks/rank-*.json; do [ -f \"$f\" ] || continue; "
+                "p=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' \"$f\"); [ -n \"$p\" ] && kill -KILL -- -$p 2>/dev/null; done; true")
+        self.remote.fan_out(att.hosts, lambda h: self.remote.run(h, kill, check=False))
+
+    def _observe(self, att: _Attempt) -> local.Action:
+        s = self.spec
+        tracker = local.ProgressTracker()
+        while True:
+            now = time.monotonic()
+            polled = self.remote.poll_all(list(att.agents.values()))
+            agents = []
+            for h in att.hosts:
+                o = polled.outcomes.get(h)
+                if o is None or not o.ok:
+                    # The host stopped answering SSH: for decide() its agent is gone.
+                    agents.append(local.AgentState(h, 255))
+                    continue
+                st = o.value[0]
+                agents.append(local.AgentState(h, None if st.alive else (st.exit_code if st.exit_code is not None else -9)))
+            beats = self.remote.fan_out(att.hosts, self._heartbeats)
+            where: dict[int, str] = {}
+            for h, o in beats.outcomes.items():
+                for hb in (o.value or []):
+                    tracker.update(int(hb.get("rank", -1)), hb, now)
+                    where[int(hb.get("rank", -1))] = h
+            if not att.mapped and len(where) == s.nproc_per_node * len(att.hosts):
+                self._write_rank_map(att, where)  # c10d assigns node ranks in join order, not host order
+            action = local.decide(agents, tracker.progress, now_s=now, started_s=att.started_s,
+                                  hang_timeout_s=s.hang_timeout_s, startup_timeout_s=s.startup_timeout_s)
+            if tracker.progress:
+                steps = [p.step for p in tracker.progress.values()]
+                self.status(f"attempt {att.number}: {len(tracker.progress)} ranks, step {min(steps)}..{max(steps)}")
+            if action.kind is not local.ActionKind.WAIT:
+                return action
+            time.sleep(POLL_INTERVAL_S)
+
+    def _write_rank_map(self, att: _Attempt, where: Mapping[int, str]) -> None:
+        att.mapped = True
+        info = RunInfo(**{**self.info.__dict__, "hosts": tuple(
+            HostRanks(h, tuple(sorted(r for r, x in where.items() if x == h))) for h in att.hosts)})
+        self.info = info
+        write_run_info(self.run_dir, info)
+        body = json.dumps(info.to_dict(), indent=2).encode()
+        self.remote.fan_out(att.hosts, lambda h: self.remote.write_file(h, f"{self.spec.remote_run_dir}/run.json", body))
+        self.journal.write("rank_map", attempt=att.number, hosts={h.host: list(h.ranks) for h in info.hosts})
+
+    def _dump_hung(self, att: _Attempt) -> None:
+        """The local launcher's dump_hung_ranks, run on each host (its ranks' sockets are local there)."""
+        code = ("import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
+                "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
+                "print(sum(v == 'ok' for v in r.values()), len(r))")
+        res = self.remote.fan_out(att.hosts, lambda h: self.remote.run(
+            h, f"{_q(self.spec.python)} -c {_q(code)} {_q(self.spec.remote_run_dir)}", timeout_s=60))
+        self.journal.write("hang_dumps", attempt=att.number,
+                           hosts={h: (o.value.strip() if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()})
+
+    def _incident(self, att: _Attempt, trigger: policy.Trigger) -> tuple[list[Finding], local.RootCause | None, Path]:
+        from trainctl.ops.collect import CollectOptions, collect
+        from trainctl.ops.diagnosis import diagnose_path
+
+        self.incidents += 1
+        out = self.run_dir / "incidents" / str(self.incidents) / "dataset"
+        t0 = time.monotonic()
+        res = collect(CollectOptions(run_dir=self.spec.remote_run_dir, out=out, hosts=att.hosts,
+                                     ssh_config=self.spec.ssh_config, timeout_s=self.spec.collect_timeout_s,
+                                     python=self.spec.python), client=self.client)
+        t1 = time.monotonic()
+        report = diagnose_path(out)
+        t2 = time.monotonic()
+        rc = local.root_cause(out, att.hosts)
+        findings = list(report.findings)
+        if rc is not None and trigger is policy.Trigger.CRASH:
+            findings.append(first_failure_finding(rc))
+        self.journal.write("incident", attempt=att.number, incident=self.incidents, trigger=trigger.value,
+                           dataset=str(out), collect_s=round(t1 - t0, 3), diagnose_s=round(t2 - t1, 3),
+                           failed_hosts=[r.host for r in res.reports if r.failed],
+                           findings=[f"{f.kind.value}/{f.category.value if f.category else '-'} hosts={','.join(f.hosts)}: {f.summary}"
+                                     for f in findings],
+                           root_cause=rc.__dict__ if rc else None)
+        return findings, rc, out
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self) -> SupervisorResult:
+        s = self.spec
+        validate(s)
+        t0 = time.monotonic()
+        hosts, spares = tuple(s.hosts), list(s.spares)
+        restarts_used, evicted = 0, []
+        fault_counts: dict[str, int] = {}
+        rc: local.RootCause | None = None
+        self.journal.write("run_started", run_id=s.run_id, hosts=list(hosts), spares=spares,
+                           max_restarts=s.max_restarts, remote_run_dir=s.remote_run_dir)
+        try:
+            for number in range(1, MAX_ATTEMPTS + 1):
+                att = self._start(number, hosts)
+                try:
+                    obs = self._observe(att)
+                    if obs.kind is local.ActionKind.SUCCEEDED:
+                        self.journal.write("decision", attempt=number, observed=obs.kind.value, reason=obs.reason,
+                                           action={"kind": "finish", "rule": "succeeded", "hosts": [], "evidence": []})
+                        return SupervisorResult(True, obs.reason, number, hosts, tuple(evicted), None, time.monotonic() - t0)
+                    trigger = policy.Trigger.HANG if obs.kind is local.ActionKind.HUNG else policy.Trigger.CRASH
+                    self.journal.write("fault_detected", attempt=number, trigger=trigger.value, reason=obs.reason,
+                                       hosts=list(obs.hosts))
+                    if trigger is policy.Trigger.HANG:
+                        self._dump_hung(att)
+                    else:
+                        time.sleep(BANNER_GRACE_S)
+                finally:
+                    self._stop(att, grace_s=5.0)
+                findings, rc, _ = self._incident(att, trigger)
+                action = policy.decide(findings, restarts_used, s.max_restarts, trigger=trigger,
+                                       host_fault_counts=fault_counts)
+                for f in action.evidence:
+                    for h in f.hosts:
+                        fault_counts[h] = fault_counts.get(h, 0) + 1
+                self.journal.write("decision", attempt=number, trigger=trigger.value, action=action.to_dict(),
+                                   reason=action.reason, evidence=[f.to_dict() for f in action.evidence])
+                if action.kind is policy.ActionKind.STOP_AND_REPORT or action.kind is policy.ActionKind.CONTINUE:
+                    # CONTINUE after a crash/hang cannot happen (policy rule 5); stopping is the safe reading.
+                    return SupervisorResult(False, action.reason, number, hosts, tuple(evicted), rc, time.monotonic() - t0)
+                if action.kind is policy.ActionKind.RESTART_IN_PLACE:
+                    restarts_used += 1
+                    continue
+                # EVICT_AND_RELAUNCH, of hosts that are in this run (a banner may name a host by
+                # its own hostname, e.g. "localhost", which trainctl cannot evict or replace)
+                targets = [h for h in action.hosts if h in hosts]
+                if not targets:
+                    if restarts_used < s.max_restarts:
+                        restarts_used += 1
+                        self.journal.write("note", attempt=number, reason=f"policy blamed {', '.join(action.hosts)}, "
+                                           "not hosts of this run: restarting in place instead")
+                        continue
+                    return SupervisorResult(False, f"{action.reason} (not a host of this run; restart budget exhausted)",
+                                            number, hosts, tuple(evicted), rc, time.monotonic() - t0)
+                for h in targets:
+                    ev = next((f for f in action.evidence if h in f.hosts), None)
+                    self.ledger.evict(h, reason=action.reason, run=s.run_id, finding=ev.to_dict() if ev else None,
+                                      extra={"attempt": number, "rule": action.rule})
+                    evicted.append(h)
+                plan = plan_relaunch(hosts, quarantined=set(self.ledger.quarantined_hosts()) | set(targets),
+                                     spares=spares, nproc_per_node=s.nproc_per_node, layout=self.layout,
+                                     allow_shrink=False)
+                self.journal.write("relaunch_plan", attempt=number, plan=plan.to_dict(), reason=plan.reason,
+                                   kind=plan.kind.value, hosts=list(plan.hosts))
+                if plan.kind is PlanKind.STOP:
+                    return SupervisorResult(False, f"{action.reason}; cannot relaunch: {plan.reason}", number, hosts,
+                                            tuple(evicted), rc, time.monotonic() - t0)
+                spares = [x for x in spares if x not in plan.hosts]
+                hosts = plan.hosts
+            return SupervisorResult(False, f"stopped after {MAX_ATTEMPTS} attempts", MAX_ATTEMPTS, hosts, tuple(evicted), rc,
+                                    time.monotonic() - t0)
+        finally:
+            self.remote.close()
+
+
+def supervise_hosts(spec: HostsSpec, *, notify: Callable[[str], None] = lambda s: None,
+                    status: Callable[[str], None] = lambda s: None, client: SshClient | None = None) -> SupervisorResult:
+    """Run `spec` on its hosts until it finishes or the policy stops it (see the module docstring)."""
+    return Supervisor(spec, notify=notify, status=status, client=client).run()
