@@ -94,7 +94,8 @@ DEFAULT_TIMEOUT_S: Mapping[StepType, float] = {
 WITH_KEYS: Mapping[StepType, frozenset[str]] = {
     StepType.COLLECT: frozenset({"hosts", "out", "args"}),
     StepType.DIAGNOSE: frozenset({"path"}),
-    StepType.PROBE: frozenset({"hosts", "local", "nproc_per_host", "size_bytes", "iters", "slow_host", "slow_delay_s"}),
+    StepType.PROBE: frozenset({"hosts", "local", "nproc_per_host", "size_bytes", "iters", "slow_host", "slow_delay_s",
+                               "ssh_config", "workdir", "env"}),
     StepType.EVICT_NODE: frozenset({"hosts", "reason", "finding", "relaunch", "spares", "scheduler"}),
     StepType.RELAUNCH: frozenset({"args"}),
     StepType.NOTIFY: frozenset({"message", "command", "url"}),
@@ -914,7 +915,25 @@ def _probe(args: Mapping[str, Any], ctx: Mapping[str, Any], incident_dir: Path, 
     if len(hosts) < 2:
         raise _StepFailed(f"probe needs at least 2 hosts, got {hosts}; pass with.hosts")
     if not args.get("local", True):
-        raise _StepFailed("probe over SSH hosts is not implemented yet; run it with local: true on simulated hosts")
+        # real hosts: the same worker, torchrun started on each host over SSH (trainctl.ops.probe_remote)
+        from trainctl.ops.probe_remote import run_remote_probe
+
+        ssh_config = args.get("ssh_config") or ctx["run"].get("ssh_config")
+        workdir = str(args.get("workdir") or f"{ctx['run'].get('remote_dir') or ctx['run']['dir']}/probe-{ctx['incident']['id']}")
+        env = {str(k): str(v) for k, v in (args.get("env") or {}).items()}
+        try:
+            verdict = run_remote_probe(
+                hosts, workdir=workdir, ssh_config=str(ssh_config) if ssh_config else None, env=env,
+                nproc_per_host=int(args.get("nproc_per_host", 1)), size_bytes=int(args.get("size_bytes", 1 << 20)),
+                iters=int(args.get("iters", 5)), slow_host=args.get("slow_host"), slow_delay_s=float(args.get("slow_delay_s", 0.2)),
+                timeout_s=timeout_s,
+            )
+        except (probe_mod.ProbeError, OSError) as exc:
+            raise _StepFailed(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - ssh errors (trainctl.errors subclasses) fail the step, not the runbook
+            raise _StepFailed(f"probe over SSH failed: {exc}") from exc
+        d = verdict.to_dict()
+        return d, ["trainctl", "playbook", "probe", "--hosts", ",".join(hosts), "--ssh"], 0, verdict.summary()
     try:
         verdict = probe_mod.run_local_probe(
             hosts, nproc_per_host=int(args.get("nproc_per_host", 1)), size_bytes=int(args.get("size_bytes", 1 << 20)),
