@@ -535,14 +535,13 @@ def _launch_context(run: Path) -> dict[str, Any]:
     From RUN/launch.json or the live supervisor's command line (trainctl.ops.run_control); a run
     started with --local has neither, and its steps work on the local run dir as before.
     """
-    from trainctl.errors import InputError
     from trainctl.ops import run_control
 
     if not (run / run_control.LAUNCH_RECORD).is_file() and not (run / "supervisor.jsonl").is_file():
         return {}
     try:
         lo = run_control.launch_options(run)
-    except (InputError, Exception) as exc:  # noqa: BLE001 - a finished run: steps fall back to the local dir
+    except Exception as exc:  # noqa: BLE001 - a finished run: steps fall back to the local dir
         logger.info("no launch options for %s: %s", run, exc)
         return {}
     return {"ssh_config": lo.ssh_config, "remote_dir": lo.remote_run_dir, "spares": lo.spares,
@@ -651,9 +650,16 @@ def run_runbook(
             continue
         args = render(step.with_, ctx)
 
-        # a read-only step whose inputs come from a planned step (diagnose of the collected dataset)
-        # cannot run in a dry run either: it is planned with the rest
-        needs_planned = template_roots(step.with_) & planned
+        # A read-only step fed by a planned step (diagnose of `collect.out or run.dir`) previews on
+        # what exists here; when that cannot run (a `launch --hosts` run: its signals are on the
+        # hosts, nothing local to diagnose) it is planned with the rest instead of failing the plan.
+        needs_planned: set[str] = set()
+        preview = None
+        if opts.dry_run and step.type.dry_run_safe and template_roots(step.with_) & planned:
+            try:
+                preview = _execute(step, args, ctx, run, incident_dir, runbook, opts, step.timeout_s or DEFAULT_TIMEOUT_S[step.type])
+            except _StepFailed:
+                needs_planned = template_roots(step.with_) & planned
         if opts.dry_run and (not step.type.dry_run_safe or needs_planned):
             unknown = unknown | needs_planned
             cond = f"would run if {step.when.source} (depends on {', '.join(sorted(unknown))})" if step.when is not None and unknown else (
@@ -691,7 +697,7 @@ def run_runbook(
                 completed = False
                 break
         try:
-            outputs, command, code, decision = _execute(step, args, ctx, run, incident_dir, runbook, opts, timeout_s)
+            outputs, command, code, decision = preview or _execute(step, args, ctx, run, incident_dir, runbook, opts, timeout_s)
         except _StepFailed as exc:
             ctx[step.id] = {**exc.outputs, "status": StepStatus.FAILED.value, "error": str(exc)}
             emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.FAILED, f"failed; on_failure {step.on_failure}",
