@@ -71,13 +71,15 @@ def evict_node(
     reason: str = typer.Option(..., "--reason", help="Why (audit trail; also the Slurm drain reason)."),
     run: Optional[str] = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
     finding: Optional[str] = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
-    relaunch: bool = typer.Option(False, "--relaunch", help="Plan the run's relaunch without HOST (needs --run RUN_DIR)."),
+    relaunch: bool = typer.Option(False, "--relaunch", help="Stop the run and relaunch it without HOST from its newest checkpoint (needs --run RUN_DIR of a `launch --hosts` run)."),
     spares: Optional[str] = typer.Option(None, "--spares", help="Comma list of standby hosts for --relaunch."),
     scheduler: SchedulerKind = typer.Option(SchedulerKind.NONE, "--scheduler", help="Also drain HOST in the scheduler."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change and the exact commands; change nothing."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    yes: bool = typer.Option(False, "--yes", help="With --relaunch: stop the live run without asking."),
+    wait_timeout: float = typer.Option(1800.0, "--wait-timeout", help="With --relaunch: seconds to wait for the relaunched run to finish (it keeps running after)."),
 ) -> None:
-    """Quarantine HOST in the ledger (with an audit record), drain it in the scheduler, plan the relaunch."""
+    """Quarantine HOST in the ledger (with an audit record), drain it in the scheduler, relaunch the run without it."""
     finding_doc = _load_finding(finding)
     run_id, info = _resolve_run(run)
     if relaunch and info is None:
@@ -106,6 +108,8 @@ def evict_node(
             if plan:
                 _print_plan(plan)
         return
+    if relaunch and run is not None:
+        _check_relaunch(run, host, yes=yes)  # before the ledger changes: refuse the whole thing, not half of it
     entry = ledger.evict(host, reason=reason, run=run_id, finding=finding_doc,
                          extra={"scheduler": scheduler.value, "commands": [list(c) for c in commands]})
     err.print(f"quarantined {host} in {ledger.state_path} (eviction #{entry.evictions})", highlight=False)
@@ -118,14 +122,50 @@ def evict_node(
         raise type(exc)(f"{host} is quarantined in the ledger, but the {scheduler.value} drain failed: {exc}; "
                         f"fix it and rerun `trainctl evict-node {host} --reason ... --scheduler {scheduler.value}`") from exc
     doc["entry"] = entry.to_dict()
+    failed = False
+    if relaunch and run is not None:
+        doc["relaunch"] = _execute_relaunch(run, host, spares, ledger, yes=yes, wait_timeout_s=wait_timeout)
+        failed = not doc["relaunch"].get("ok")
     if json_out:
         _emit_json(doc)
     else:
         out.print(f"evicted {host}: {reason}" + (f" (run {run_id})" if run_id else ""), highlight=False)
-        if plan:
-            _print_plan(plan)
-    if plan and plan.kind is not PlanKind.STOP:
-        err.print("relaunch execution comes with `trainctl launch --hosts`; run it with the hosts above", highlight=False)
+        if doc.get("relaunch"):
+            r = doc["relaunch"]
+            out.print(f"relaunch plan: {r['plan']['kind']}: {r['plan']['reason']}", highlight=False)
+            out.print(f"relaunched on {','.join(r['hosts'])} as {r['run_dir']}: "
+                      + (f"exit {r['exit_code']}" if r["finished"] else f"still running after {wait_timeout:.0f}s")
+                      + f", steps {r['first_step']}..{r['last_step']}", highlight=False)
+    if failed:
+        raise typer.Exit(4)
+
+
+def _execute_relaunch(run: str, host: str, spares: str | None, ledger: Ledger, *, yes: bool, wait_timeout_s: float) -> dict[str, Any]:
+    """Stop the run, start it again without HOST (trainctl.ops.run_control), wait for it."""
+    from trainctl.ops import run_control
+    from trainctl.ops.playbook import trainctl_argv
+
+    spare_list = [s.strip() for s in spares.split(",") if s.strip()] if spares else None
+    plan, stopped, handle = run_control.relaunch_without(
+        run, [host], spares=spare_list, quarantined=sorted(ledger.quarantined_hosts()), trainctl=trainctl_argv())
+    err.print(f"stopped {run} ({stopped['supervisor']}); relaunched on {','.join(plan.hosts)} as {handle.run_dir} "
+              f"(pid {handle.proc.pid}, log {handle.log_path}); waiting up to {wait_timeout_s:.0f}s", highlight=False)
+    res = run_control.wait_relaunch(handle, wait_timeout_s)
+    return {**res, "plan": plan.to_dict(), "stopped": stopped}
+
+
+def _check_relaunch(run: str, host: str, *, yes: bool) -> None:
+    import sys
+
+    from trainctl.ops import run_control
+
+    run_control.launch_options(run)  # the run's launch options must be known (InputError says how)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InputError(f"--relaunch stops run {run} and starts it again without {host}; pass --yes to allow it "
+                             f"(nothing was changed)")
+        if not typer.confirm(f"stop {run} and relaunch it without {host}?", default=False):
+            raise InputError("relaunch declined; nothing changed (neither the ledger nor the run)")
 
 
 def _print_plan(plan) -> None:

@@ -94,7 +94,8 @@ DEFAULT_TIMEOUT_S: Mapping[StepType, float] = {
 WITH_KEYS: Mapping[StepType, frozenset[str]] = {
     StepType.COLLECT: frozenset({"hosts", "out", "args"}),
     StepType.DIAGNOSE: frozenset({"path"}),
-    StepType.PROBE: frozenset({"hosts", "local", "nproc_per_host", "size_bytes", "iters", "slow_host", "slow_delay_s"}),
+    StepType.PROBE: frozenset({"hosts", "local", "nproc_per_host", "size_bytes", "iters", "slow_host", "slow_delay_s",
+                               "ssh_config", "workdir", "env"}),
     StepType.EVICT_NODE: frozenset({"hosts", "reason", "finding", "relaunch", "spares", "scheduler"}),
     StepType.RELAUNCH: frozenset({"args"}),
     StepType.NOTIFY: frozenset({"message", "command", "url"}),
@@ -528,6 +529,25 @@ class _Audit:
             os.fsync(f.fileno())
 
 
+def _launch_context(run: Path) -> dict[str, Any]:
+    """What a `launch --hosts` run's steps need: ssh config, run dir on the hosts, spares, live supervisor.
+
+    From RUN/launch.json or the live supervisor's command line (trainctl.ops.run_control); a run
+    started with --local has neither, and its steps work on the local run dir as before.
+    """
+    from trainctl.ops import run_control
+
+    if not (run / run_control.LAUNCH_RECORD).is_file() and not (run / "supervisor.jsonl").is_file():
+        return {}
+    try:
+        lo = run_control.launch_options(run)
+    except Exception as exc:  # noqa: BLE001 - a finished run: steps fall back to the local dir
+        logger.info("no launch options for %s: %s", run, exc)
+        return {}
+    return {"ssh_config": lo.ssh_config, "remote_dir": lo.remote_run_dir, "spares": lo.spares,
+            "supervisor_pid": lo.supervisor_pid, "live": lo.supervisor_pid is not None}
+
+
 def _incident_id(runbook: str) -> str:
     return f"inc-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{runbook}-{os.getpid()}"
 
@@ -581,7 +601,7 @@ def run_runbook(
     inputs = dict(runbook.inputs)
     inputs.update(opts.inputs)
     ctx: dict[str, Any] = {
-        "run": {"dir": str(run), "id": info.run_id if info else run.name, "hosts": run_hosts},
+        "run": {"dir": str(run), "id": info.run_id if info else run.name, "hosts": run_hosts, **_launch_context(run)},
         "incident": {"id": incident_id, "dir": str(incident_dir)},
         "inputs": inputs,
         "trigger": runbook.trigger.to_dict(),
@@ -630,8 +650,20 @@ def run_runbook(
             continue
         args = render(step.with_, ctx)
 
-        if opts.dry_run and not step.type.dry_run_safe:
-            cond = f"would run if {step.when.source} (depends on {', '.join(sorted(unknown))})" if unknown else "would run"
+        # A read-only step fed by a planned step (diagnose of `collect.out or run.dir`) previews on
+        # what exists here; when that cannot run (a `launch --hosts` run: its signals are on the
+        # hosts, nothing local to diagnose) it is planned with the rest instead of failing the plan.
+        needs_planned: set[str] = set()
+        preview = None
+        if opts.dry_run and step.type.dry_run_safe and template_roots(step.with_) & planned:
+            try:
+                preview = _execute(step, args, ctx, run, incident_dir, runbook, opts, step.timeout_s or DEFAULT_TIMEOUT_S[step.type])
+            except _StepFailed:
+                needs_planned = template_roots(step.with_) & planned
+        if opts.dry_run and (not step.type.dry_run_safe or needs_planned):
+            unknown = unknown | needs_planned
+            cond = f"would run if {step.when.source} (depends on {', '.join(sorted(unknown))})" if step.when is not None and unknown else (
+                f"would run on the output of {', '.join(sorted(needs_planned))}" if needs_planned else "would run")
             planned.add(step.id)
             ctx[step.id] = None
             emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.PLANNED,
@@ -665,7 +697,7 @@ def run_runbook(
                 completed = False
                 break
         try:
-            outputs, command, code, decision = _execute(step, args, ctx, run, incident_dir, runbook, opts, timeout_s)
+            outputs, command, code, decision = preview or _execute(step, args, ctx, run, incident_dir, runbook, opts, timeout_s)
         except _StepFailed as exc:
             ctx[step.id] = {**exc.outputs, "status": StepStatus.FAILED.value, "error": str(exc)}
             emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.FAILED, f"failed; on_failure {step.on_failure}",
@@ -725,15 +757,23 @@ def _collect_args(args: Mapping[str, Any], ctx: Mapping[str, Any], run: Path) ->
     hosts = _as_host_list(args.get("hosts")) or list(ctx["run"]["hosts"])
     out = str(args.get("out") or Path(ctx["incident"]["dir"]) / "dataset")
     extra = [str(a) for a in args.get("args") or []]
-    return ["collect", str(run), "--hosts", ",".join(hosts), "--out", out, "--json", *extra]
+    if ctx["run"].get("ssh_config") and "--ssh-config" not in extra:
+        extra += ["--ssh-config", str(ctx["run"]["ssh_config"])]
+    # a `launch --hosts` run lives at its remote run dir on every host; a --local run is here
+    where = str(ctx["run"].get("remote_dir") or run)
+    return ["collect", where, "--hosts", ",".join(hosts), "--out", out, "--json", *extra]
 
 
-def _evict_args(host: str, args: Mapping[str, Any], run: Path) -> list[str]:
+def _evict_args(host: str, args: Mapping[str, Any], run: Path, *, relaunch: bool | None = None,
+                wait_timeout_s: float | None = None) -> list[str]:
     argv = ["evict-node", host, "--reason", str(args.get("reason")), "--run", str(run), "--json"]
     if args.get("finding"):
         argv += ["--finding", f"@{args['finding']}"]
-    if args.get("relaunch"):
-        argv.append("--relaunch")
+    if args.get("relaunch") if relaunch is None else relaunch:
+        # the engine's own gate (--yes or a confirmation) already allowed this destructive step
+        argv += ["--relaunch", "--yes"]
+        if wait_timeout_s:
+            argv += ["--wait-timeout", str(int(wait_timeout_s))]
     if args.get("spares"):
         argv += ["--spares", ",".join(_as_host_list(args["spares"]))]
     if args.get("scheduler"):
@@ -790,20 +830,44 @@ def _execute(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], run: P
         return outputs, ["trainctl", *argv], code, decision
     if t is StepType.COLLECT:
         argv = _collect_args(args, ctx, run)
+        dumps = None
+        if ctx["run"].get("live"):
+            # a live (hung) run's evidence is in its ranks' memory: Flight Recorder + stacks first
+            from trainctl.ops import run_control
+            dumps = run_control.dump_live_ranks(run_control.launch_options(run), _as_host_list(args.get("hosts")) or ctx["run"]["hosts"])
         doc, code = _call(argv, timeout_s, ok_codes=(0, 4))  # 4: incomplete but within --max-failed-hosts
         out = argv[argv.index("--out") + 1]
-        return {"out": out, "result": doc, "incomplete": code == 4}, ["trainctl", *argv], code, f"collected into {out}" + (" (incomplete)" if code == 4 else "")
+        outputs = {"out": out, "result": doc, "incomplete": code == 4}
+        if dumps is not None:
+            outputs["hang_dumps"] = dumps
+        return outputs, ["trainctl", *argv], code, (f"dumped live ranks ({', '.join(f'{h} {v}' for h, v in dumps.items())}); " if dumps else "") + f"collected into {out}" + (" (incomplete)" if code == 4 else "")
     if t is StepType.EVICT_NODE:
         hosts = _as_host_list(args.get("hosts"))
         if not hosts:
             raise _StepFailed("no host to evict (the hosts expression is empty); guard the step with `when:` on the culprit")
         results, command = [], []
-        for h in hosts:
-            argv = _evict_args(h, args, run)
-            doc, _ = _call(argv, timeout_s)
+        relaunch_doc = None
+        for n, h in enumerate(hosts):
+            # one relaunch, with the last host: the run restarts once without all of them
+            last = n == len(hosts) - 1
+            rl = bool(args.get("relaunch")) and last
+            argv = _evict_args(h, args, run, relaunch=rl, wait_timeout_s=max(timeout_s - 60, 30) if rl else None)
+            try:
+                doc, _ = _call(argv, timeout_s)
+            except _StepFailed as exc:
+                exc.outputs = {"evicted": hosts[:n], "results": results, **exc.outputs}
+                raise
             results.append(doc)
+            if rl:
+                relaunch_doc = doc.get("relaunch")
             command += (["&&"] if command else []) + ["trainctl", *argv]
-        return {"evicted": hosts, "results": results}, command, 0, f"evicted {','.join(hosts)}" + (" and relaunched" if args.get("relaunch") else "")
+        outputs = {"evicted": hosts, "results": results}
+        decision = f"evicted {','.join(hosts)}"
+        if relaunch_doc:
+            outputs["relaunch"] = relaunch_doc
+            decision += (f"; relaunched on {','.join(relaunch_doc.get('hosts', []))} as {relaunch_doc.get('run_dir')}: "
+                         f"exit {relaunch_doc.get('exit_code')}, steps {relaunch_doc.get('first_step')}..{relaunch_doc.get('last_step')}")
+        return outputs, command, 0, decision
     if t is StepType.RELAUNCH:
         argv = ["launch", *map(str, args.get("args") or [])]
         _, code = _call(argv, timeout_s, want_json=False)
@@ -857,7 +921,25 @@ def _probe(args: Mapping[str, Any], ctx: Mapping[str, Any], incident_dir: Path, 
     if len(hosts) < 2:
         raise _StepFailed(f"probe needs at least 2 hosts, got {hosts}; pass with.hosts")
     if not args.get("local", True):
-        raise _StepFailed("probe over SSH hosts is not implemented yet; run it with local: true on simulated hosts")
+        # real hosts: the same worker, torchrun started on each host over SSH (trainctl.ops.probe_remote)
+        from trainctl.ops.probe_remote import run_remote_probe
+
+        ssh_config = args.get("ssh_config") or ctx["run"].get("ssh_config")
+        workdir = str(args.get("workdir") or f"{ctx['run'].get('remote_dir') or ctx['run']['dir']}/probe-{ctx['incident']['id']}")
+        env = {str(k): str(v) for k, v in (args.get("env") or {}).items()}
+        try:
+            verdict = run_remote_probe(
+                hosts, workdir=workdir, ssh_config=str(ssh_config) if ssh_config else None, env=env,
+                nproc_per_host=int(args.get("nproc_per_host", 1)), size_bytes=int(args.get("size_bytes", 1 << 20)),
+                iters=int(args.get("iters", 5)), slow_host=args.get("slow_host"), slow_delay_s=float(args.get("slow_delay_s", 0.2)),
+                timeout_s=timeout_s,
+            )
+        except (probe_mod.ProbeError, OSError) as exc:
+            raise _StepFailed(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - ssh errors (trainctl.errors subclasses) fail the step, not the runbook
+            raise _StepFailed(f"probe over SSH failed: {exc}") from exc
+        d = verdict.to_dict()
+        return d, ["trainctl", "playbook", "probe", "--hosts", ",".join(hosts), "--ssh"], 0, verdict.summary()
     try:
         verdict = probe_mod.run_local_probe(
             hosts, nproc_per_host=int(args.get("nproc_per_host", 1)), size_bytes=int(args.get("size_bytes", 1 << 20)),

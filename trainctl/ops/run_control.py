@@ -1,0 +1,370 @@
+"""Act on a multi-host run that `trainctl launch --hosts` started: find its options, dump, stop, relaunch.
+
+Runbooks (and `trainctl evict-node --relaunch`) need three things the launch knows:
+  - its options (hosts, spares, ssh config, checkpoint dir, trainer args): the launch's own argv,
+    read from RUN/launch.json when the launcher recorded it (`record_launch`), else from the live
+    supervisor process of the run (its /proc cmdline, re-parsed by the launch command's own parser,
+    so nothing here re-implements option handling);
+  - how to stop it: SIGINT to the supervisor (its `finally` stops every remote agent and rank
+    group), then a sweep over SSH that kills any rank group left (the supervisor's own rule: the
+    pids in ranks/rank-R.json are session leaders);
+  - how to relaunch it: `trainctl launch --hosts NEW --spares LEFT ...` with the same options, a new
+    run dir, no drill, as a subprocess that can be waited on. The trainer resumes from the newest
+    complete checkpoint in the shared --checkpoint-dir (what the supervisor does on its own evictions).
+
+The supervisor is found as the process of this user holding RUN/logs/agent-*.log open (it streams
+the remote agent logs there for the life of an attempt): exact ownership of this run's files, not
+a match on a program name. A supervisor on another machine is not found; record_launch covers that.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from trainctl.errors import InputError, LaunchError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LaunchOptions", "find_supervisor", "launch_options", "record_launch", "dump_live_ranks", "stop_run",
+           "RelaunchHandle", "start_relaunch", "wait_relaunch", "new_run_steps"]
+
+LAUNCH_RECORD = "launch.json"
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """The `trainctl launch --hosts` options of a run, as the launch command parsed them."""
+
+    params: Mapping[str, Any]  # the launch command's parameters (click names)
+    cwd: str  # relative paths in params are relative to this
+    source: str  # "launch.json" or "supervisor pid N"
+    supervisor_pid: int | None = None
+
+    def _path(self, key: str) -> str | None:
+        v = self.params.get(key)
+        if v in (None, ""):
+            return None
+        p = Path(str(v))
+        return str(p if p.is_absolute() else Path(self.cwd) / p)
+
+    @property
+    def hosts(self) -> list[str]:
+        from trainctl.inventory import parse_hosts
+        return [h.name for h in parse_hosts(str(self.params["hosts"]))]
+
+    @property
+    def spares(self) -> list[str]:
+        from trainctl.inventory import parse_hosts
+        return [h.name for h in parse_hosts(str(self.params["spares"]))] if self.params.get("spares") else []
+
+    @property
+    def ssh_config(self) -> str | None:
+        return self._path("ssh_config")
+
+    @property
+    def run_dir(self) -> str | None:
+        return self._path("run_dir")
+
+    @property
+    def remote_run_dir(self) -> str | None:
+        return self.params.get("remote_run_dir") or self.run_dir
+
+    @property
+    def python(self) -> str | None:
+        return self.params.get("python")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params.items()},
+                "cwd": self.cwd, "source": self.source, "supervisor_pid": self.supervisor_pid}
+
+
+def _launch_command():
+    import typer
+
+    from trainctl.cli.launch import launch
+
+    t = typer.Typer()
+    t.command()(launch)
+    return typer.main.get_command(t)
+
+
+def _parse_launch_argv(argv: Sequence[str]) -> dict[str, Any]:
+    cmd = _launch_command()
+    ctx = cmd.make_context("launch", list(argv), resilient_parsing=False)
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in ctx.params.items()}
+
+
+def record_launch(run_dir: str | os.PathLike[str], argv: Sequence[str], cwd: str | None = None) -> Path:
+    """Write RUN/launch.json: the launch's argv (after `launch`) and cwd. For `trainctl launch` to call."""
+    from trainctl.rundir import atomic_write_text
+
+    p = Path(run_dir) / LAUNCH_RECORD
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(p, json.dumps({"argv": list(map(str, argv)), "cwd": cwd or os.getcwd()}, indent=2))
+    return p
+
+
+def find_supervisor(run_dir: str | os.PathLike[str]) -> int | None:
+    """The pid of this user's process holding RUN/logs/agent-*.log open for writing, or None."""
+    logs = str(Path(run_dir).resolve() / "logs") + "/agent-"
+    me = os.getuid()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            if d.stat().st_uid != me:
+                continue
+            for fd in (d / "fd").iterdir():
+                try:
+                    if os.readlink(fd).startswith(logs):
+                        return int(d.name)
+                except OSError:
+                    continue
+        except OSError:
+            continue  # exited or not ours
+    return None
+
+
+def _argv_after_launch(cmdline: list[str]) -> list[str] | None:
+    # [python, .../trainctl, launch, ...] or [python, -c, "...main()", launch, ...]
+    for i, a in enumerate(cmdline):
+        if a == "launch" and i > 0:
+            return cmdline[i + 1:]
+    return None
+
+
+def launch_options(run_dir: str | os.PathLike[str]) -> LaunchOptions:
+    """The run's launch options: RUN/launch.json, else the live supervisor's command line."""
+    run = Path(run_dir).resolve()
+    rec = run / LAUNCH_RECORD
+    pid = find_supervisor(run)
+    if rec.is_file():
+        d = json.loads(rec.read_text())
+        return LaunchOptions(_parse_launch_argv(d["argv"]), d.get("cwd", str(run)), str(rec), pid)
+    if pid is None:
+        raise InputError(f"{run}: no {LAUNCH_RECORD} and no live `trainctl launch --hosts` supervisor of this run on this "
+                         f"machine; relaunch by hand with `trainctl launch --hosts ...` (the options are in supervisor.jsonl)")
+    try:
+        cmdline = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError as exc:
+        raise InputError(f"supervisor pid {pid} of {run}: cannot read its command line ({exc})") from exc
+    argv = _argv_after_launch(cmdline)
+    if argv is None:
+        raise InputError(f"supervisor pid {pid} of {run} is not `trainctl launch` ({shlex.join(cmdline)[:200]})")
+    params = _parse_launch_argv(argv)
+    if not params.get("hosts"):
+        raise InputError(f"{run} was launched without --hosts; runbook relaunch acts on `trainctl launch --hosts` runs")
+    return LaunchOptions(params, cwd, f"supervisor pid {pid}", pid)
+
+
+def _remote(opts: LaunchOptions):
+    from trainctl.collectors.ssh import SshClient
+    from trainctl.ops.remote import RemoteHosts
+
+    return RemoteHosts(SshClient(ssh_config=opts.ssh_config))
+
+
+def dump_live_ranks(opts: LaunchOptions, hosts: Sequence[str], *, timeout_s: float = 60.0) -> dict[str, str]:
+    """Flight Recorder + stacks of every live rank, on each host (the launcher's dump_hung_ranks over SSH).
+
+    A hung run's evidence lives in its ranks' memory; this writes it into the run dir on each host
+    (fr/H/, stacks/H/) before anything is stopped, so `collect` fetches it. Returns host -> "ok/total" or error.
+    """
+    import sys
+
+    py = opts.python or sys.executable
+    code = ("import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
+            "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
+            "print(sum(v == 'ok' for v in r.values()), len(r))")
+    rd = str(opts.remote_run_dir)
+    with _remote(opts) as remote:
+        res = remote.fan_out(hosts, lambda h: remote.run(h, f"{shlex.quote(py)} -c {shlex.quote(code)} {shlex.quote(rd)}",
+                                                         timeout_s=timeout_s))
+    return {h: ("/".join(o.value.split()) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()}
+
+
+def stop_run(opts: LaunchOptions, hosts: Sequence[str], *, grace_s: float = 30.0) -> dict[str, Any]:
+    """Stop the run: SIGINT its supervisor (it stops its agents), then kill rank groups left on each host."""
+    done: dict[str, Any] = {"supervisor_pid": opts.supervisor_pid, "supervisor": "none found"}
+    pid = opts.supervisor_pid
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGINT)  # KeyboardInterrupt: its finally stops agents and rank groups
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and not _zombie(pid):
+                time.sleep(0.2)
+            if Path(f"/proc/{pid}").exists() and not _zombie(pid):
+                os.kill(pid, signal.SIGKILL)
+                done["supervisor"] = f"SIGKILL after {grace_s:.0f}s"
+            else:
+                done["supervisor"] = "stopped by SIGINT"
+        except ProcessLookupError:
+            done["supervisor"] = "already gone"
+    rd = shlex.quote(str(opts.remote_run_dir))
+    # The supervisor's own sweep: each rank is a session leader under torchrun; its agent is its parent.
+    kill = (f"n=0; for f in {rd}/ranks/rank-*.json; do [ -f \"$f\" ] || continue; "
+            "p=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' \"$f\"); [ -n \"$p\" ] || continue; "
+            "a=$(ps -o ppid= -p $p 2>/dev/null | tr -d ' '); "
+            "kill -KILL -- -$p 2>/dev/null && n=$((n+1)); "
+            "[ -n \"$a\" ] && [ \"$a\" != 1 ] && g=$(ps -o pgid= -p $a 2>/dev/null | tr -d ' ') && [ -n \"$g\" ] && kill -KILL -- -$g 2>/dev/null; "
+            "done; echo $n")
+    with _remote(opts) as remote:
+        res = remote.fan_out(hosts, lambda h: remote.run(h, kill, check=False))
+    done["rank_groups_killed"] = {h: (int(o.value.strip() or 0) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()}
+    return done
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+# ---------------------------------------------------------------- relaunch
+
+
+_FLAGS = {  # launch parameter -> option (lists repeat the option); bools are flags
+    "nproc_per_node": "--nproc-per-node", "max_restarts": "--max-restarts", "hang_timeout": "--hang-timeout",
+    "checkpoint_every": "--checkpoint-every", "checkpoint_dir": "--checkpoint-dir", "steps": "--steps",
+    "ssh_config": "--ssh-config", "python": "--python", "rank_env": "--env", "allow_quarantined": "--allow-quarantined",
+}
+
+
+def relaunch_argv(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence[str], run_dir: str,
+                  remote_run_dir: str) -> list[str]:
+    """`launch` argv for the relaunch: same options on `hosts`, a new run dir, no drills."""
+    p = opts.params
+    argv = ["launch", "--hosts", ",".join(hosts), "--run-dir", run_dir, "--remote-run-dir", remote_run_dir]
+    if spares:
+        argv += ["--spares", ",".join(spares)]
+    for key, flag in _FLAGS.items():
+        v = p.get(key)
+        if v is None or v == () or v == [] or v is False:
+            continue
+        if key in ("ssh_config", "checkpoint_dir"):
+            v = opts._path(key)
+        if v is True:
+            argv.append(flag)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                argv += [flag, str(x)]
+        else:
+            argv += [flag, str(v)]
+    rest = list(p.get("script_and_args") or [])
+    if rest:
+        argv += ["--", *rest]
+    return argv
+
+
+@dataclass
+class RelaunchHandle:
+    """A relaunched run started as `trainctl launch` (a subprocess of this one), to be waited on."""
+
+    argv: list[str]
+    run_dir: str
+    remote_run_dir: str
+    hosts: list[str]
+    ssh_config: str | None
+    proc: subprocess.Popen | None = None
+    log_path: str = ""
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def start_relaunch(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence[str], run_dir: str,
+                   remote_run_dir: str, trainctl: Sequence[str], env: Mapping[str, str] | None = None) -> RelaunchHandle:
+    argv = relaunch_argv(opts, hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir)
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    record_launch(run_dir, argv[1:], cwd=os.getcwd())
+    log_path = str(Path(run_dir) / "launch.log")
+    log = open(log_path, "ab")
+    try:
+        # Its own session: stopping this CLI (Ctrl-C on a runbook) must not take the relaunched run down.
+        proc = subprocess.Popen([*trainctl, *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+    finally:
+        log.close()
+    logger.info("relaunched pid=%d: %s", proc.pid, shlex.join(["trainctl", *argv]))
+    return RelaunchHandle(argv, run_dir, remote_run_dir, list(hosts), opts.ssh_config, proc, log_path)
+
+
+def wait_relaunch(h: RelaunchHandle, timeout_s: float) -> dict[str, Any]:
+    """Wait for the relaunched run to finish (or `timeout_s`); its exit status and steps. It keeps running on timeout."""
+    assert h.proc is not None
+    try:
+        code: int | None = h.proc.wait(timeout=max(timeout_s, 0.1))
+    except subprocess.TimeoutExpired:
+        code = None
+    steps = new_run_steps(h.ssh_config, h.hosts, h.remote_run_dir)
+    h.result = {"pid": h.proc.pid, "exit_code": code, "finished": code is not None, "ok": code == 0,
+                "run_dir": h.run_dir, "remote_run_dir": h.remote_run_dir, "hosts": h.hosts, "log": h.log_path,
+                "command": ["trainctl", *h.argv], **steps}
+    return h.result
+
+
+def new_run_steps(ssh_config: str | None, hosts: Sequence[str], remote_run_dir: str) -> dict[str, Any]:
+    """First and last step the run logged (rank 0's loss.jsonl, on whichever host rank 0 ran)."""
+    from trainctl.collectors.ssh import SshClient
+    from trainctl.ops.remote import RemoteHosts
+
+    path = shlex.quote(f"{remote_run_dir}/loss.jsonl")
+    rows: list[dict] = []
+    with RemoteHosts(SshClient(ssh_config=ssh_config)) as remote:
+        res = remote.fan_out(hosts, lambda h: remote.run(h, f"cat {path} 2>/dev/null; true"))
+    for o in res.outcomes.values():
+        for line in (o.value or "").splitlines() if o.ok else []:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    steps = sorted({int(r["step"]) for r in rows if "step" in r})
+    return {"first_step": steps[0] if steps else None, "last_step": steps[-1] if steps else None, "steps_logged": len(steps)}
+
+
+def next_run_dir(run_dir: str | os.PathLike[str]) -> str:
+    run = Path(run_dir).resolve()
+    n = 1
+    while Path(f"{run}-relaunch{n}").exists():
+        n += 1
+    return f"{run}-relaunch{n}"
+
+
+def relaunch_without(run_dir: str | os.PathLike[str], exclude: Sequence[str], *, spares: Sequence[str] | None = None,
+                     quarantined: Sequence[str] = (), trainctl: Sequence[str], env: Mapping[str, str] | None = None,
+                     stop_grace_s: float = 30.0) -> tuple[Any, dict[str, Any], RelaunchHandle]:
+    """Stop the run and start it again without `exclude`, on the remaining hosts plus spares.
+
+    Returns (RelaunchPlan, what stop_run did, the handle to wait on). The plan keeps the world size
+    (the evicted host's ranks go to a spare, so its checkpoint shards are read by the same ranks);
+    with no spare left it stops with the plan's reason rather than shrinking a tp/pp layout.
+    """
+    from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
+    from trainctl.rundir import read_run_info
+
+    run = Path(run_dir).resolve()
+    opts = launch_options(run)
+    info = read_run_info(run)
+    current = [h.host for h in info.hosts] if info else opts.hosts
+    spare_list = [s for s in (list(spares) if spares else opts.spares) if s not in current]
+    plan = plan_relaunch(current, quarantined=set(quarantined) | set(exclude), spares=spare_list,
+                         nproc_per_node=int(opts.params.get("nproc_per_node") or (info.nproc_per_node if info else 1)),
+                         layout=info.layout if info else None, allow_shrink=False)
+    if plan.kind is PlanKind.STOP:
+        raise LaunchError(f"cannot relaunch {run} without {','.join(exclude)}: {plan.reason}")
+    stopped = stop_run(opts, current, grace_s=stop_grace_s)
+    new_dir = next_run_dir(run)
+    remote_new = f"{str(opts.remote_run_dir).rstrip('/')}-{Path(new_dir).name.rsplit('-', 1)[-1]}"
+    left = [s for s in spare_list if s not in plan.hosts]
+    handle = start_relaunch(replace(opts), hosts=plan.hosts, spares=left, run_dir=new_dir, remote_run_dir=remote_new,
+                            trainctl=trainctl, env=env)
+    return plan, stopped, handle
