@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from trainctl.cli.console import err, out
-from trainctl.errors import InputError, LaunchError
+from trainctl.errors import InputError
 
 # Exit codes of a launched run that did not succeed: the run's failure is not a trainctl error
 # (exit 1 is kept for those), so automation can tell "bad flags" from "the job crashed/hung".
@@ -76,7 +78,7 @@ def build_spec(
 
 def run_spec(spec) -> "object":
     """Launch and supervise, progress on stderr; returns the LaunchResult."""
-    from trainctl.ops.launch import TRAINER_MODULE, launch_local
+    from trainctl.ops.launch import launch_local
 
     with err.status("starting ...", spinner="dots") as st:
         result = launch_local(spec, notify=lambda m: err.print(f"[dim]trainctl:[/] {m}", highlight=False, soft_wrap=True),
@@ -87,8 +89,12 @@ def run_spec(spec) -> "object":
 def run_hosts(spec) -> None:
     """Multi-host: the supervisor's loop; exit 0 when the run finished, EXIT_RUN_FAILED when it stopped."""
     from trainctl.ops.launch import TRAINER_MODULE, format_root_cause
+    from trainctl.ops.run_control import record_launch
     from trainctl.ops.supervisor import supervise_hosts
 
+    # launch.json: what `evict-node --relaunch` and runbooks replay when this supervisor is gone.
+    argv = sys.argv[1:]
+    record_launch(spec.run_dir, argv[argv.index("launch") + 1 :] if "launch" in argv else argv)
     with err.status("starting ...", spinner="dots") as st:
         res = supervise_hosts(spec, notify=lambda m: err.print(f"trainctl: {m}", highlight=False, markup=False, soft_wrap=True),
                               status=lambda m: st.update(m))
