@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,7 +14,8 @@ from rich.table import Table
 
 from trainctl.cli.console import err, out
 from trainctl.inventory import parse_hosts
-from trainctl.ops.collect import CollectOptions, CollectResult, HostReport, check_failed_hosts, collect as run_collect, parse_kinds
+if TYPE_CHECKING:
+    from trainctl.ops.collect import CollectResult, HostReport
 
 
 def _summary(result: CollectResult) -> Table:
@@ -45,6 +46,9 @@ def collect(
     json_out: bool = typer.Option(False, "--json", help="Summary as JSON on stdout."),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
+    # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
+    from trainctl.ops.collect import CollectOptions, check_failed_hosts, collect as run_collect, parse_kinds
+
     # paramiko logs handshake noise (and tracebacks of hosts we gave up on) at ERROR; the outcome
     # of every host is in collection_status and the summary instead.
     if logging.getLogger("trainctl").level > logging.DEBUG:
