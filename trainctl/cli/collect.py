@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
@@ -31,6 +32,32 @@ def _summary(result: CollectResult) -> Table:
     return t
 
 
+def _pyarrow_without_pandas() -> None:
+    """Keep pandas (~0.3-1 s of imports) out of the collect process.
+
+    pyarrow imports pandas on the first `pa.array()` of Python objects, only to check whether the
+    input is a pandas object; collect never passes one. An import that fails once makes pyarrow
+    record "no pandas" for its array-like checks; code that really needs pandas (`to_pandas`)
+    retries the import and gets it, since the blocker is removed right away.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    class _NoPandas:  # a finder consulted first: `import pandas` -> ImportError, only while it is in place
+        @staticmethod
+        def find_spec(name: str, *_: object) -> None:
+            if name == "pandas":
+                raise ImportError("pandas kept out of trainctl collect")
+            return None
+
+    sys.meta_path.insert(0, _NoPandas)  # type: ignore[arg-type]
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(_NoPandas)  # type: ignore[arg-type]
+
+
 def collect(
     run_dir: str = typer.Argument(..., help="The run dir on the hosts (absolute, as given to `trainctl launch --run-dir`)."),
     hosts: str = typer.Option(..., "--hosts", help="node01,node02 | node[01-16,20] | hostfile ('node01 slots=8') | @file."),
@@ -48,6 +75,7 @@ def collect(
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
     # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
     from trainctl.ops.collect import CollectOptions, check_failed_hosts, collect as run_collect, parse_kinds
+    _pyarrow_without_pandas()
 
     # paramiko logs handshake noise (and tracebacks of hosts we gave up on) at ERROR; the outcome
     # of every host is in collection_status and the summary instead.
