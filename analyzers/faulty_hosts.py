@@ -660,6 +660,9 @@ def _log_xids(col: _Collector, t: pa.Table | None) -> None:
 
 
 _UNREACH = re.compile(r"unreachable|timed? ?out|no route|refused|connect|reset by peer|name or service", re.I)
+# collect's error types (docs/collect.md) that prove the host answered SSH: a key, config or tool
+# problem on our side, not a host fault ("auth_refused" / "refused every key" would match _UNREACH).
+_ANSWERED_SSH = frozenset({"auth_refused", "host_key", "no_run_dir", "permission", "not_installed", "command_failed", "vanished"})
 
 
 def _unreachable_from_collect(col: _Collector, t: pa.Table | None) -> None:
@@ -668,6 +671,8 @@ def _unreachable_from_collect(col: _Collector, t: pa.Table | None) -> None:
     df = t.to_pandas()
     for host, g in df.groupby("host", sort=True):
         if g["ok"].any():
+            continue
+        if "error_type" in g and _ANSWERED_SSH.intersection(g["error_type"].dropna().astype(str)):
             continue
         text = (g.get("error_type", pd.Series(dtype=str)).fillna("") + " " + g.get("error", pd.Series(dtype=str)).fillna("")).tolist()
         if not any(_UNREACH.search(s) for s in text):
