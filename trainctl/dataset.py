@@ -12,15 +12,17 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from trainctl.errors import DatasetError, SchemaMismatch
 from trainctl.schemas import META_KIND, META_VERSION, SCHEMA_VERSION, SignalKind, schema_for
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas (~0.25 s): only open_dataset needs it, at call time
+    import pyarrow.dataset as pads
 
 __all__ = [
     "HOST_COLUMN",
@@ -223,6 +225,8 @@ def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.D
     Footers are validated first; scanning then reads only the columns and rows a query needs
     (DuckDB and Polars can query the returned dataset directly).
     """
+    import pyarrow.dataset as pads
+
     kind = SignalKind(kind)
     parts = list_parts(root, kind)
     for part in parts:

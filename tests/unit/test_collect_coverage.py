@@ -34,3 +34,22 @@ def test_unreachable_host_is_missing_data_and_a_faulty_host_signal() -> None:
 
 def test_complete_collection_gives_no_findings() -> None:
     assert coverage_findings(_status([("n1", "timeline", True, None, None)])) == []
+
+
+def test_a_host_that_refused_our_key_is_not_called_unreachable() -> None:
+    # A host that answers SSH but refuses the key (or has a changed host key) is a config problem on
+    # our side: missing data, not a faulty host ("auth_refused ... refused every key" once matched
+    # the analyzer's "refused" pattern). A host that never answered still is one. Checked through
+    # every analyzer, since coverage decides this and consolidate merges it per host.
+    from trainctl.analyzers import run_analyzers
+    from trainctl.schemas import SignalKind
+    from trainctl.signals import Signals
+    t = _status([
+        ("n2", "timeline", False, "unreachable", "n2: cannot connect ([Errno 111] Connection refused)"),
+        ("n3", "timeline", False, "auth_refused", "n3: root@127.0.0.3:22 refused every key"),
+        ("n5", "timeline", False, "host_key", "n5: host key CHANGED"),
+        ("n6", "timeline", False, "timeout", "n6: no SSH banner within 2 s (timed out)"),
+    ])
+    findings = run_analyzers(Signals(None, {SignalKind.COLLECTION_STATUS: t}))
+    got = sorted((f.hosts, f.category.value) for f in findings if f.kind.value == "faulty_host")
+    assert got == [(("n2",), "unreachable"), (("n6",), "unreachable")]

@@ -12,7 +12,6 @@ from typing import Optional
 import typer
 
 from trainctl.cli.console import err, out
-from trainctl.runtime.metrics_agent import AgentConfig, MetricsAgent
 
 
 def agent(
@@ -23,6 +22,8 @@ def agent(
     flush_s: float = typer.Option(10.0, "--flush-s", min=0.1, help="Write a Parquet part this often."),
 ) -> None:
     """Sample GPU (NVML) and host (/proc) metrics at 1 Hz into gpu_metrics/ and host_metrics/ parts."""
+    from trainctl.runtime.metrics_agent import AgentConfig, MetricsAgent  # pyarrow: only when sampling
+
     out_path = out_dir or Path(os.environ.get("TRAINCTL_RUN_DIR") or "metrics")
     name = host or os.environ.get("TRAINCTL_HOST") or socket.gethostname().split(".")[0]
     stop = threading.Event()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,7 +15,8 @@ from rich.table import Table
 
 from trainctl.cli.console import err, out
 from trainctl.inventory import parse_hosts
-from trainctl.ops.collect import CollectOptions, CollectResult, HostReport, check_failed_hosts, collect as run_collect, parse_kinds
+if TYPE_CHECKING:
+    from trainctl.ops.collect import CollectResult, HostReport
 
 
 def _summary(result: CollectResult) -> Table:
@@ -28,6 +30,32 @@ def _summary(result: CollectResult) -> Table:
         t.add_row(rep.host, status, f"{len(rep.rows) - len(bad)}/{len(rep.rows)}", str(rep.files_fetched),
                   f"{rep.bytes_fetched:,}", problem)
     return t
+
+
+def _pyarrow_without_pandas() -> None:
+    """Keep pandas (~0.3-1 s of imports) out of the collect process.
+
+    pyarrow imports pandas on the first `pa.array()` of Python objects, only to check whether the
+    input is a pandas object; collect never passes one. An import that fails once makes pyarrow
+    record "no pandas" for its array-like checks; code that really needs pandas (`to_pandas`)
+    retries the import and gets it, since the blocker is removed right away.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    class _NoPandas:  # a finder consulted first: `import pandas` -> ImportError, only while it is in place
+        @staticmethod
+        def find_spec(name: str, *_: object) -> None:
+            if name == "pandas":
+                raise ImportError("pandas kept out of trainctl collect")
+            return None
+
+    sys.meta_path.insert(0, _NoPandas)  # type: ignore[arg-type]
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(_NoPandas)  # type: ignore[arg-type]
 
 
 def collect(
@@ -45,6 +73,10 @@ def collect(
     json_out: bool = typer.Option(False, "--json", help="Summary as JSON on stdout."),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
+    # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
+    from trainctl.ops.collect import CollectOptions, check_failed_hosts, collect as run_collect, parse_kinds
+    _pyarrow_without_pandas()
+
     # paramiko logs handshake noise (and tracebacks of hosts we gave up on) at ERROR; the outcome
     # of every host is in collection_status and the summary instead.
     if logging.getLogger("trainctl").level > logging.DEBUG:

@@ -11,7 +11,6 @@ from trainctl.cli.console import err, out
 from trainctl.cli.hangmap import hang_maps
 from trainctl.cli.render import findings_table
 from trainctl.findings import Severity
-from trainctl.ops.diagnosis import diagnose_path
 
 # Exit code when findings reach --fail-on (DESIGN.md: 0 clean, 1 error, 2 usage, 3 findings).
 EXIT_FINDINGS = 3
@@ -29,6 +28,10 @@ def diagnose(
     fail_on: FailOn = typer.Option(FailOn.CRITICAL, "--fail-on", help="Exit 3 when a finding is at least this severe."),
 ) -> None:
     """Find stragglers, hung collectives, faulty hosts and crashes in PATH, with evidence."""
+    # Imported here, not at module level: the analyzers pull in DuckDB, pandas and pyarrow.dataset
+    # (~0.5 s), which `trainctl --help`, `collect` and every other command must not pay for.
+    from trainctl.ops.diagnosis import diagnose_path
+
     with err.status(f"diagnosing {path} ...", spinner="dots"):
         report = diagnose_path(path)
     if json_out:
