@@ -109,24 +109,13 @@ def xid_info(code: int) -> XidInfo:
     return XID_TABLE.get(int(code), XidInfo(f"Xid {int(code)} (not in trainctl's table; see the NVIDIA Xid catalog)", Category.XID, _W, True))
 
 
-# NVML clocks-event-reason bits (nvmlClocksEventReasons); the fleet simulator uses these too.
-GPU_IDLE = 0x1
-SW_POWER_CAP = 0x4
-HW_SLOWDOWN = 0x8
-SW_THERMAL = 0x20
-HW_THERMAL = 0x40
-HW_POWER_BRAKE = 0x80
-THROTTLE_BITS: Mapping[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    SW_POWER_CAP: "sw_power_cap",
-    HW_SLOWDOWN: "hw_slowdown",
-    0x10: "sync_boost",
-    SW_THERMAL: "sw_thermal_slowdown",
-    HW_THERMAL: "hw_thermal_slowdown",
-    HW_POWER_BRAKE: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
+from trainctl.nvml_codes import (  # noqa: E402
+    HW_POWER_BRAKE,
+    HW_SLOWDOWN,
+    HW_THERMAL,
+    SW_THERMAL,
+    THROTTLE_BITS,
+)
 
 # Minder's detection metrics that NVML and /proc give us: (table, column, how a fault shows).
 DEFAULT_OUTLIER_METRICS: tuple[tuple[str, str], ...] = (

@@ -57,8 +57,8 @@ NET_PEAK_BYTES_PER_S = 40e9  # allreduce traffic per host while communicating (~
 POWER_LIMIT_W = 700.0
 SM_CLOCK_MAX_MHZ = 1980
 
-# NVML clocks-event-reason bits: the analyzer's definitions, so simulator and detector agree.
-from trainctl.analyzers.faulty_hosts import (  # noqa: E402
+# NVML clocks-event-reason bits: the same definitions the analyzer reads.
+from trainctl.nvml_codes import (  # noqa: E402
     GPU_IDLE,
     HW_POWER_BRAKE,
     HW_SLOWDOWN,
