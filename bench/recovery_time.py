@@ -61,9 +61,10 @@ def _fault_ts_ns(dataset: Path) -> int:
     return best
 
 
-def _step_ends(cluster: SshdCluster, after_ns: int) -> dict[int, dict[int, int]]:
-    """{step: {rank: end_ns}} of whole-step timeline rows that started after `after_ns` (the next attempt)."""
-    out: dict[int, dict[int, int]] = {}
+def _step_ends(cluster: SshdCluster, after_ns: int) -> dict[int, dict[int, tuple[int, int]]]:
+    """{step: {rank: (start_ns, end_ns)}} of whole-step timeline rows that started after `after_ns`
+    (the next attempt). The recorder labels the first step after a resume 0; later ones by index."""
+    out: dict[int, dict[int, tuple[int, int]]] = {}
     for name in cluster.names:
         for part in (cluster.host_root(name) / "run" / "timeline").glob("host=*/*.parquet"):
             t = pq.read_table(part, columns=["rank", "step", "phase", "start_ts", "duration_ns"]).to_pylist()
@@ -72,7 +73,7 @@ def _step_ends(cluster: SshdCluster, after_ns: int) -> dict[int, dict[int, int]]
                     continue
                 start = int(r["start_ts"].timestamp() * 1e9) if hasattr(r["start_ts"], "timestamp") else int(r["start_ts"])
                 if start > after_ns:
-                    out.setdefault(r["step"], {})[r["rank"]] = start + r["duration_ns"]
+                    out.setdefault(r["step"], {})[r["rank"]] = (start, start + r["duration_ns"])
     return out
 
 
@@ -102,8 +103,13 @@ def run_once(work: Path, args: argparse.Namespace) -> dict[str, float]:
         losses = [json.loads(x) for n in cluster.names if (cluster.host_root(n) / "run" / "loss.jsonl").is_file()
                   for x in (cluster.host_root(n) / "run" / "loss.jsonl").read_text().splitlines()]
         resume_step = min(x["step"] for x in losses if x["attempt"] == "2") - 1  # loss.jsonl logs step index + 1
-        resumed = max(ends[resume_step].values())
-        pre_crash = max(ends[args.fault_step - 1].values())  # the last step attempt 1 finished
+        first: dict[int, tuple[int, int]] = {}  # rank -> its earliest step row in attempt 2
+        for per_rank in ends.values():
+            for rank, se in per_rank.items():
+                if rank not in first or se[0] < first[rank][0]:
+                    first[rank] = se
+        resumed = max(e for _, e in first.values())
+        pre_crash = max(e for _, e in ends[args.fault_step - 1].values())  # the last step attempt 1 finished
         s = 1e-9
         return {
             "detect": (detected["ts_ns"] - fault) * s,
