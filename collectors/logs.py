@@ -35,7 +35,7 @@ import signal as _signal
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -52,6 +52,7 @@ __all__ = [
     "parse_log_text",
     "parse_log_file",
     "parse_run_logs",
+    "attribute_to_host",
 ]
 
 logger = logging.getLogger(__name__)
@@ -1064,11 +1065,54 @@ def parse_log_file(path: str | os.PathLike[str], *, rank: int | None = None, hos
 _RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")
 
 
-def parse_run_logs(root: str | os.PathLike[str]) -> pa.Table:
+def attribute_to_host(table: pa.Table, host: str, known_hosts: Collection[str]) -> pa.Table:
+    """Rows of a file that came from host `host` (logs/H/, kernel/H/) that name a host which is not
+    one of the run's hosts are attributed to `host`; the original name is kept in `fields`.
+
+    torchelastic's ChildFailedError banner and agent lines carry the machine's own hostname
+    (`localhost` on a test host, a short hostname where the inventory uses an alias or an IP),
+    so a crash finding could otherwise name a host trainctl cannot evict, and a repeat-offender
+    rule would blame it. The file's folder is where the line was written, which settles it. A
+    culprit that is a *peer* of the line (a connect failure to another machine) is not the
+    writer, so it is only rewritten when it is the line's own host or the banner's host.
+    """
+    if not table.num_rows:
+        return table
+    known = set(known_hosts)
+    hosts = table.column(HOST_COLUMN).to_pylist()
+    culprits = table.column("culprit_host").to_pylist()
+    fields = table.column("fields").to_pylist()
+    changed = False
+    for i, (h, c, fj) in enumerate(zip(hosts, culprits, fields)):
+        extra = json.loads(fj) if fj else {}
+        touched = False
+        if h is not None and h not in known:
+            extra["host_as_logged"] = h
+            hosts[i], touched = host, True
+        if c is not None and c not in known and (c == h or str(extra.get("culprit_basis", "")).startswith("elastic")):
+            extra["culprit_host_as_logged"] = c
+            culprits[i], touched = host, True
+        if touched:
+            fields[i] = json.dumps(extra, sort_keys=True, default=str)
+            changed = True
+    if not changed:
+        return table
+    for name, values in ((HOST_COLUMN, hosts), ("culprit_host", culprits), ("fields", fields)):
+        idx = table.schema.get_field_index(name)
+        table = table.set_column(idx, table.schema.field(idx), pa.array(values, pa.string()))
+    return table
+
+
+def parse_run_logs(root: str | os.PathLike[str], known_hosts: Collection[str] | None = None) -> pa.Table:
     """log_events of a run dir or collected dataset: logs/H/rank-R.log (rank R on host H, known from
-    the path), other logs/H/*.log (host only) and kernel/H/dmesg.txt (host H)."""
+    the path), other logs/H/*.log (host only) and kernel/H/dmesg.txt (host H).
+
+    `known_hosts` (run.json's hosts; default: the host folders found under logs/ and kernel/):
+    a line in a file under logs/H/ or kernel/H/ that names any other host is attributed to H
+    (see attribute_to_host).
+    """
     root = Path(root)
-    tables: list[pa.Table] = []
+    files: list[tuple[Path, int | None, str]] = []
     logs = root / "logs"
     if logs.is_dir():
         for host_dir in sorted(p for p in logs.iterdir() if p.is_dir()):
@@ -1076,12 +1120,13 @@ def parse_run_logs(root: str | os.PathLike[str]) -> pa.Table:
                 if not f.is_file() or not (f.name.endswith((".log", ".log.gz", ".txt"))):
                     continue
                 m = _RANK_LOG.match(f.name)
-                tables.append(parse_log_file(f, rank=int(m.group(1)) if m else None, host=host_dir.name))
+                files.append((f, int(m.group(1)) if m else None, host_dir.name))
     kernel = root / "kernel"
     if kernel.is_dir():
         for host_dir in sorted(p for p in kernel.iterdir() if p.is_dir()):
             for f in sorted(host_dir.glob("*.txt")):
-                tables.append(parse_log_file(f, host=host_dir.name))
-    if not tables:
+                files.append((f, None, host_dir.name))
+    if not files:
         return _to_table([], "")
-    return pa.concat_tables(tables)
+    known = set(known_hosts) if known_hosts else {h for _, _, h in files}
+    return pa.concat_tables([attribute_to_host(parse_log_file(f, rank=r, host=h), h, known) for f, r, h in files])

@@ -3,7 +3,10 @@
 - LOG_FILE_LOAD: `trainctl diagnose some.log` on one pasted log, rank log or kernel log; rank and
   host come from the text itself ([rankN]:, Ray ip, pdsh/syslog/NCCL host prefixes).
 - RAW_PARSERS: a run dir's or dataset's logs/H/rank-R.log (rank R on host H from the path) and
-  kernel/H/dmesg.txt (host H), parsed into log_events when no parsed table is there.
+  kernel/H/dmesg.txt (host H), parsed into log_events when no parsed table is there; a line there
+  that names a host which is not one of run.json's hosts is attributed to H (original name kept
+  in `fields` as host_as_logged / culprit_host_as_logged). A pasted single log keeps what the
+  text says.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ def load_log_file(path: Path) -> pa.Table:
 
 
 def parse_run_dir_logs(root: Path, run: RunInfo | None) -> Mapping[SignalKind, pa.Table]:
-    table = _logs.parse_run_logs(root)
+    # A line under logs/H/ naming a host outside run.json (torchrun's banner prints the machine's
+    # own hostname) is H's: the policy must only ever blame hosts of the run.
+    table = _logs.parse_run_logs(root, known_hosts=[h.host for h in run.hosts] if run is not None else None)
     return {SignalKind.LOG_EVENTS: table} if table.num_rows else {}
 
 

@@ -42,6 +42,7 @@ from trainctl.collectors.ssh import SshClient
 from trainctl.errors import InputError, LaunchError
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.ops import launch as local
+from trainctl.ops.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
 from trainctl.ops.quarantine import Ledger, refuse_quarantined
 from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
@@ -81,6 +82,8 @@ class HostsSpec:
     ledger_home: str | None = None  # None: TRAINCTL_HOME / the user's state dir
     metrics_agent: bool = True
     collect_timeout_s: float = 120.0
+    fail_slow: bool = True  # watch the job's step time against its own baseline (trainctl.ops.fail_slow)
+    fail_slow_ratio: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,17 @@ class _Journal:
         self.notify(f"supervisor event={event} {flat}")
 
 
+@dataclass(frozen=True)
+class _Decided:
+    """A fail-slow incident whose policy decision was not CONTINUE: the loop performs it."""
+
+    trigger: policy.Trigger
+    reason: str
+    findings: tuple[Finding, ...]
+    rc: local.RootCause | None
+    action: policy.Action
+
+
 class _Attempt:
     def __init__(self, number: int, hosts: tuple[str, ...]) -> None:
         self.number, self.hosts = number, hosts
@@ -193,6 +207,8 @@ class Supervisor:
         self.journal = _Journal(self.run_dir, notify)
         self.ledger = Ledger(spec.ledger_home)
         self.incidents = 0
+        self._restarts_used = 0  # the loop's counters, read by a fail-slow incident's decision
+        self._fault_counts: dict[str, int] = {}
 
     # -- one attempt -----------------------------------------------------------------------------
     def _rank_env(self, host: str, attempt: int) -> dict[str, str]:
@@ -280,9 +296,11 @@ class Supervisor:
                 "p=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' \"$f\"); [ -n \"$p\" ] && kill -KILL -- -$p 2>/dev/null; done; true")
         self.remote.fan_out(att.hosts, lambda h: self.remote.run(h, kill, check=False))
 
-    def _observe(self, att: _Attempt) -> local.Action:
+    def _observe(self, att: _Attempt) -> local.Action | _Decided:
         s = self.spec
         tracker = local.ProgressTracker()
+        slow = FailSlowDetector(ratio=s.fail_slow_ratio) if s.fail_slow else None  # per attempt: a resume re-baselines
+        resumed = False
         while True:
             now = time.monotonic()
             polled = self.remote.poll_all(list(att.agents.values()))
@@ -310,7 +328,36 @@ class Supervisor:
                 self.status(f"attempt {att.number}: {len(tracker.progress)} ranks, step {min(steps)}..{max(steps)}")
             if action.kind is not local.ActionKind.WAIT:
                 return action
+            every = [hb for o in beats.outcomes.values() for hb in (o.value or [])]
+            prog = job_progress(every) if len(every) == s.nproc_per_node * len(att.hosts) else None
+            if prog is not None and not resumed:
+                resumed = True  # every rank is stepping (for recovery timing: restore is done by here)
+                self.journal.write("training_started", attempt=att.number, step=prog[0])
+            if slow is not None and prog is not None:
+                verdict = slow.observe(*prog)
+                if verdict is not None:
+                    decided = self._fail_slow(att, verdict, fault_counts=self._fault_counts)
+                    if decided is not None:
+                        return decided
             time.sleep(POLL_INTERVAL_S)
+
+    def _fail_slow(self, att: _Attempt, verdict: FailSlowVerdict, *, fault_counts: Mapping[str, int]) -> _Decided | None:
+        """Collect + diagnose the live run (nothing is stopped) and ask the policy with FAIL_SLOW.
+
+        The policy continues on stragglers and missing data: the incident stays on record with its
+        findings and the run goes on. A hardware finding (or a user error) is acted on like any
+        other fault: the caller stops the attempt and performs the action.
+        """
+        self.journal.write("fault_detected", attempt=att.number, trigger=policy.Trigger.FAIL_SLOW.value,
+                           reason=verdict.summary(), hosts=[], evidence=verdict.to_dict())
+        findings, rc, _ = self._incident(att, policy.Trigger.FAIL_SLOW)
+        action = policy.decide(findings, self._restarts_used, self.spec.max_restarts, trigger=policy.Trigger.FAIL_SLOW,
+                               host_fault_counts=fault_counts)
+        if action.kind is policy.ActionKind.CONTINUE:
+            self.journal.write("decision", attempt=att.number, trigger=policy.Trigger.FAIL_SLOW.value,
+                               action=action.to_dict(), reason=action.reason, evidence=[f.to_dict() for f in action.evidence])
+            return None
+        return _Decided(policy.Trigger.FAIL_SLOW, verdict.summary(), tuple(findings), rc, action)
 
     def _write_rank_map(self, att: _Attempt, where: Mapping[int, str]) -> None:
         att.mapped = True
@@ -339,6 +386,7 @@ class Supervisor:
         self.incidents += 1
         out = self.run_dir / "incidents" / str(self.incidents) / "dataset"
         t0 = time.monotonic()
+        started_ts_ns = time.time_ns()
         res = collect(CollectOptions(run_dir=self.spec.remote_run_dir, out=out, hosts=att.hosts,
                                      ssh_config=self.spec.ssh_config, timeout_s=self.spec.collect_timeout_s,
                                      python=self.spec.python), client=self.client)
@@ -350,7 +398,8 @@ class Supervisor:
         if rc is not None and trigger is policy.Trigger.CRASH:
             findings.append(first_failure_finding(rc))
         self.journal.write("incident", attempt=att.number, incident=self.incidents, trigger=trigger.value,
-                           dataset=str(out), collect_s=round(t1 - t0, 3), diagnose_s=round(t2 - t1, 3),
+                           dataset=str(out), started_ts_ns=started_ts_ns,
+                           collect_s=round(t1 - t0, 3), diagnose_s=round(t2 - t1, 3),
                            failed_hosts=[r.host for r in res.reports if r.failed],
                            findings=[f"{f.kind.value}/{f.category.value if f.category else '-'} hosts={','.join(f.hosts)}: {f.summary}"
                                      for f in findings],
@@ -364,31 +413,39 @@ class Supervisor:
         t0 = time.monotonic()
         hosts, spares = tuple(s.hosts), list(s.spares)
         restarts_used, evicted = 0, []
-        fault_counts: dict[str, int] = {}
+        fault_counts = self._fault_counts
         rc: local.RootCause | None = None
         self.journal.write("run_started", run_id=s.run_id, hosts=list(hosts), spares=spares,
                            max_restarts=s.max_restarts, remote_run_dir=s.remote_run_dir)
         try:
             for number in range(1, MAX_ATTEMPTS + 1):
                 att = self._start(number, hosts)
+                self._restarts_used = restarts_used
+                decided: _Decided | None = None
                 try:
                     obs = self._observe(att)
-                    if obs.kind is local.ActionKind.SUCCEEDED:
+                    if isinstance(obs, _Decided):
+                        decided = obs  # a fail-slow incident the policy acts on: already collected + diagnosed
+                    elif obs.kind is local.ActionKind.SUCCEEDED:
                         self.journal.write("decision", attempt=number, observed=obs.kind.value, reason=obs.reason,
                                            action={"kind": "finish", "rule": "succeeded", "hosts": [], "evidence": []})
                         return SupervisorResult(True, obs.reason, number, hosts, tuple(evicted), None, time.monotonic() - t0)
-                    trigger = policy.Trigger.HANG if obs.kind is local.ActionKind.HUNG else policy.Trigger.CRASH
-                    self.journal.write("fault_detected", attempt=number, trigger=trigger.value, reason=obs.reason,
-                                       hosts=list(obs.hosts))
-                    if trigger is policy.Trigger.HANG:
-                        self._dump_hung(att)
                     else:
-                        time.sleep(BANNER_GRACE_S)
+                        trigger = policy.Trigger.HANG if obs.kind is local.ActionKind.HUNG else policy.Trigger.CRASH
+                        self.journal.write("fault_detected", attempt=number, trigger=trigger.value, reason=obs.reason,
+                                           hosts=list(obs.hosts))
+                        if trigger is policy.Trigger.HANG:
+                            self._dump_hung(att)
+                        else:
+                            time.sleep(BANNER_GRACE_S)
                 finally:
                     self._stop(att, grace_s=5.0)
-                findings, rc, _ = self._incident(att, trigger)
-                action = policy.decide(findings, restarts_used, s.max_restarts, trigger=trigger,
-                                       host_fault_counts=fault_counts)
+                if decided is not None:
+                    trigger, findings, rc, action = decided.trigger, list(decided.findings), decided.rc, decided.action
+                else:
+                    findings, rc, _ = self._incident(att, trigger)
+                    action = policy.decide(findings, restarts_used, s.max_restarts, trigger=trigger,
+                                           host_fault_counts=fault_counts)
                 for f in action.evidence:
                     for h in f.hosts:
                         fault_counts[h] = fault_counts.get(h, 0) + 1
