@@ -33,6 +33,7 @@ from trainctl.errors import InputError, LaunchError
 from trainctl.rundir import (
     HostRanks,
     RunInfo,
+    atomic_write_text,
     fr_dump_dir,
     heartbeat_path,
     stacks_dir,
@@ -547,8 +548,16 @@ def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subpr
             rc = root_cause(run_dir, spec.hosts)
             return LaunchResult(action.kind, run_dir, action.reason, root_cause=rc, elapsed_s=now - t0)
         # HUNG: dump first, kill later
+        detected_ts_ns = time.time_ns()
         notify(f"hang detected: {action.reason}; dumping Flight Recorder and stacks of {len(ranks)} ranks")
         dumps = dump_hung_ranks(run_dir, ranks)
+        # The launcher's own record of the hang (wall clock, comparable with heartbeats' ts_ns):
+        # when it was detected, when the dumps were done, before anything was killed.
+        atomic_write_text(run_dir / "hang.json", json.dumps({
+            "reason": action.reason, "hang_timeout_s": spec.hang_timeout_s, "stale_ranks": list(action.ranks),
+            "detected_ts_ns": detected_ts_ns, "dumped_ts_ns": time.time_ns(),
+            "dumps_ok": sum(v == "ok" for v in dumps.values()), "dumps_total": len(dumps),
+        }, indent=1))
         ok = sum(v == "ok" for v in dumps.values())
         notify(f"saved {ok}/{len(dumps)} dumps under {run_dir}/fr and {run_dir}/stacks")
         for path, why in sorted(dumps.items()):
