@@ -116,7 +116,8 @@ def decide(
     - every agent exited 0 -> SUCCEEDED;
     - no rank changed (step, phase) for hang_timeout_s -> HUNG (the job as a whole stopped: one
       slow rank while others progress is a straggler, not a hang). Before the first heartbeat
-      the clock starts at launch and the limit is startup_timeout_s (rendezvous, imports).
+      the clock starts at launch and the limit is startup_timeout_s (rendezvous, imports); until
+      some rank finished its first step (step >= 1) the limit is the larger of the two.
     """
     failed = [a for a in agents if a.returncode not in (None, 0)]
     if failed:
@@ -134,6 +135,12 @@ def decide(
     else:
         idle_s, limit_s = now_s - max(p.last_change_s for p in live), hang_timeout_s
         what = "no rank made progress"
+        if all(p.step < 1 for p in live):
+            # Nobody finished a first step yet: the first step carries one-off costs (DDP's
+            # parameter broadcast, loader workers, allocator and autograd warm-up, torch.compile)
+            # that take far longer than a steady step, the more so on a busy machine; measured
+            # here: 4 ranks sat >8 s in step 0 on 2 shared cores. It gets the startup limit.
+            limit_s, what = max(hang_timeout_s, startup_timeout_s), "no rank finished its first step"
     if idle_s < limit_s:
         return Action(ActionKind.WAIT)
     stale = sorted(progress.values(), key=lambda p: (p.last_change_s, p.rank))
