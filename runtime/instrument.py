@@ -209,6 +209,24 @@ class Recorder:
         if self.enabled:
             self._rows.append((step, phase, start_ns, duration_ns, tokens, source))
 
+    def move_time(self, src: str, dst: str, duration_ns: int) -> None:
+        """Move `duration_ns` from phase `src` to phase `dst` of the current step (measured rows only).
+
+        For time measured inside a phase that belongs to another, e.g. tensor-parallel collectives
+        inside forward/backward, which are communication (waiting for a tp peer), not this rank's work.
+        """
+        if not self.enabled or duration_ns <= 0:
+            return
+        idx = {p: i for i, (s, p, _, d, _, _) in enumerate(self._rows) if s == self.step and isinstance(d, int)}
+        if src not in idx or dst not in idx:
+            return
+        i, j = idx[src], idx[dst]
+        moved = min(duration_ns, int(self._rows[i][3]) - 1)  # a phase that ran keeps a positive duration
+        si, pi, ti, di, ki, ri = self._rows[i]
+        self._rows[i] = (si, pi, ti, di - moved, ki, ri)
+        sj, pj, tj, dj, kj, rj = self._rows[j]
+        self._rows[j] = (sj, pj, tj, dj + moved, kj, rj)
+
     def end_step(self, step: int | None = None, *, tokens: int | None = None, flush: bool = True) -> None:
         """Close step `step` (default: the current one): stamp tokens on its rows and hand them over."""
         step = self.step if step is None else step

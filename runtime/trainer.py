@@ -16,6 +16,7 @@ forward, backward, communication, optimizer, plus the whole step) into the run d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -25,7 +26,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 import torch.distributed as dist
@@ -65,6 +66,27 @@ class Topology:
 # --- tensor-parallel building blocks -----------------------------------------------------------
 
 
+# Time this rank spent inside tensor-parallel collectives during the current phase. A rank waits
+# there for its slower tp peer, so leaving it in forward/backward would make a healthy tp partner
+# of a straggler look slow in its own work; the loop moves it to `communication` (CPU timing only:
+# on GPU the phases are CUDA-event spans and the host-side call time is not what they measure).
+_TP_NS = [0]
+
+
+@contextlib.contextmanager
+def _tp_timed() -> Iterator[None]:
+    t0 = time.perf_counter_ns()
+    try:
+        yield
+    finally:
+        _TP_NS[0] += time.perf_counter_ns() - t0
+
+
+def _take_tp_ns() -> int:
+    ns, _TP_NS[0] = _TP_NS[0], 0
+    return ns
+
+
 class _CopyToTP(torch.autograd.Function):
     """Identity forward; all_reduce of the input gradient in the tp group (Megatron's f)."""
 
@@ -76,7 +98,8 @@ class _CopyToTP(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None]:
         g = g.contiguous()
-        dist.all_reduce(g, group=ctx.group)
+        with _tp_timed():
+            dist.all_reduce(g, group=ctx.group)
         return g, None
 
 
@@ -86,7 +109,8 @@ class _ReduceFromTP(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, group: Any) -> torch.Tensor:
         x = x.contiguous()
-        dist.all_reduce(x, group=group)
+        with _tp_timed():
+            dist.all_reduce(x, group=group)
         return x
 
     @staticmethod
@@ -336,9 +360,11 @@ def peak_flops_per_rank(device: torch.device, override_tflops: float | None) -> 
 
 
 def straggle(drill: inject.Straggler | None, phase: str, step: int, t0_ns: int) -> None:
-    """Sleep so that this phase takes `factor` x its normal time (its measured time so far)."""
+    """Sleep so that this phase takes `factor` x its normal time (its measured time so far, less
+    the time it spent waiting for tp peers, which is not this rank's work)."""
     if drill is not None and drill.phase == phase and step >= drill.start_step:
-        time.sleep((drill.factor - 1.0) * (time.perf_counter_ns() - t0_ns) / 1e9)
+        own_ns = max(0, time.perf_counter_ns() - t0_ns - _TP_NS[0])
+        time.sleep((drill.factor - 1.0) * own_ns / 1e9)
 
 
 XID_MESSAGES = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected on GPU.",
@@ -462,6 +488,7 @@ def train(args: argparse.Namespace) -> int:
                     tokens, targets, positions, mask = (t.to(device, non_blocking=True) for t in packed_batch(
                         data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq))
                     straggle(straggler, "data", step, t0)
+                _take_tp_ns()
                 with rec.phase("forward"):
                     t0 = time.perf_counter_ns()
                     logits = model(tokens, positions, mask)
@@ -469,11 +496,13 @@ def train(args: argparse.Namespace) -> int:
                     if nan is not None and step >= nan.step:
                         loss = loss * float("nan")
                     straggle(straggler, "forward", step, t0)
+                tp_forward_ns = _take_tp_ns()
                 with rec.phase("backward"):
                     t0 = time.perf_counter_ns()
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     straggle(straggler, "backward", step, t0)
+                tp_backward_ns = _take_tp_ns()
                 with rec.phase("communication"):
                     if hang is not None and step == hang.step:
                         hang_forever(rank, step)
@@ -490,6 +519,9 @@ def train(args: argparse.Namespace) -> int:
                     t0 = time.perf_counter_ns()
                     opt.step()
                     straggle(straggler, "optimizer", step, t0)
+            if not use_cuda:
+                rec.move_time("forward", "communication", tp_forward_ns)
+                rec.move_time("backward", "communication", tp_backward_ns)
             rec.end_step(step, tokens=args.tokens_per_step)
             if loss_log is not None:
                 loss_log.write(json.dumps({"step": step + 1, "loss": loss.item(), "attempt": os.environ.get("TRAINCTL_ATTEMPT", "1")}) + "\n")

@@ -48,3 +48,13 @@ def test_finished_ranks_and_disabled_timeout_never_hang() -> None:
     done = {0: RankProgress(0, 9, "done", 0.0)}
     assert _decide(RUNNING, done, 1000.0).kind is ActionKind.WAIT
     assert _decide(RUNNING, {0: RankProgress(0, 1, "forward", 0.0)}, 1000.0, hang=None).kind is ActionKind.WAIT
+
+
+def test_first_step_gets_the_startup_limit() -> None:
+    # Every rank still in step 0 (DDP broadcast, loader start, warm-up): the startup limit applies.
+    warming = {0: RankProgress(0, 0, "compute", 0.0), 1: RankProgress(1, 0, "data", 1.0)}
+    assert _decide(RUNNING, warming, 30.0).kind is ActionKind.WAIT
+    a = _decide(RUNNING, warming, 61.0)
+    assert a.kind is ActionKind.HUNG and "no rank finished its first step for 60.0s (limit 60s)" in a.reason
+    # Once a rank finished step 0, the hang timeout is back.
+    assert _decide(RUNNING, {**warming, 1: RankProgress(1, 1, "data", 1.0)}, 6.0).kind is ActionKind.HUNG

@@ -33,6 +33,7 @@ from trainctl.errors import InputError, LaunchError
 from trainctl.rundir import (
     HostRanks,
     RunInfo,
+    atomic_write_text,
     fr_dump_dir,
     heartbeat_path,
     stacks_dir,
@@ -116,7 +117,8 @@ def decide(
     - every agent exited 0 -> SUCCEEDED;
     - no rank changed (step, phase) for hang_timeout_s -> HUNG (the job as a whole stopped: one
       slow rank while others progress is a straggler, not a hang). Before the first heartbeat
-      the clock starts at launch and the limit is startup_timeout_s (rendezvous, imports).
+      the clock starts at launch and the limit is startup_timeout_s (rendezvous, imports); until
+      some rank finished its first step (step >= 1) the limit is the larger of the two.
     """
     failed = [a for a in agents if a.returncode not in (None, 0)]
     if failed:
@@ -134,6 +136,12 @@ def decide(
     else:
         idle_s, limit_s = now_s - max(p.last_change_s for p in live), hang_timeout_s
         what = "no rank made progress"
+        if all(p.step < 1 for p in live):
+            # Nobody finished a first step yet: the first step carries one-off costs (DDP's
+            # parameter broadcast, loader workers, allocator and autograd warm-up, torch.compile)
+            # that take far longer than a steady step, the more so on a busy machine; measured
+            # here: 4 ranks sat >8 s in step 0 on 2 shared cores. It gets the startup limit.
+            limit_s, what = max(hang_timeout_s, startup_timeout_s), "no rank finished its first step"
     if idle_s < limit_s:
         return Action(ActionKind.WAIT)
     stale = sorted(progress.values(), key=lambda p: (p.last_change_s, p.rank))
@@ -560,8 +568,16 @@ def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subpr
             rc = root_cause(run_dir, spec.hosts)
             return LaunchResult(action.kind, run_dir, action.reason, root_cause=rc, elapsed_s=now - t0)
         # HUNG: dump first, kill later
+        detected_ts_ns = time.time_ns()
         notify(f"hang detected: {action.reason}; dumping Flight Recorder and stacks of {len(ranks)} ranks")
         dumps = dump_hung_ranks(run_dir, ranks)
+        # The launcher's own record of the hang (wall clock, comparable with heartbeats' ts_ns):
+        # when it was detected, when the dumps were done, before anything was killed.
+        atomic_write_text(run_dir / "hang.json", json.dumps({
+            "reason": action.reason, "hang_timeout_s": spec.hang_timeout_s, "stale_ranks": list(action.ranks),
+            "detected_ts_ns": detected_ts_ns, "dumped_ts_ns": time.time_ns(),
+            "dumps_ok": sum(v == "ok" for v in dumps.values()), "dumps_total": len(dumps),
+        }, indent=1))
         ok = sum(v == "ok" for v in dumps.values())
         notify(f"saved {ok}/{len(dumps)} dumps under {run_dir}/fr and {run_dir}/stacks")
         for path, why in sorted(dumps.items()):
