@@ -23,7 +23,7 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from trainctl.rundir import atomic_write_text, error_file_path, fr_dump_dir
+from trainctl.rundir import atomic_write_text, fr_dump_dir
 
 log = logging.getLogger("trainctl.runtime.shim")
 

@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import os
 import sys
 import time

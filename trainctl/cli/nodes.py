@@ -14,7 +14,7 @@ from trainctl.cli.console import err, out
 from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Finding
 from trainctl.ops.quarantine import Ledger
-from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
+from trainctl.ops.relaunch_plan import plan_relaunch
 from trainctl.ops.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
 from trainctl.rundir import RunInfo, is_run_dir, read_run_info
 
