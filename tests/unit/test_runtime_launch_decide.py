@@ -58,3 +58,9 @@ def test_first_step_gets_the_startup_limit() -> None:
     assert a.kind is ActionKind.HUNG and "no rank finished its first step for 60.0s (limit 60s)" in a.reason
     # Once a rank finished step 0, the hang timeout is back.
     assert _decide(RUNNING, {**warming, 1: RankProgress(1, 1, "data", 1.0)}, 6.0).kind is ActionKind.HUNG
+
+
+def test_keep_hung_with_hosts_is_a_clear_error(cli) -> None:
+    res = cli("launch", "--hosts", "node01,node02", "--keep-hung")
+    assert res.code == 1 and "Traceback" not in res.stderr
+    assert "--keep-hung applies to --local; with --hosts pass --hang-timeout 0" in res.stderr

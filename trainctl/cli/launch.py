@@ -33,6 +33,11 @@ def build_spec(
         raise InputError("say where to run: --local (ranks on this machine, --hosts-local N simulated hosts)")
     if hosts_local < 1:
         raise InputError(f"--hosts-local {hosts_local}: must be >= 1")
+    if hosts and keep_hung:
+        # The supervisor acts on a hang (dump, diagnose, evict/restart); leaving it up is a choice
+        # made by not detecting hangs at all.
+        raise InputError("--keep-hung applies to --local; with --hosts pass --hang-timeout 0 to leave a hung run up "
+                         "for inspection (then `trainctl playbook run hung-collective --run RUN`)")
     script, args = None, list(script_and_args or [])
     if args and not args[0].startswith("-"):
         script, args = args[0], args[1:]  # `-- train.py --lr 1e-3`; leading options go to the reference trainer
@@ -141,7 +146,7 @@ def launch(
     inject: List[str] = typer.Option([], "--inject", help="Drill, repeatable: straggler:rank=2,factor=1.5 | hang:rank=3,step=20 | crash:rank=1,step=30 | nan:rank=0,step=10 | xid:host=H,code=79,step=S"),
     max_restarts: int = typer.Option(0, "--max-restarts", help="--local: torchrun restarts of the worker group; --hosts: in-place restarts the supervisor may spend on software faults."),
     hang_timeout: float = typer.Option(300.0, "--hang-timeout", help="Seconds without heartbeat progress before the run counts as hung (0 = never)."),
-    keep_hung: bool = typer.Option(False, "--keep-hung", help="After dumping a hung run, keep it up for inspection."),
+    keep_hung: bool = typer.Option(False, "--keep-hung", help="--local: after dumping a hung run, keep it up for inspection (with --hosts: --hang-timeout 0)."),
     spares: Optional[str] = typer.Option(None, "--spares", help="With --hosts: standby hosts that replace evicted ones (same syntax as --hosts)."),
     allow_quarantined: bool = typer.Option(False, "--allow-quarantined", help="Launch even on hosts in the quarantine ledger."),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", help="Reference trainer: async checkpoint every N steps (resume picks the newest complete one)."),
