@@ -34,6 +34,7 @@ __all__ = [
     "hosts_present",
     "validate_part",
     "read_table",
+    "validated_rows",
     "open_dataset",
 ]
 
@@ -155,8 +156,14 @@ def hosts_present(root: str | os.PathLike[str]) -> list[str]:
 
 def validate_part(part: PartFile) -> pa.Schema:
     """Check one file's footer against the contract without reading its data."""
+    return _validate_footer(part)[0]
+
+
+def _validate_footer(part: PartFile) -> tuple[pa.Schema, int]:
+    """The file's schema, checked against the contract, and its row count: one footer read."""
     try:
-        actual = pq.read_schema(part.path)
+        footer = pq.read_metadata(part.path)
+        actual = footer.schema.to_arrow_schema()
     except (pa.ArrowInvalid, OSError) as exc:
         raise DatasetError(
             f"{part.path}: not a readable Parquet file ({exc}); it may be truncated: "
@@ -181,7 +188,12 @@ def validate_part(part: PartFile) -> pa.Schema:
         got = actual.field(idx).type
         if not _compatible(got, field.type):
             raise SchemaMismatch(f"{part.path}: column {field.name!r} has type {got}, expected {field.type}")
-    return actual
+    return actual, footer.num_rows
+
+
+def validated_rows(root: str | os.PathLike[str], kind: SignalKind | str) -> int:
+    """Validate every part's footer of a kind against the contract; returns their total row count."""
+    return sum(_validate_footer(part)[1] for part in list_parts(root, kind))
 
 
 def read_table(
@@ -219,18 +231,20 @@ def read_table(
     return pa.concat_tables(tables)
 
 
-def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.Dataset:
+def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str, *, validate: bool = True) -> pads.Dataset:
     """A lazy, validated pyarrow Dataset over all parts of a kind (for tables too big to load).
 
-    Footers are validated first; scanning then reads only the columns and rows a query needs
-    (DuckDB and Polars can query the returned dataset directly).
+    Footers are validated first (`validate=False` when the caller just did, via validated_rows);
+    scanning then reads only the columns and rows a query needs (DuckDB and Polars can query the
+    returned dataset directly).
     """
     import pyarrow.dataset as pads
 
     kind = SignalKind(kind)
     parts = list_parts(root, kind)
-    for part in parts:
-        validate_part(part)
+    if validate:
+        for part in parts:
+            validate_part(part)
     schema = schema_for(kind).append(pa.field(HOST_COLUMN, pa.string()))
     return pads.dataset(
         [str(p.path) for p in parts],
