@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from trainctl.rundir import read_run_info
+from procs import alive, processes_mentioning  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "ddp_train.py"
@@ -23,25 +24,6 @@ HANG_TIMEOUT_S = 8
 # ddp_train.py: the line of read_shard() that blocks (the culprit's innermost frame).
 READ_SHARD_LINE = next(i for i, line in enumerate(SCRIPT.read_text().splitlines(), 1) if "time.sleep(0.2)" in line)
 ARGS = ["--steps", "400", "--io-s", "0.01", "--hang-data-rank", "2", "--hang-data-step", "5"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def _processes_mentioning(needle: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and int(d.name) != os.getpid():
-            try:
-                if needle in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(d.name))
-            except OSError:
-                pass
-    return found
 
 
 def _rank_pids(run: Path) -> dict[int, int]:
@@ -77,8 +59,8 @@ def test_live_hang_in_data_loading_is_detected_dumped_and_diagnosed(cli, tmp_pat
     assert "read_shard" in (run / "stacks" / info.host_of(2) / "rank-2.txt").read_text()
 
     # The process tree is gone.
-    assert not [p for p in _rank_pids(run).values() if _alive(p)]
-    assert _processes_mentioning(info.run_id) == []  # torchrun agents carry it as --rdzv-id
+    assert not [p for p in _rank_pids(run).values() if alive(p)]
+    assert processes_mentioning(info.run_id) == []  # torchrun agents carry it as --rdzv-id
 
     res = cli("diagnose", run, "--json")
     assert res.code == 3, res.stderr
@@ -113,19 +95,19 @@ def test_keep_hung_leaves_the_run_up_after_the_dump(tmp_path: Path) -> None:
             time.sleep(0.5)
         time.sleep(3)  # well past the dump: nothing was killed
         pids = _rank_pids(run)
-        assert all(_alive(p) for p in pids.values()), pids
+        assert all(alive(p) for p in pids.values()), pids
         assert proc.poll() is None
         proc.send_signal(signal.SIGINT)  # what Ctrl-C does
         _, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 5, stderr[-3000:]
         assert "--keep-hung: leaving the run up" in stderr
-        assert not [p for p in pids.values() if _alive(p)]
+        assert not [p for p in pids.values() if alive(p)]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
         for pid in (_rank_pids(run).values() if (run / "ranks" / "rank-3.json").exists() else []):
-            if _alive(pid):  # only this test's ranks (torchrun gives each its own session)
+            if alive(pid):  # only this test's ranks (torchrun gives each its own session)
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):

@@ -19,18 +19,11 @@ import pytest
 
 from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.ops.quarantine import Ledger
+from procs import alive  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 
 TRAINCTL = str(Path(sys.executable).parent / "trainctl")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _rank_pids(cluster) -> dict[int, int]:
@@ -82,7 +75,7 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         info = json.loads((run_dir / "run.json").read_text())
         culprit = next(h["host"] for h in info["hosts"] if hang_rank in h["ranks"])
         pids = _rank_pids(cluster)
-        assert len(pids) == 3 and all(_alive(p) for p in pids.values())
+        assert len(pids) == 3 and all(alive(p) for p in pids.values())
         before = _files(run_dir)
 
         # (a) --dry-run: the plan, and nothing changes
@@ -92,7 +85,7 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         assert not (run_dir / "incidents").exists()
         assert Ledger(tmp_path / "home").entries() == {}
         assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.jsonl"))
-        assert sup.poll() is None and all(_alive(p) for p in pids.values())
+        assert sup.poll() is None and all(alive(p) for p in pids.values())
         assert {f for f in _files(run_dir) if not f.startswith("logs/")} == {f for f in before if not f.startswith("logs/")}
         assert not any((cluster.host_root(n) / "run" / "fr").exists() for n in cluster.names)  # no dump taken
 
@@ -120,7 +113,7 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         assert resumed_from % every == 0 and 0 < resumed_from <= hang_step
         # the hung run is gone: supervisor stopped, every old rank dead
         sup.wait(timeout=30)
-        assert not any(_alive(p) for p in pids.values())
+        assert not any(alive(p) for p in pids.values())
         # ledger: the culprit, with the hang finding as evidence
         entries = Ledger(tmp_path / "home").entries()
         assert list(entries) == [culprit]

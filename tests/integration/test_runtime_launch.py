@@ -3,36 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from trainctl import dataset
 from trainctl.rundir import read_run_info
+from procs import alive, processes_mentioning  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.slow
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
 PHASES = {"data", "forward", "backward", "communication", "optimizer", "step"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def _processes_mentioning(needle: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if needle in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(d.name))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.mark.timeout(120)
@@ -121,8 +102,8 @@ def test_hang_drill_dumps_every_rank_then_tree_is_gone(cli, tmp_path: Path) -> N
     # the hung rank never enqueued the dp all_reduce its peer is waiting in
     status = json.loads((run / "hang_dumps.json").read_text())
     assert all(v == "ok" for k, v in status.items() if not k.endswith(".pyspy.txt"))
-    assert not [p for p in ranks.values() if _alive(p)]
-    assert _processes_mentioning(info.run_id) == []
+    assert not [p for p in ranks.values() if alive(p)]
+    assert processes_mentioning(info.run_id) == []
 
 
 def test_bad_inject_spec_is_one_line_error(cli, tmp_path: Path) -> None:
