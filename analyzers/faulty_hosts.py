@@ -1,7 +1,8 @@
 """Faulty hosts: hard evidence from GPU counters and logs, plus Minder-style outliers for quiet cases.
 
 Input: `gpu_metrics`, `host_metrics` (1 Hz samplers, trainctl.schemas), optionally `log_events`
-(Xid lines) and `collection_status` (hosts collect could not reach). Output: one Finding per
+(Xid lines). Hosts `collect` could not reach are analyzers/coverage.py's finding, merged with this
+host's evidence by analyzers/consolidate.py. Output: one Finding per
 (host, category); analyzers.consolidate later merges a host's findings into one.
 
 Hard evidence (each names the GPU, the values and when it started):
@@ -16,8 +17,7 @@ Hard evidence (each names the GPU, the values and when it started):
 - nvlink: NVLink CRC errors growing faster than `crc_rate_per_s` over `crc_window_s`.
 - thermal / power: HW thermal slowdown or HW power brake bits set in at least
   `persist_fraction` of a `persist_window_s` window (the SW power-cap bit at peak load is normal).
-- unreachable: a host whose samples stop while the fleet keeps reporting, or that `collect`
-  could not reach.
+- unreachable: a host whose samples stop while the fleet keeps reporting.
 
 Quiet cases (Minder, NSDI'25): machines of one job behave alike, so per metric (min-max normalised
 over the data) each machine's window of `outlier_window` samples is compared with the fleet, and a
@@ -249,7 +249,6 @@ def find_faulty_hosts(
     gpu_metrics: Any = None,
     host_metrics: Any = None,
     log_events: Any = None,
-    collection_status: Any = None,
     *,
     interval_s: float | None = None,
     load_util_pct: float = 50.0,
@@ -298,9 +297,6 @@ def find_faulty_hosts(
                  min_fleet_hosts=min_fleet_hosts, outlier_metrics=outlier_metrics)
     if log_events is not None:
         _log_xids(col, _as_table(log_events, ("ts", "host", "xid", "source", "line_no", "message", "gpu_pci")))
-    # Hosts collect could not reach are reported by analyzers/coverage.py (from collect's exact
-    # error types) and merged into this host's finding by analyzers/consolidate.py.
-    del collection_status
     return col.findings()
 
 
