@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import duckdb
 import numpy as np
@@ -82,6 +82,12 @@ _AUTO_WINDOWS = 10
 _MAX_AUTO_WINDOW_STEPS = 50
 
 
+# Phases as small integer codes in the packed sort keys of `_packed_stats` (sorted names, so the
+# codes do not depend on dict order).
+_PHASE_NAMES = tuple(sorted(PHASE_CATEGORY))
+_PHASE_IS_WORK = np.array([p in WORK_PHASES for p in _PHASE_NAMES])
+
+
 def _sql_list(values: Iterable[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(values))
 
@@ -96,6 +102,18 @@ class WindowPlan:
     step_stride: int
 
 
+@dataclass(frozen=True)
+class _Extent:
+    """What is known of the timeline before scanning it: from Parquet footers, or one cheap scan."""
+
+    min_step: int | None  # None: no rows
+    max_step: int | None
+    min_rank: int | None
+    max_rank: int | None
+    max_duration_ns: int | None
+    varying_tokens: bool  # `tokens` holds more than one value: compare work per token
+
+
 def window_stats(
     timeline: TableLike,
     *,
@@ -103,7 +121,7 @@ def window_stats(
     samples_per_window: int | None = 12,
     quantile: float = 0.25,
 ) -> tuple[pd.DataFrame, WindowPlan]:
-    """Aggregate a timeline to per (rank, phase, window) medians with DuckDB, in one pass.
+    """Aggregate a timeline to one value per (rank, phase, window of steps), in one scan.
 
     Args:
         timeline: the `timeline` table (trainctl.schemas), a `pa.Table` or a lazy
@@ -115,103 +133,175 @@ def window_stats(
             under ~240 steps with the defaults) are never sampled.
 
     Returns:
-        (stats, plan). `stats` has one row per (rank, phase, window) with columns rank, phase,
-        win, n (rows), first_step, last_step and v_ns: the per-step duration in ns, the
-        `quantile` for work phases (see find_stragglers for why not the median), the median for
-        communication/wait (waiting is not one-sided noise). For
-        token-scaled phases whose rows all have `tokens` > 0, v_ns is the median of duration /
-        tokens times the job's mean tokens per step, so ranks are compared per token while the
-        number still reads as a step's time.
+        (stats, plan). `stats` has one row per (rank, phase, window) with columns rank, phase
+        (categorical), win, n (rows), first_step, last_step and v_ns: the per-step duration in ns,
+        the `quantile` for work phases (see find_stragglers for why not the median), the median
+        for communication/wait (waiting is not one-sided noise); both interpolated linearly, as
+        DuckDB's quantile_cont. For token-scaled phases whose rows all have `tokens` > 0 (when
+        tokens vary), v_ns is the quantile of duration / tokens times the job's mean tokens per
+        step, so ranks are compared per token while the number still reads as a step's time.
     """
     con = duckdb.connect()
     try:
         files = _register(con, timeline)
-        min_step, max_step = _step_range(con, files)
-        if min_step is None:
+        ext = _extent(con, timeline, files)
+        if ext.min_step is None:
             return _empty_stats(), WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
-            n_steps = max_step - min_step + 1
+            n_steps = ext.max_step - ext.min_step + 1
             window_steps = int(min(_MAX_AUTO_WINDOW_STEPS, max(1, n_steps // _AUTO_WINDOWS)))
         if window_steps < 1:
             raise ValueError(f"window_steps must be >= 1, got {window_steps}")
         stride = 1
         if samples_per_window and window_steps >= 2 * samples_per_window:
             stride = window_steps // samples_per_window
-        plan = WindowPlan(min_step, max_step, int(window_steps), stride)
-        phases = _sql_list(PHASE_CATEGORY)
-        scaled = _sql_list(TOKEN_SCALED_PHASES)
-        sample = f"AND (step - {min_step}) % {stride} = 0" if stride > 1 else ""
-        if files and _constant_tokens(con, files):
-            # Same tokens on every row (or none): per-token values would only rescale every
-            # rank alike, so skip reading the column.
-            value, token_cols = "duration_ns::DOUBLE", "count(*) * 0 AS nt, 0::HUGEINT AS tokens_sum"
-        else:
-            value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
-            token_cols = "count(*) FILTER (WHERE tokens > 0) AS nt, sum(tokens) AS tokens_sum"
-        # One aggregate returns both quantiles (work phases use the low one, communication the
-        # median): a second aggregate would cost a second per-group selection on 49M rows.
-        stats = con.execute(
-            f"""
-            SELECT * EXCLUDE (qs), qs[1] AS vq, qs[2] AS vm FROM (
-            SELECT rank, phase, (step - {min_step}) // {plan.window_steps} AS win,
-                   count(*) AS n, {token_cols}, quantile_cont({value}, [{float(quantile)}, 0.5]) AS qs
-            FROM timeline
-            WHERE phase IN ({phases}) {sample}
-            GROUP BY ALL)
-            """
-        ).df()
+        plan = WindowPlan(ext.min_step, ext.max_step, int(window_steps), stride)
+        sample = f"AND (step - {plan.min_step}) % {stride} = 0" if stride > 1 else ""
+        packed = None if ext.varying_tokens else _packed_stats(con, ext, plan, sample, quantile)
+        stats = packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)
     finally:
         con.close()
-    stats["v"] = np.where(stats["phase"].isin(WORK_PHASES), stats["vq"], stats["vm"])
-    stats["rank"] = stats["rank"].astype(np.int64)
-    stats["win"] = stats["win"].astype(np.int64)
-    stats["first_step"] = min_step + stats["win"] * plan.window_steps
-    stats["last_step"] = np.minimum(stats["first_step"] + plan.window_steps - 1, max_step)
-    # Per-token medians are rescaled to the mean tokens per step of the scaled phases' rows.
-    is_scaled = stats["phase"].isin(TOKEN_SCALED_PHASES)
-    full = is_scaled & (stats["nt"] == stats["n"])
-    partial = is_scaled & (stats["nt"] > 0) & (stats["nt"] < stats["n"])
-    if partial.any():
-        # Mixed per-token and absolute values in one median mean nothing; leave those out.
-        logger.warning("timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum()))
-    mean_tokens = stats.loc[full, "tokens_sum"].sum() / max(1, stats.loc[full, "nt"].sum())
-    stats["v_ns"] = np.where(full, stats["v"] * mean_tokens, stats["v"])
-    stats = stats[~partial]
+    stats["first_step"] = plan.min_step + stats["win"] * plan.window_steps
+    stats["last_step"] = np.minimum(stats["first_step"] + plan.window_steps - 1, plan.max_step)
     cols = ["rank", "phase", "win", "n", "first_step", "last_step", "v_ns"]
     return stats[cols].reset_index(drop=True), plan
 
 
-def _constant_tokens(con: duckdb.DuckDBPyConnection, files: list[str]) -> bool:
-    """True when every file's footer says `tokens` holds one value (or only nulls)."""
-    try:
-        row = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE num_values > 0 AND (stats_min_value IS NULL OR stats_max_value IS NULL) "
-            f"AND stats_null_count < num_values), count(DISTINCT stats_min_value), count(DISTINCT stats_max_value), "
-            f"min(stats_min_value), min(stats_max_value) "
-            f"FROM parquet_metadata([{_sql_list(files)}]) WHERE path_in_schema = 'tokens'"
-        ).fetchone()
-    except duckdb.Error:
-        return False
-    n, unknown, n_min, n_max, lo, hi = row
-    if unknown:
-        return False
-    return n_min <= 1 and n_max <= 1 and lo == hi
+def _packed_stats(con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str,
+                  quantile: float) -> pd.DataFrame | None:
+    """Quantiles by one sort of packed integers; None when the keys would not fit in 63 bits.
+
+    DuckDB's holistic aggregates (quantile_cont over ~800k small groups) cost about as much as
+    the scan itself on the 49M-row benchmark. Here DuckDB only scans, filters and packs each row
+    into one int64, group (rank, phase, window) in the high bits and the duration in the low
+    bits; one numpy sort then orders every group's durations at once, and each quantile is read
+    at its position. The same numbers as quantile_cont (tested against pandas), 1.8 s instead
+    of 2.8 s on the benchmark (2 cores; bench/straggler_scale.py).
+    """
+    n_win = (plan.max_step - plan.min_step) // plan.window_steps + 1
+    n_groups = (ext.max_rank + 1) * len(_PHASE_NAMES) * n_win
+    value_bits = 63 - max(1, (n_groups - 1).bit_length())
+    if ext.min_rank < 0 or ext.max_duration_ns is None or ext.max_duration_ns >= 1 << value_bits:
+        return None
+    code = "CASE phase " + " ".join(f"WHEN '{p}' THEN {i}" for i, p in enumerate(_PHASE_NAMES)) + " END"
+    keys = con.execute(
+        f"""
+        SELECT ((rank::BIGINT * {len(_PHASE_NAMES)} + {code}) * {n_win} + (step - {plan.min_step}) // {plan.window_steps})
+               * {1 << value_bits} + duration_ns AS k
+        FROM timeline
+        WHERE phase IN ({_sql_list(_PHASE_NAMES)}) AND duration_ns >= 0 {sample}
+        """
+    ).fetchnumpy()["k"]
+    keys = np.asarray(keys, dtype=np.int64)
+    if len(keys) == 0:
+        return _empty_stats()
+    if not keys.flags.writeable:
+        keys = keys.copy()
+    keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.2 s
+    group = keys >> value_bits
+    edge = np.empty(len(keys), dtype=bool)
+    edge[0] = True
+    np.not_equal(group[1:], group[:-1], out=edge[1:])
+    starts = np.flatnonzero(edge)
+    n = np.diff(starts, append=len(keys))
+    gid = group[starts]
+    del group, edge
+    win = gid % n_win
+    phase_code = (gid // n_win) % len(_PHASE_NAMES)
+    rank = gid // (n_win * len(_PHASE_NAMES))
+    # quantile_cont: linear interpolation between the values at floor and ceil of q * (n - 1).
+    q = np.where(_PHASE_IS_WORK[phase_code], quantile, 0.5)
+    pos = q * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    frac = pos - lo
+    mask = (1 << value_bits) - 1
+    v_lo = (keys[starts + lo] & mask).astype(np.float64)
+    v_hi = (keys[starts + np.minimum(lo + 1, n - 1)] & mask).astype(np.float64)
+    return pd.DataFrame({
+        "rank": rank, "phase": pd.Categorical.from_codes(phase_code, categories=_PHASE_NAMES),
+        "win": win, "n": n, "v_ns": v_lo + (v_hi - v_lo) * frac,
+    })
 
 
-def _step_range(con: duckdb.DuckDBPyConnection, files: list[str] | None) -> tuple[int | None, int | None]:
-    """First and last step; from Parquet footer statistics when the files have them (no scan)."""
-    if files:
-        try:
-            lo, hi = con.execute(
-                f"SELECT min(stats_min_value::BIGINT), max(stats_max_value::BIGINT), count(*) FILTER (WHERE stats_min_value IS NULL) "
-                f"FROM parquet_metadata([{_sql_list(files)}]) WHERE path_in_schema = 'step'"
-            ).fetchone()[:2]
-            if lo is not None and hi is not None:
-                return int(lo), int(hi)
-        except duckdb.Error as exc:  # footers without statistics: scan instead
-            logger.debug("timeline: no step statistics in the Parquet footers (%s); scanning", exc)
-    lo, hi = con.execute("SELECT min(step), max(step) FROM timeline").fetchone()
-    return (None, None) if lo is None else (int(lo), int(hi))
+def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> pd.DataFrame:
+    """Quantiles with DuckDB's quantile_cont: the path for per-token values (doubles)."""
+    scaled = _sql_list(TOKEN_SCALED_PHASES)
+    value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
+    # One aggregate returns both quantiles (work phases use the low one, communication the
+    # median): a second aggregate would cost a second per-group selection.
+    stats = con.execute(
+        f"""
+        SELECT * EXCLUDE (qs), qs[1] AS vq, qs[2] AS vm FROM (
+        SELECT rank, phase, (step - {plan.min_step}) // {plan.window_steps} AS win, count(*) AS n,
+               count(*) FILTER (WHERE tokens > 0) AS nt, sum(tokens) AS tokens_sum,
+               quantile_cont({value}, [{float(quantile)}, 0.5]) AS qs
+        FROM timeline
+        WHERE phase IN ({_sql_list(_PHASE_NAMES)}) {sample}
+        GROUP BY ALL)
+        """
+    ).df()
+    stats["phase"] = pd.Categorical(stats["phase"], categories=_PHASE_NAMES)
+    stats["rank"] = stats["rank"].astype(np.int64)
+    stats["win"] = stats["win"].astype(np.int64)
+    v = np.where(stats["phase"].isin(WORK_PHASES), stats["vq"], stats["vm"])
+    # Per-token quantiles are rescaled to the mean tokens per step of the scaled phases' rows.
+    is_scaled = stats["phase"].isin(TOKEN_SCALED_PHASES)
+    full = is_scaled & (stats["nt"] == stats["n"])
+    partial = is_scaled & (stats["nt"] > 0) & (stats["nt"] < stats["n"])
+    if partial.any():
+        # Mixed per-token and absolute values in one quantile mean nothing; leave those out.
+        logger.warning("timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum()))
+    mean_tokens = float(stats.loc[full, "tokens_sum"].sum()) / max(1, int(stats.loc[full, "nt"].sum()))
+    stats["v_ns"] = np.where(full, v * mean_tokens, v)
+    return stats[~partial]
+
+
+def _extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: list[str] | None) -> _Extent:
+    """Step and rank range, longest duration and whether tokens vary: footers first, else a scan."""
+    ext = _footer_extent(timeline) if files else None
+    if ext is not None:
+        return ext
+    lo, hi, rlo, rhi, dmax, tlo, thi = con.execute(
+        "SELECT min(step), max(step), min(rank), max(rank), max(duration_ns), min(tokens), max(tokens) FROM timeline"
+    ).fetchone()
+    if lo is None:
+        return _Extent(None, None, None, None, None, False)
+    return _Extent(int(lo), int(hi), int(rlo), int(rhi), int(dmax), tlo is not None and tlo != thi)
+
+
+def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
+    """The extent from the Parquet footers' statistics; None when a file lacks them.
+
+    The footers were read when the dataset was validated (trainctl.dataset.open_dataset) and
+    pyarrow keeps them on the fragments, so this reads no file.
+    """
+    want = ("step", "rank", "duration_ns", "tokens")
+    lo: dict[str, Any] = {}
+    hi: dict[str, Any] = {}
+    rows = 0
+    for frag in timeline.get_fragments():
+        meta = frag.metadata
+        names = meta.schema.names
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            rows += rg.num_rows
+            for col in want:
+                if col not in names:
+                    continue
+                st = rg.column(names.index(col)).statistics
+                if st is None:
+                    return None
+                if st.has_null_count and st.null_count == rg.num_rows:
+                    continue  # all null (tokens of a user script)
+                if not st.has_min_max:
+                    return None
+                lo[col] = st.min if col not in lo else min(lo[col], st.min)
+                hi[col] = st.max if col not in hi else max(hi[col], st.max)
+    if rows == 0 or "step" not in lo:
+        return _Extent(None, None, None, None, None, False)
+    varying = "tokens" in lo and lo["tokens"] != hi["tokens"]
+    return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]),
+                   varying)
 
 
 def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
@@ -220,18 +310,24 @@ def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] 
     A Dataset over local Parquet files is read by DuckDB's own Parquet reader (parallel, with
     projection and filter pushdown): scanning it through Arrow's dataset scanner took 4x longer
     on the 49M-row benchmark. Files may omit the nullable `tokens` column (trainctl.schemas), so
-    columns are unioned by name.
+    columns are unioned by name when some file lacks it (reading every schema first costs time).
     """
     if isinstance(timeline, pads.FileSystemDataset) and isinstance(timeline.filesystem, pafs.LocalFileSystem):
         files = [str(f) for f in timeline.files]
         if not files:
             con.register("timeline", timeline.schema.empty_table())
             return None
-        src = f"read_parquet([{_sql_list(files)}], union_by_name = true, hive_partitioning = false)"
-        try:
-            con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, tokens FROM {src}")
-        except duckdb.BinderException:  # no file has a tokens column
-            con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, NULL::BIGINT AS tokens FROM {src}")
+        names = [set(frag.metadata.schema.names) for frag in timeline.get_fragments()]
+        cols = "rank, step, phase, duration_ns"
+        if all("tokens" in n for n in names):
+            src = f"read_parquet([{_sql_list(files)}], hive_partitioning = false)"
+            con.execute(f"CREATE VIEW timeline AS SELECT {cols}, tokens FROM {src}")
+        elif any("tokens" in n for n in names):
+            src = f"read_parquet([{_sql_list(files)}], union_by_name = true, hive_partitioning = false)"
+            con.execute(f"CREATE VIEW timeline AS SELECT {cols}, tokens FROM {src}")
+        else:
+            src = f"read_parquet([{_sql_list(files)}], hive_partitioning = false)"
+            con.execute(f"CREATE VIEW timeline AS SELECT {cols}, NULL::BIGINT AS tokens FROM {src}")
         return files
     if isinstance(timeline, pads.Dataset):
         if "tokens" in timeline.schema.names:
@@ -247,7 +343,7 @@ def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] 
 def _empty_stats() -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "rank": pd.Series(dtype=np.int64), "phase": pd.Series(dtype=object), "win": pd.Series(dtype=np.int64),
+            "rank": pd.Series(dtype=np.int64), "phase": pd.Categorical([], categories=_PHASE_NAMES), "win": pd.Series(dtype=np.int64),
             "n": pd.Series(dtype=np.int64), "first_step": pd.Series(dtype=np.int64),
             "last_step": pd.Series(dtype=np.int64), "v_ns": pd.Series(dtype=np.float64),
         }
@@ -263,8 +359,13 @@ def _peer_median(stats: pd.DataFrame) -> np.ndarray:
     phase_code = pd.Categorical(stats["phase"]).codes.astype(np.int64)
     win = stats["win"].to_numpy(dtype=np.int64)
     group_key = phase_code * (int(win.max()) + 1) + win
-    order = np.lexsort((stats["v_ns"].to_numpy(), group_key))
-    v = stats["v_ns"].to_numpy(dtype=np.float64)[order]
+    v = stats["v_ns"].to_numpy(dtype=np.float64)
+    # Order by (group, value): a value sort, then a stable sort by group, which numpy does as a
+    # radix sort when the key fits 16 bits (phases x windows); 3x faster than np.lexsort.
+    by_value = np.argsort(v)
+    key = group_key[by_value]
+    order = by_value[np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")]
+    v = v[order]
     key = group_key[order]
     new_group = np.r_[True, key[1:] != key[:-1]]
     group_id = np.cumsum(new_group) - 1
@@ -410,13 +511,13 @@ def find_stragglers(
     stats["ratio"] = stats["v_ns"] / stats["peer_ns"]
     stats["slow"] = stats["ratio"] >= warn_factor
     # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below.
-    slow_counts = stats[stats["slow"]].groupby(["rank", "phase"]).size()
+    slow_counts = stats[stats["slow"]].groupby(["rank", "phase"], observed=True).size()
     candidates = slow_counts[slow_counts >= min_windows].index
     if len(candidates) == 0:
         return []
     cand = stats.set_index(["rank", "phase"]).loc[candidates].reset_index()
     episodes: list[_Episode] = []
-    for _, g in cand.groupby(["rank", "phase"], sort=True):
+    for _, g in cand.groupby(["rank", "phase"], sort=True, observed=True):
         episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
     step_ms = _typical_step_ms(stats)
     episodes = [
@@ -467,7 +568,7 @@ def _typical_step_ms(stats: pd.DataFrame) -> dict[int, float]:
     """
     phases = set(stats["phase"].unique())
     use = stats if Phase.COMPUTE.value not in phases else stats[stats["phase"] != Phase.DATA.value]
-    per_phase = use.groupby(["phase", "win"])["v_ns"].median()
+    per_phase = use.groupby(["phase", "win"], observed=True)["v_ns"].median()
     return (per_phase.groupby(level="win").sum() / 1e6).to_dict()
 
 

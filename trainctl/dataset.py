@@ -12,7 +12,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
@@ -34,8 +34,8 @@ __all__ = [
     "hosts_present",
     "validate_part",
     "read_table",
-    "validated_rows",
     "open_dataset",
+    "dataset_rows",
 ]
 
 HOST_COLUMN = "host"
@@ -130,24 +130,26 @@ def write_table(
 
 
 def list_parts(root: str | os.PathLike[str], kind: SignalKind | str) -> list[PartFile]:
-    kind = SignalKind(kind)
+    return list(_iter_parts(root, SignalKind(kind)))
+
+
+def _iter_parts(root: str | os.PathLike[str], kind: SignalKind) -> Iterator[PartFile]:
+    # os.scandir, not Path.glob: a dataset of 1,024 hosts is listed several times per diagnose.
     base = Path(root) / kind.value
-    if not base.is_dir():
-        return []
-    parts = []
-    for host_dir in sorted(base.iterdir()):
-        if not host_dir.is_dir() or not host_dir.name.startswith(f"{HOST_COLUMN}="):
-            continue
-        host = unquote(host_dir.name.split("=", 1)[1])
-        for p in sorted(host_dir.glob("*.parquet")):
-            if not p.name.startswith("."):
-                parts.append(PartFile(kind, host, p))
-    return parts
+    try:
+        host_dirs = sorted(e.name for e in os.scandir(base) if e.name.startswith(f"{HOST_COLUMN}=") and e.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for name in host_dirs:
+        host = unquote(name.split("=", 1)[1])
+        for f in sorted(os.listdir(base / name)):
+            if f.endswith(".parquet") and not f.startswith("."):
+                yield PartFile(kind, host, base / name / f)
 
 
 def kinds_present(root: str | os.PathLike[str]) -> list[SignalKind]:
     """Kinds with at least one part file under `root` (a run dir or a collected dataset)."""
-    return [k for k in SignalKind if list_parts(root, k)]
+    return [k for k in SignalKind if next(_iter_parts(root, k), None) is not None]
 
 
 def hosts_present(root: str | os.PathLike[str]) -> list[str]:
@@ -161,14 +163,21 @@ def validate_part(part: PartFile) -> pa.Schema:
 
 def _validate_footer(part: PartFile) -> tuple[pa.Schema, int]:
     """The file's schema, checked against the contract, and its row count: one footer read."""
+    footer = _read_footer(part, lambda: pq.read_metadata(part.path))
+    return _check_schema(part, footer.schema.to_arrow_schema()), footer.num_rows
+
+
+def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:
     try:
-        footer = pq.read_metadata(part.path)
-        actual = footer.schema.to_arrow_schema()
+        return read()
     except (pa.ArrowInvalid, OSError) as exc:
         raise DatasetError(
             f"{part.path}: not a readable Parquet file ({exc}); it may be truncated: "
             "re-run collect for this host or delete the file"
         ) from exc
+
+
+def _check_schema(part: PartFile, actual: pa.Schema) -> pa.Schema:
     meta = actual.metadata or {}
     kind_meta = meta.get(META_KIND)
     if kind_meta is not None and kind_meta.decode() != part.kind.value:
@@ -188,12 +197,7 @@ def _validate_footer(part: PartFile) -> tuple[pa.Schema, int]:
         got = actual.field(idx).type
         if not _compatible(got, field.type):
             raise SchemaMismatch(f"{part.path}: column {field.name!r} has type {got}, expected {field.type}")
-    return actual, footer.num_rows
-
-
-def validated_rows(root: str | os.PathLike[str], kind: SignalKind | str) -> int:
-    """Validate every part's footer of a kind against the contract; returns their total row count."""
-    return sum(_validate_footer(part)[1] for part in list_parts(root, kind))
+    return actual
 
 
 def read_table(
@@ -231,25 +235,33 @@ def read_table(
     return pa.concat_tables(tables)
 
 
-def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str, *, validate: bool = True) -> pads.Dataset:
+def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.FileSystemDataset:
     """A lazy, validated pyarrow Dataset over all parts of a kind (for tables too big to load).
 
-    Footers are validated first (`validate=False` when the caller just did, via validated_rows);
-    scanning then reads only the columns and rows a query needs (DuckDB and Polars can query the
-    returned dataset directly).
+    Every footer is read once and checked against the contract; pyarrow keeps the footers on the
+    dataset's fragments, so `dataset_rows` and analyzers that want the footers' statistics (the
+    straggler analyzer's step range) read no file again. Scanning then reads only the columns and
+    rows a query needs (DuckDB and Polars can query the returned dataset directly).
     """
     import pyarrow.dataset as pads
 
     kind = SignalKind(kind)
     parts = list_parts(root, kind)
-    if validate:
-        for part in parts:
-            validate_part(part)
     schema = schema_for(kind).append(pa.field(HOST_COLUMN, pa.string()))
-    return pads.dataset(
+    ds = pads.dataset(
         [str(p.path) for p in parts],
         schema=schema,
         format="parquet",
         partitioning=pads.partitioning(pa.schema([(HOST_COLUMN, pa.string())]), flavor="hive"),
         partition_base_dir=str(Path(root) / kind.value),
     )
+    by_path = {str(p.path): p for p in parts}
+    for frag in ds.get_fragments():
+        part = by_path[frag.path]
+        _check_schema(part, _read_footer(part, lambda: frag.metadata).schema.to_arrow_schema())
+    return ds
+
+
+def dataset_rows(ds: pads.FileSystemDataset) -> int:
+    """Rows of an `open_dataset` result, from the footers it already holds."""
+    return sum(frag.metadata.num_rows for frag in ds.get_fragments())

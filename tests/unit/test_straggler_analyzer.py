@@ -6,6 +6,7 @@ import json
 from collections import namedtuple
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pytest
@@ -221,3 +222,80 @@ def test_subgroup_waiting_for_a_sub_threshold_straggler_is_not_blamed() -> None:
     # The same collective time with nobody slow is claimed, as a capped-confidence communication finding.
     (f,) = find_stragglers(make_timeline(ranks=8, sync=False, jitter=0.02, comm_extra_ms={2: 13.5}))
     assert (f.ranks, f.category, f.confidence) == ((2,), Category.COMMUNICATION, 0.6)
+
+
+def _expected_window_stats(t, window_steps: int, quantile: float = 0.25):
+    """The per (rank, phase, window) statistic computed independently, with pandas."""
+    from trainctl.analyzers.stragglers import PHASE_CATEGORY, WORK_PHASES
+
+    df = t.select(["rank", "step", "phase", "duration_ns"]).to_pandas()
+    df = df[df["phase"].isin(list(PHASE_CATEGORY))]
+    df["win"] = (df["step"] - df["step"].min()) // window_steps
+    out = {}
+    for (rank, phase, win), g in df.groupby(["rank", "phase", "win"]):
+        q = quantile if phase in WORK_PHASES else 0.5
+        out[(int(rank), phase, int(win))] = (len(g), float(g["duration_ns"].quantile(q, interpolation="linear")))
+    return out
+
+
+def _as_dict(stats):
+    return {(int(r), str(p), int(w)): (int(n), float(v))
+            for r, p, w, n, v in zip(stats["rank"], stats["phase"], stats["win"], stats["n"], stats["v_ns"])}
+
+
+@pytest.mark.parametrize("shape", ["reference", "script"])
+def test_window_stats_are_the_pandas_quantiles(shape: str, monkeypatch) -> None:
+    # The packed-key sort (durations that fit beside the group in one int64) against pandas.
+    from trainctl.analyzers import stragglers
+
+    def no_fallback(*a, **k):
+        raise AssertionError("constant tokens and small durations must take the packed path")
+
+    monkeypatch.setattr(stragglers, "_aggregated_stats", no_fallback)
+    t = make_timeline(shape=shape, ranks=6, per_host=3, steps=90, slow_rank=2, jitter=0.2)
+    stats, plan = window_stats(t, window_steps=20, samples_per_window=None)
+    assert (plan.window_steps, plan.step_stride) == (20, 1)
+    got, want = _as_dict(stats), _expected_window_stats(t, 20)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k][0] == want[k][0] and got[k][1] == pytest.approx(want[k][1], rel=1e-12), k
+
+
+def test_window_stats_fall_back_when_durations_do_not_fit_the_packed_key(monkeypatch) -> None:
+    # One absurd duration (2^61 ns) leaves no room for the group bits: DuckDB's quantile_cont
+    # path runs instead and must give the same statistic.
+    from trainctl.analyzers import stragglers
+
+    calls = []
+    real = stragglers._aggregated_stats
+    monkeypatch.setattr(stragglers, "_aggregated_stats", lambda *a, **k: calls.append(1) or real(*a, **k))
+    t = make_timeline(ranks=4, per_host=2, steps=40, jitter=0.2)
+    d = t["duration_ns"].to_numpy().copy()
+    d[7] = 1 << 61
+    t = t.set_column(t.schema.get_field_index("duration_ns"), "duration_ns", pa.array(d, pa.int64()))
+    stats, _ = window_stats(t, window_steps=10, samples_per_window=None)
+    assert calls == [1]
+    got, want = _as_dict(stats), _expected_window_stats(t, 10)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k][0] == want[k][0] and got[k][1] == pytest.approx(want[k][1], rel=1e-12), k
+
+
+@pytest.mark.parametrize("tokens_in", ["all", "some", "none"])
+def test_dataset_files_with_and_without_a_tokens_column(tmp_path, tokens_in: str) -> None:
+    # Other writers (Polars, DuckDB) may omit the nullable tokens column; the footers say which
+    # files have it, and the scan unions columns by name only when some do and some do not.
+    import pyarrow.parquet as pq
+
+    t = make_timeline(ranks=8, slow_rank=5, factor=1.6, phase="backward").drop_columns(["host"])
+    for i, h in enumerate(sorted({host_of(r) for r in range(8)})):
+        part = t.filter(pc.is_in(t["rank"], pa.array([2 * i, 2 * i + 1], pa.int32())))
+        if tokens_in == "none" or (tokens_in == "some" and i % 2):
+            part = part.drop_columns(["tokens"])
+        out = tmp_path / "timeline" / f"host={h}"
+        out.mkdir(parents=True)
+        pq.write_table(part, out / "part-0.parquet")
+    ds = dataset.open_dataset(tmp_path, SignalKind.TIMELINE)
+    assert dataset.dataset_rows(ds) == t.num_rows
+    (f,) = find_stragglers(ds)
+    assert (f.ranks, f.hosts, f.evidence["steps"]) == ((5,), (host_of(5),), [0, 199])

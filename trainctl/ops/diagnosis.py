@@ -71,8 +71,8 @@ def detect_input(path: Path) -> InputKind:
 def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
     tables: dict[SignalKind, TableLike] = {}
     for kind in dataset.kinds_present(root):
-        rows = dataset.validated_rows(root, kind)  # every footer read once: schema check + row count
-        tables[kind] = dataset.open_dataset(root, kind, validate=False) if rows > LAZY_ROWS else dataset.read_table(root, kind)
+        lazy = dataset.open_dataset(root, kind)  # every footer read once: schema check + row count
+        tables[kind] = lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind)
     return tables
 
 
