@@ -64,7 +64,8 @@ def test_dp_shrink_resumes_from_larger_world_with_loss_continuity(cli, tmp_path:
     c = tmp_path / "c"
     r = _launch(cli, c, ckpt_a, 1, "--tp", "1")
     assert r.code != 0
-    err = json.loads((c / "errors" / "rank-0.json").read_text())["message"]["message"]
-    assert ("checkpoint layout dp=2 x tp=2 x pp=1 (4 ranks) cannot be resumed as dp=2 x tp=1 x pp=1 (2 ranks)"
-            in err), err
+    # every rank refuses; the first to exit may take the other down before it writes its error file
+    errs = [json.loads(p.read_text())["message"]["message"] for p in sorted((c / "errors").glob("rank-*.json"))]
+    assert errs and all("checkpoint layout dp=2 x tp=2 x pp=1 (4 ranks) cannot be resumed as "
+                        "dp=2 x tp=1 x pp=1 (2 ranks)" in e for e in errs), errs
     assert not (c / "loss.jsonl").exists() or not (c / "loss.jsonl").read_text().strip()
