@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-
-import pytest
 
 from trainctl.ops import run_control
 from trainctl.ops.relaunch_plan import PlanKind
@@ -75,10 +74,7 @@ def test_allow_shrink_is_refused_with_local(cli) -> None:
 
 
 def test_evict_dry_run_prints_the_executed_plan(cli, tmp_path) -> None:
-    env = {"TRAINCTL_HOME": str(tmp_path / "home")}
-    import os
-
-    env = {**os.environ, **env}
+    env = {**os.environ, "TRAINCTL_HOME": str(tmp_path / "home")}
     run = _run(tmp_path, script="/w/train.py")
     r = cli("evict-node", "node02", "--reason", "xid 79", "--run", run, "--relaunch", "--dry-run", "--json", env=env)
     assert r.code == 0, r.stderr
