@@ -152,6 +152,9 @@ class CheckpointInfo:
     path: Path               # checkpoints/step-N
     world_size: int
     created_ts_ns: int
+    # The dp x tp x pp grid that wrote it ({"dp": 4, "tp": 2, "pp": 1}); {} for checkpoints written
+    # before trainctl recorded it. A resume at another dp maps ranks with trainctl.runtime.rank_map.
+    layout: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,8 @@ class AsyncCheckpointer:
         directory: the checkpoints directory (a run dir's `checkpoints/`; shared storage when ranks
             must restore each other's shards after a host is lost).
         rank, world_size: this rank and the world it belongs to (recorded in the manifest).
+        layout: the parallel grid, e.g. {"dp": 2, "tp": 2, "pp": 1} (recorded in the manifest), so a
+            run relaunched at another data-parallel degree knows which rank holds which shard.
         keep_last: complete steps to keep; older ones (this rank's directories) are deleted.
         overlap: copy parameters and optimizer state in the background while the next forward
             and backward run (they only read them), and make the next `optimizer.step()` wait
@@ -231,11 +236,12 @@ class AsyncCheckpointer:
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, rank: int = 0, world_size: int = 1,
-                 keep_last: int = 2, overlap: bool = True) -> None:
+                 keep_last: int = 2, overlap: bool = True, layout: Mapping[str, int] | None = None) -> None:
         if keep_last < 1:
             raise CheckpointError(f"keep_last={keep_last}: keep at least 1 checkpoint")
         self.directory = Path(directory)
         self.rank, self.world_size, self.keep_last, self.overlap = rank, world_size, keep_last, overlap
+        self.layout = {k: int(v) for k, v in (layout or {}).items()}
         self.directory.mkdir(parents=True, exist_ok=True)
         self._buffers: dict[str, torch.Tensor] = {}
         self._pending: Future | None = None
@@ -395,6 +401,8 @@ class AsyncCheckpointer:
             "world_size": self.world_size, "created_ts_ns": time.time_ns(), "checksum_algo": self._algo,
             "files": files,
         }
+        if self.layout:
+            manifest["layout"] = self.layout
         with open(tmp / MANIFEST, "w") as f:
             json.dump(manifest, f, indent=2)
             f.flush()
@@ -408,6 +416,8 @@ class AsyncCheckpointer:
             os.replace(final, old)
             shutil.rmtree(old, ignore_errors=True)
         os.replace(tmp, final)  # the commit point
+        if self.rank == 0:
+            _drop_foreign_ranks(step_dir, self.world_size)
         _fsync_dir(step_dir)
         _fsync_dir(self.directory)
         size = sum(v["size_bytes"] for v in files.values())
@@ -431,10 +441,25 @@ class AsyncCheckpointer:
         for s, d in _step_dirs(self.directory):
             if s < oldest_kept:
                 shutil.rmtree(d / f"rank-{self.rank}", ignore_errors=True)
+                if self.rank == 0:  # ranks a larger world wrote before a shrink have no owner left
+                    _drop_foreign_ranks(d, self.world_size)
                 try:
                     d.rmdir()  # last rank out removes the step dir
                 except OSError:
                     pass
+
+
+def _drop_foreign_ranks(step_dir: Path, world_size: int) -> None:
+    """Remove rank-R directories with R >= world_size: left by a larger world before a shrink.
+
+    Without this, a step the smaller world saves again (it resumed from an older step) would hold
+    ranks that disagree on world_size and never count as complete. Only rank 0 calls it, after its
+    own commit; the larger world's processes are gone by then (a relaunch stops the run first).
+    """
+    for d in step_dir.iterdir() if step_dir.is_dir() else ():
+        m = _RANK_RE.match(d.name)
+        if m and int(m.group(1)) >= world_size:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -508,7 +533,8 @@ def latest_complete(directory: str | os.PathLike[str], *, verify: bool = True) -
         why = _is_complete(d, verify=verify)
         if why is None:
             m = _read_manifest(d / "rank-0")
-            return CheckpointInfo(step=step, path=d, world_size=int(m["world_size"]), created_ts_ns=int(m["created_ts_ns"]))
+            return CheckpointInfo(step=step, path=d, world_size=int(m["world_size"]), created_ts_ns=int(m["created_ts_ns"]),
+                                  layout={k: int(v) for k, v in (m.get("layout") or {}).items()})
         logger.warning("checkpoint %s skipped: %s", d, why)
     return None
 

@@ -32,8 +32,9 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+from trainctl.errors import CheckpointError
 from trainctl.rundir import atomic_write_text, error_file_path
-from trainctl.runtime import checkpoint, debug_server, inject
+from trainctl.runtime import checkpoint, debug_server, inject, rank_map
 from trainctl.runtime.heartbeat import Heartbeat
 from trainctl.runtime.instrument import Recorder
 
@@ -398,6 +399,30 @@ def hang_forever(rank: int, step: int) -> None:
         time.sleep(1.0)
 
 
+def resume_from(latest: checkpoint.CheckpointInfo, grid: rank_map.GridLayout, rank: int, model: nn.Module,
+                opt: torch.optim.Optimizer) -> int:
+    """Restore this rank from the newest complete checkpoint, also one written at another dp; the step.
+
+    A checkpoint written by a larger (or smaller) data-parallel degree with the same tp is read
+    from the old rank with the same tp index (rank_map.source_rank): dp replicas hold identical
+    model and optimizer state. The step counter continues; --tokens-per-step stays per replica, so
+    after a shrink from dp to dp' the global batch is dp'/dp of what it was (see
+    docs/evict-and-checkpoints.md for why). RNG states come from the source rank (the loop draws
+    only from its own seeded data generator, so they do not steer training).
+    """
+    try:
+        src = rank_map.checkpoint_source_rank(latest.layout, latest.world_size, grid, rank, where=f"checkpoint {latest.path}")
+    except CheckpointError as exc:
+        raise SystemExit(str(exc)) from exc
+    loaded = checkpoint.load_checkpoint(latest, model, opt, rank=src, verify_checksums=False)
+    if rank == 0:
+        saved = (rank_map.GridLayout.from_mapping(latest.layout).describe() if latest.layout
+                 else f"{latest.world_size} ranks")
+        how = "" if latest.world_size == grid.world_size else f" (written by {saved}, resumed as {grid.describe()})"
+        print(f"resumed from checkpoint step {loaded.step}: {latest.path}{how}", flush=True)
+    return loaded.step
+
+
 def train(args: argparse.Namespace) -> int:
     run_dir, host, rank, local_rank, world = rank_context()
     drills = inject.for_rank(inject.from_env(), rank)
@@ -456,19 +481,17 @@ def train(args: argparse.Namespace) -> int:
     data_gen = torch.Generator().manual_seed(args.seed * 1000 + dp_index)  # tp peers see the same batch
     start_step = 0
     ckpt_dir = args.checkpoint_dir or str(Path(run_dir) / "checkpoints")
-    ckpt = checkpoint.AsyncCheckpointer(ckpt_dir, rank=rank, world_size=world) if args.checkpoint_every else None
+    grid = rank_map.GridLayout(dp=topo.dp, tp=args.tp, pp=1)
+    ckpt = (checkpoint.AsyncCheckpointer(ckpt_dir, rank=rank, world_size=world, layout=grid.to_dict())
+            if args.checkpoint_every else None)
     if ckpt is not None:
         latest = checkpoint.latest_complete(ckpt_dir)
-        if latest is not None and latest.world_size != world:
-            raise SystemExit(f"checkpoint {latest.path} was written by {latest.world_size} ranks, this run has {world}; "
-                             "resharding is not supported: relaunch with the same world size or a fresh --checkpoint-dir")
         if latest is not None:
-            loaded = checkpoint.load_checkpoint(latest, model, opt, rank=rank, verify_checksums=False)
-            start_step = loaded.step
-            for _ in range(start_step):  # the data stream resumes where it was: replay its draws
+            start_step = resume_from(latest, grid, rank, model, opt)
+            # The data stream resumes where it was: replay this replica's draws (dp index j continues
+            # stream j; after a dp shrink the streams of the dropped replicas are not consumed).
+            for _ in range(start_step):
                 packed_batch(data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq)
-            if rank == 0:
-                print(f"resumed from checkpoint step {start_step}: {latest.path}", flush=True)
     loss_log = open(Path(run_dir) / "loss.jsonl", "a") if rank == 0 else None  # per-step loss table
     window_t0, window_tokens = time.perf_counter(), 0
     ab_times: dict[str, list[int]] = {"on": [], "off": []}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
+from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
 
 H = ["node01", "node02", "node03"]
 
@@ -42,8 +42,19 @@ def test_stop_when_tp_does_not_divide() -> None:
 def test_stop_when_shrink_not_allowed() -> None:
     p = plan_relaunch(H, quarantined={"node01"}, nproc_per_node=1, allow_shrink=False)
     assert p.kind is PlanKind.STOP
-    assert p.reason == ("layout needs 3 hosts (3 ranks), only 2 healthy and 0 free spares; "
-                        "add spares with --spares or allow a smaller run")
+    assert p.reason == ("layout needs 3 hosts (3 ranks), only 2 healthy and 0 free spares; add spares with --spares, "
+                        "or pass --allow-shrink if the training script can resume at a smaller world size")
+
+
+def test_shrink_allowed_for_the_reference_trainer_or_with_the_opt_in() -> None:
+    assert shrink_allowed(script=None, opt_in=False)[0] is True
+    assert shrink_allowed(script="/w/train.py", opt_in=True) == (True, "--allow-shrink given for /w/train.py")
+    ok, hint = shrink_allowed(script="/w/train.py", opt_in=False)
+    assert ok is False
+    p = plan_relaunch(H, quarantined={"node02"}, nproc_per_node=1, allow_shrink=ok, no_shrink_hint=hint)
+    assert p.kind is PlanKind.STOP
+    assert p.reason.endswith("add spares with --spares, or pass --allow-shrink if /w/train.py can resume at a "
+                             "smaller world size (trainctl cannot tell for a user script)")
 
 
 def test_stop_below_min_hosts_and_all_gone() -> None:

@@ -24,6 +24,7 @@ def build_spec(
     spares: Optional[str] = None, allow_quarantined: bool = False, checkpoint_every: int = 0,
     checkpoint_dir: Optional[Path] = None, steps: Optional[int] = None, ssh_config: Optional[str] = None,
     remote_run_dir: Optional[str] = None, python: Optional[str] = None, rank_env: List[str] = (),
+    allow_shrink: bool = False,
 ):
     from trainctl.ops.launch import LaunchSpec, default_run_id, simulated_hosts
 
@@ -38,6 +39,9 @@ def build_spec(
         # made by not detecting hangs at all.
         raise InputError("--keep-hung applies to --local; with --hosts pass --hang-timeout 0 to leave a hung run up "
                          "for inspection (then `trainctl playbook run hung-collective --run RUN`)")
+    if allow_shrink and not hosts:
+        raise InputError("--allow-shrink applies to --hosts (the supervisor's relaunch after an eviction); "
+                         "--local runs are not relaunched")
     script, args = None, list(script_and_args or [])
     if args and not args[0].startswith("-"):
         script, args = args[0], args[1:]  # `-- train.py --lr 1e-3`; leading options go to the reference trainer
@@ -72,7 +76,7 @@ def build_spec(
             script=str(Path(script).resolve()) if script else None, args=tuple(args), inject=tuple(inject),
             max_restarts=max_restarts, hang_timeout_s=hang_timeout or None, ssh_config=ssh_config,
             python=python or sys.executable, env=env, allow_quarantined=allow_quarantined,
-            ledger_home=os.environ.get("TRAINCTL_HOME") or None,
+            ledger_home=os.environ.get("TRAINCTL_HOME") or None, allow_shrink=allow_shrink,
         )
     return LaunchSpec(
         run_dir=run_dir or Path("runs") / run_id, run_id=run_id, nproc_per_node=nproc_per_node,
@@ -156,13 +160,14 @@ def launch(
     remote_run_dir: Optional[str] = typer.Option(None, "--remote-run-dir", help="With --hosts: the run dir on the hosts (default: the absolute --run-dir)."),
     python: Optional[str] = typer.Option(None, "--python", help="With --hosts: the Python on the hosts (default: this one, e.g. a shared venv)."),
     rank_env: List[str] = typer.Option([], "--env", help="With --hosts: NAME=VALUE for every rank, repeatable (e.g. GLOO_SOCKET_IFNAME=eth0)."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="With --hosts and a SCRIPT: after an eviction with no spare left, relaunch on fewer hosts (smaller dp); say so only if SCRIPT can resume at a smaller world size. The reference trainer always may."),
 ) -> None:
     """Start a supervised run: torchrun agents, heartbeats, hang dumps, first-failure report."""
     spec = build_spec(local=local, hosts=hosts, hosts_local=hosts_local, nproc_per_node=nproc_per_node, run_dir=run_dir,
                       inject=inject, max_restarts=max_restarts, hang_timeout=hang_timeout, keep_hung=keep_hung,
                       script_and_args=script_and_args or [], spares=spares, allow_quarantined=allow_quarantined,
                       checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir, steps=steps, ssh_config=ssh_config,
-                      remote_run_dir=remote_run_dir, python=python, rank_env=rank_env)
+                      remote_run_dir=remote_run_dir, python=python, rank_env=rank_env, allow_shrink=allow_shrink)
     from trainctl.ops.supervisor import HostsSpec
 
     if isinstance(spec, HostsSpec):

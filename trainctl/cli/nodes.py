@@ -14,7 +14,7 @@ from trainctl.cli.console import err, out
 from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Finding
 from trainctl.ops.quarantine import Ledger
-from trainctl.ops.relaunch_plan import plan_relaunch
+from trainctl.ops.relaunch_plan import PlanKind
 from trainctl.ops.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
 from trainctl.rundir import RunInfo, is_run_dir, read_run_info
 
@@ -73,6 +73,7 @@ def evict_node(
     finding: Optional[str] = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
     relaunch: bool = typer.Option(False, "--relaunch", help="Stop the run and relaunch it without HOST from its newest checkpoint (needs --run RUN_DIR of a `launch --hosts` run)."),
     spares: Optional[str] = typer.Option(None, "--spares", help="Comma list of standby hosts for --relaunch."),
+    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="With --relaunch and no spare left: relaunch on fewer hosts (smaller dp) even for a user SCRIPT; say so only if it can resume at a smaller world size. The reference trainer always may."),
     scheduler: SchedulerKind = typer.Option(SchedulerKind.NONE, "--scheduler", help="Also drain HOST in the scheduler."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change and the exact commands; change nothing."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
@@ -87,12 +88,12 @@ def evict_node(
     ledger = Ledger()
     commands = drain_commands(scheduler, host, reason)
     plan = None
-    if relaunch and info is not None:
-        spare_list = [s.strip() for s in (spares or ",".join(info.extra.get("spares", []))).split(",") if s.strip()]
-        plan = plan_relaunch(
-            [h.host for h in info.hosts], quarantined=ledger.quarantined_hosts() | {host}, spares=spare_list,
-            nproc_per_node=info.nproc_per_node, layout=info.layout,
-        )
+    if relaunch and info is not None and run is not None:
+        from trainctl.ops import run_control
+
+        # The same plan the relaunch executes (run_control.relaunch_without), so --dry-run tells the truth.
+        plan, _ = run_control.relaunch_plan_for(run, [host], spares=_split(spares),
+                                                quarantined=sorted(ledger.quarantined_hosts()), allow_shrink=allow_shrink)
     doc: dict[str, Any] = {
         "host": host, "reason": reason, "run": run_id, "dry_run": dry_run, "ledger": str(ledger.state_path),
         "scheduler": scheduler.value, "commands": [list(c) for c in commands], "finding": finding_doc,
@@ -109,7 +110,10 @@ def evict_node(
                 _print_plan(plan)
         return
     if relaunch and run is not None:
-        _check_relaunch(run, host, yes=yes)  # before the ledger changes: refuse the whole thing, not half of it
+        # before the ledger changes: refuse the whole thing, not half of it
+        if plan is not None and plan.kind is PlanKind.STOP:
+            raise InputError(f"cannot relaunch {run} without {host}: {plan.reason} (nothing was changed)")
+        _check_relaunch(run, host, yes=yes)
     entry = ledger.evict(host, reason=reason, run=run_id, finding=finding_doc,
                          extra={"scheduler": scheduler.value, "commands": [list(c) for c in commands]})
     err.print(f"quarantined {host} in {ledger.state_path} (eviction #{entry.evictions})", highlight=False)
@@ -124,7 +128,8 @@ def evict_node(
     doc["entry"] = entry.to_dict()
     failed = False
     if relaunch and run is not None:
-        doc["relaunch"] = _execute_relaunch(run, host, spares, ledger, yes=yes, wait_timeout_s=wait_timeout)
+        doc["relaunch"] = _execute_relaunch(run, host, spares, ledger, yes=yes, wait_timeout_s=wait_timeout,
+                                            allow_shrink=allow_shrink)
         failed = not doc["relaunch"].get("ok")
     if json_out:
         _emit_json(doc)
@@ -140,14 +145,19 @@ def evict_node(
         raise typer.Exit(4)
 
 
-def _execute_relaunch(run: str, host: str, spares: str | None, ledger: Ledger, *, yes: bool, wait_timeout_s: float) -> dict[str, Any]:
+def _split(spares: str | None) -> list[str] | None:
+    return [s.strip() for s in spares.split(",") if s.strip()] if spares else None
+
+
+def _execute_relaunch(run: str, host: str, spares: str | None, ledger: Ledger, *, yes: bool, wait_timeout_s: float,
+                      allow_shrink: bool = False) -> dict[str, Any]:
     """Stop the run, start it again without HOST (trainctl.ops.run_control), wait for it."""
     from trainctl.ops import run_control
     from trainctl.ops.playbook import trainctl_argv
 
-    spare_list = [s.strip() for s in spares.split(",") if s.strip()] if spares else None
     plan, stopped, handle = run_control.relaunch_without(
-        run, [host], spares=spare_list, quarantined=sorted(ledger.quarantined_hosts()), trainctl=trainctl_argv())
+        run, [host], spares=_split(spares), quarantined=sorted(ledger.quarantined_hosts()), trainctl=trainctl_argv(),
+        allow_shrink=allow_shrink)
     err.print(f"stopped {run} ({stopped['supervisor']}); relaunched on {','.join(plan.hosts)} as {handle.run_dir} "
               f"(pid {handle.proc.pid}, log {handle.log_path}); waiting up to {wait_timeout_s:.0f}s", highlight=False)
     res = run_control.wait_relaunch(handle, wait_timeout_s)

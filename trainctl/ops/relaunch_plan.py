@@ -7,6 +7,12 @@ Layout rule: the model-parallel product (tp x pp, from RunInfo.layout) is fixed 
 sharding; only the data-parallel degree may shrink. So a smaller world is allowed when
 `healthy_hosts * nproc_per_node` is a positive multiple of tp x pp (and at least `min_hosts`).
 A run without a layout is treated as pure data parallel (tp x pp = 1).
+
+Whether a run *may* shrink is a property of its training script, not of the layout: the
+reference trainer resumes a checkpoint written at a larger dp (trainctl.runtime.rank_map), an
+arbitrary user script may not (its checkpoint may be one file per rank with no way to map it).
+`shrink_allowed` is that rule: the reference trainer always, a user script only with the
+operator's `--allow-shrink` (on `launch --hosts` or on `evict-node --relaunch`).
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Collection, Mapping, Sequence
 
-__all__ = ["PlanKind", "RelaunchPlan", "plan_relaunch"]
+__all__ = ["PlanKind", "RelaunchPlan", "plan_relaunch", "shrink_allowed", "ALLOW_SHRINK_FLAG"]
+
+ALLOW_SHRINK_FLAG = "--allow-shrink"
 
 
 class PlanKind(str, Enum):
@@ -51,6 +59,19 @@ def _model_parallel(layout: Mapping[str, int]) -> int:
     return mp
 
 
+def shrink_allowed(*, script: str | None, opt_in: bool) -> tuple[bool, str]:
+    """(may the run come back smaller, why / what would allow it) for plan_relaunch.
+
+    `script` is RunInfo.script (None: the reference trainer); `opt_in` the operator's --allow-shrink.
+    """
+    if script is None:
+        return True, "the reference trainer resumes a checkpoint at a smaller data-parallel degree"
+    if opt_in:
+        return True, f"{ALLOW_SHRINK_FLAG} given for {script}"
+    return False, (f"pass {ALLOW_SHRINK_FLAG} if {script} can resume at a smaller world size "
+                   "(trainctl cannot tell for a user script)")
+
+
 def plan_relaunch(
     hosts: Sequence[str],
     *,
@@ -60,6 +81,7 @@ def plan_relaunch(
     layout: Mapping[str, int] | None = None,
     allow_shrink: bool = True,
     min_hosts: int = 1,
+    no_shrink_hint: str = f"pass {ALLOW_SHRINK_FLAG} if the training script can resume at a smaller world size",
 ) -> RelaunchPlan:
     """Plan the next launch without the quarantined hosts.
 
@@ -71,6 +93,8 @@ def plan_relaunch(
         layout: the run's grid, e.g. {"dp": 4, "tp": 2, "pp": 1}; dp is recomputed.
         allow_shrink: when spares run out, may the run continue with fewer hosts?
         min_hosts: never shrink below this many hosts.
+        no_shrink_hint: with allow_shrink=False, what would allow a smaller run (ends the STOP reason;
+            shrink_allowed() gives it).
 
     Evicted hosts are replaced in place (the spare takes the evicted host's position, so its
     ranks keep their numbers and their checkpoint shards); surviving hosts keep their order.
@@ -99,7 +123,7 @@ def plan_relaunch(
              f"and {len(free)} free spare{'s' if len(free) != 1 else ''}")
     if not allow_shrink:
         return RelaunchPlan(PlanKind.STOP, (), removed, {}, 0, layout,
-                            f"{short}; add spares with --spares or allow a smaller run")
+                            f"{short}; add spares with --spares, or {no_shrink_hint}")
     world = len(new) * nproc_per_node
     if len(new) < max(1, min_hosts) or world % mp != 0 or world == 0:
         why = (f"a smaller run needs a multiple of tp x pp = {mp} ranks and at least {max(1, min_hosts)} host(s), "

@@ -11,6 +11,8 @@ Runbooks (and `trainctl evict-node --relaunch`) need three things the launch kno
   - how to relaunch it: `trainctl launch --hosts NEW --spares LEFT ...` with the same options, a new
     run dir, no drill, as a subprocess that can be waited on. The trainer resumes from the newest
     complete checkpoint in the shared --checkpoint-dir (what the supervisor does on its own evictions).
+    With no spare left the plan may be a smaller run (relaunch_plan.shrink_allowed: the reference
+    trainer, or a user script with --allow-shrink given to `launch` or to `evict-node --relaunch`).
 
 The supervisor is found as the process of this user holding RUN/logs/agent-*.log open (it streams
 the remote agent logs there for the life of an attempt): exact ownership of this run's files, not
@@ -35,7 +37,7 @@ from trainctl.errors import InputError, LaunchError
 logger = logging.getLogger(__name__)
 
 __all__ = ["LaunchOptions", "find_supervisor", "launch_options", "record_launch", "dump_live_ranks", "stop_run",
-           "RelaunchHandle", "start_relaunch", "wait_relaunch", "new_run_steps"]
+           "RelaunchHandle", "start_relaunch", "wait_relaunch", "new_run_steps", "relaunch_plan_for", "relaunch_without"]
 
 LAUNCH_RECORD = "launch.json"
 
@@ -238,12 +240,23 @@ _FLAGS = {  # launch parameter -> option (lists repeat the option); bools are fl
     "nproc_per_node": "--nproc-per-node", "max_restarts": "--max-restarts", "hang_timeout": "--hang-timeout",
     "checkpoint_every": "--checkpoint-every", "checkpoint_dir": "--checkpoint-dir", "steps": "--steps",
     "ssh_config": "--ssh-config", "python": "--python", "rank_env": "--env", "allow_quarantined": "--allow-quarantined",
+    "allow_shrink": "--allow-shrink",
 }
 
 
+def _script_of(params: Mapping[str, Any]) -> str | None:
+    """The launch's SCRIPT (None: the reference trainer; leading --options go to it)."""
+    rest = list(params.get("script_and_args") or [])
+    return str(rest[0]) if rest and not str(rest[0]).startswith("-") else None
+
+
 def relaunch_argv(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence[str], run_dir: str,
-                  remote_run_dir: str) -> list[str]:
-    """`launch` argv for the relaunch: same options on `hosts`, a new run dir, no drills."""
+                  remote_run_dir: str, tp: int | None = None) -> list[str]:
+    """`launch` argv for the relaunch: same options on `hosts`, a new run dir, no drills.
+
+    `tp`: the reference trainer's tensor-parallel size, passed explicitly when the launch did not
+    (its default follows the world size's parity, and a smaller world must keep the shards' tp).
+    """
     p = opts.params
     argv = ["launch", "--hosts", ",".join(hosts), "--run-dir", run_dir, "--remote-run-dir", remote_run_dir]
     if spares:
@@ -262,6 +275,8 @@ def relaunch_argv(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence
         else:
             argv += [flag, str(v)]
     rest = list(p.get("script_and_args") or [])
+    if tp is not None and _script_of(p) is None and not any(a == "--tp" or str(a).startswith("--tp=") for a in rest):
+        rest += ["--tp", str(tp)]
     if rest:
         argv += ["--", *rest]
     return argv
@@ -282,8 +297,9 @@ class RelaunchHandle:
 
 
 def start_relaunch(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence[str], run_dir: str,
-                   remote_run_dir: str, trainctl: Sequence[str], env: Mapping[str, str] | None = None) -> RelaunchHandle:
-    argv = relaunch_argv(opts, hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir)
+                   remote_run_dir: str, trainctl: Sequence[str], env: Mapping[str, str] | None = None,
+                   tp: int | None = None) -> RelaunchHandle:
+    argv = relaunch_argv(opts, hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir, tp=tp)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     record_launch(run_dir, argv[1:], cwd=os.getcwd())
     log_path = str(Path(run_dir) / "launch.log")
@@ -339,32 +355,71 @@ def next_run_dir(run_dir: str | os.PathLike[str]) -> str:
     return f"{run}-relaunch{n}"
 
 
+def relaunch_plan_for(run_dir: str | os.PathLike[str], exclude: Sequence[str], *, spares: Sequence[str] | None = None,
+                      quarantined: Sequence[str] = (), allow_shrink: bool = False,
+                      opts: LaunchOptions | None = None) -> tuple[Any, LaunchOptions | None]:
+    """The RelaunchPlan that `relaunch_without` executes; `evict-node --dry-run` prints the same one.
+
+    Hosts come from run.json (the current attempt's), spares from `spares` else the launch's
+    --spares, and whether the run may come back smaller from relaunch_plan.shrink_allowed: the
+    reference trainer always, a user script when `allow_shrink` (evict-node's flag) or the launch's
+    own --allow-shrink says so. `opts`: the launch options when known; else they are looked up and,
+    when they cannot be found, the plan is made from run.json alone. Returns (plan, opts or None).
+    """
+    from trainctl.ops.relaunch_plan import plan_relaunch, shrink_allowed
+    from trainctl.rundir import read_run_info
+
+    run = Path(run_dir).resolve()
+    info = read_run_info(run)
+    if opts is None:
+        try:
+            opts = launch_options(run)
+        except InputError:
+            if info is None:
+                raise
+    current = [h.host for h in info.hosts] if info else opts.hosts  # type: ignore[union-attr]
+    default_spares = opts.spares if opts is not None else [str(x) for x in (info.extra.get("spares") or [])]  # type: ignore[union-attr]
+    spare_list = [s for s in (list(spares) if spares else default_spares) if s not in current]
+    script = info.script if info is not None else _script_of(opts.params)  # type: ignore[union-attr]
+    opt_in = bool(allow_shrink or (opts is not None and opts.params.get("allow_shrink"))
+                  or (info is not None and info.extra.get("allow_shrink")))
+    may_shrink, hint = shrink_allowed(script=script, opt_in=opt_in)
+    nproc = int((opts.params.get("nproc_per_node") if opts is not None else None) or (info.nproc_per_node if info else 1))
+    plan = plan_relaunch(current, quarantined=set(quarantined) | set(exclude), spares=spare_list, nproc_per_node=nproc,
+                         layout=info.layout if info else None, allow_shrink=may_shrink, no_shrink_hint=hint)
+    return plan, opts
+
+
 def relaunch_without(run_dir: str | os.PathLike[str], exclude: Sequence[str], *, spares: Sequence[str] | None = None,
                      quarantined: Sequence[str] = (), trainctl: Sequence[str], env: Mapping[str, str] | None = None,
-                     stop_grace_s: float = 30.0) -> tuple[Any, dict[str, Any], RelaunchHandle]:
+                     stop_grace_s: float = 30.0, allow_shrink: bool = False) -> tuple[Any, dict[str, Any], RelaunchHandle]:
     """Stop the run and start it again without `exclude`, on the remaining hosts plus spares.
 
     Returns (RelaunchPlan, what stop_run did, the handle to wait on). The plan keeps the world size
-    (the evicted host's ranks go to a spare, so its checkpoint shards are read by the same ranks);
-    with no spare left it stops with the plan's reason rather than shrinking a tp/pp layout.
+    when spares allow (the evicted host's ranks go to a spare, so its checkpoint shards are read by
+    the same ranks), else comes back smaller when relaunch_plan_for allows it (the reference
+    trainer maps the larger world's checkpoint; a user script needs `allow_shrink`), else raises
+    LaunchError with the plan's reason (nothing is stopped).
     """
-    from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
+    from trainctl.ops.relaunch_plan import PlanKind
     from trainctl.rundir import read_run_info
 
     run = Path(run_dir).resolve()
     opts = launch_options(run)
     info = read_run_info(run)
-    current = [h.host for h in info.hosts] if info else opts.hosts
-    spare_list = [s for s in (list(spares) if spares else opts.spares) if s not in current]
-    plan = plan_relaunch(current, quarantined=set(quarantined) | set(exclude), spares=spare_list,
-                         nproc_per_node=int(opts.params.get("nproc_per_node") or (info.nproc_per_node if info else 1)),
-                         layout=info.layout if info else None, allow_shrink=False)
+    plan, _ = relaunch_plan_for(run, exclude, spares=spares, quarantined=quarantined, allow_shrink=allow_shrink,
+                                opts=opts)
     if plan.kind is PlanKind.STOP:
         raise LaunchError(f"cannot relaunch {run} without {','.join(exclude)}: {plan.reason}")
+    current = [h.host for h in info.hosts] if info else opts.hosts
+    spare_list = [s for s in (list(spares) if spares else opts.spares) if s not in current]
+    if allow_shrink and not opts.params.get("allow_shrink"):
+        opts = replace(opts, params={**opts.params, "allow_shrink": True})  # the relaunched run may shrink again
+    tp = int(info.layout["tp"]) if info is not None and info.layout.get("tp") else None
     stopped = stop_run(opts, current, grace_s=stop_grace_s)
     new_dir = next_run_dir(run)
     remote_new = f"{str(opts.remote_run_dir).rstrip('/')}-{Path(new_dir).name.rsplit('-', 1)[-1]}"
     left = [s for s in spare_list if s not in plan.hosts]
-    handle = start_relaunch(replace(opts), hosts=plan.hosts, spares=left, run_dir=new_dir, remote_run_dir=remote_new,
-                            trainctl=trainctl, env=env)
+    handle = start_relaunch(opts, hosts=plan.hosts, spares=left, run_dir=new_dir, remote_run_dir=remote_new,
+                            trainctl=trainctl, env=env, tp=tp)
     return plan, stopped, handle

@@ -14,7 +14,9 @@ RUN_DIR/incidents/<n>/dataset, `diagnose_path` it, and hand the findings to the 
 
   EVICT_AND_RELAUNCH  Ledger().evict(host, finding as evidence), plan_relaunch() on the remaining
                       hosts + spares, start the next attempt (it resumes from the newest complete
-                      checkpoint in the shared --checkpoint-dir)
+                      checkpoint in the shared --checkpoint-dir); with no spare left the run comes
+                      back smaller (fewer hosts, smaller dp, same tp) when shrink_allowed(): the
+                      reference trainer, or a user script launched with --allow-shrink
   RESTART_IN_PLACE    same hosts, next attempt (counts against --max-restarts)
   STOP_AND_REPORT     stop, report the evidence; no restart loop for user or config errors
   CONTINUE            keep running (fail-slow with nothing actionable)
@@ -34,7 +36,7 @@ import logging
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -44,7 +46,7 @@ from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.ops import launch as local
 from trainctl.ops.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
 from trainctl.ops.quarantine import Ledger, refuse_quarantined
-from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch
+from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.runtime import inject, policy
@@ -84,6 +86,7 @@ class HostsSpec:
     collect_timeout_s: float = 120.0
     fail_slow: bool = True  # watch the job's step time against its own baseline (trainctl.ops.fail_slow)
     fail_slow_ratio: float = 1.5
+    allow_shrink: bool = False  # a user script may come back at a smaller world size (the reference trainer always may)
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,13 @@ def _trainer_args(spec: HostsSpec, world: int) -> list[str]:
             if spec.checkpoint_dir:
                 args += ["--checkpoint-dir", spec.checkpoint_dir]
     return args
+
+
+def _pin_tp(spec: HostsSpec, tp: int) -> HostsSpec:
+    """`spec` with an explicit --tp for the reference trainer (a no-op when the args give one)."""
+    if any(a == "--tp" or a.startswith("--tp=") for a in spec.args):
+        return spec
+    return replace(spec, args=(*spec.args, "--tp", str(tp)))
 
 
 def validate(spec: HostsSpec) -> None:
@@ -229,7 +239,8 @@ class Supervisor:
                        hosts=tuple(HostRanks(h, tuple(range(i * s.nproc_per_node, (i + 1) * s.nproc_per_node)))
                                    for i, h in enumerate(hosts)),
                        script=s.script, created_ts_ns=time.time_ns(),
-                       extra={"launcher": "torchrun", "mode": "ssh", "attempt": number, "inject": list(s.inject)})
+                       extra={"launcher": "torchrun", "mode": "ssh", "attempt": number, "inject": list(s.inject),
+                              "allow_shrink": s.allow_shrink})
         tp = local._trainer_tp(_trainer_args(s, world), world) if s.script is None else 1
         if s.script is None:
             dp = world // tp
@@ -473,14 +484,19 @@ class Supervisor:
                     self.ledger.evict(h, reason=action.reason, run=s.run_id, finding=ev.to_dict() if ev else None,
                                       extra={"attempt": number, "rule": action.rule})
                     evicted.append(h)
+                may_shrink, hint = shrink_allowed(script=s.script, opt_in=s.allow_shrink)
                 plan = plan_relaunch(hosts, quarantined=set(self.ledger.quarantined_hosts()) | set(targets),
                                      spares=spares, nproc_per_node=s.nproc_per_node, layout=self.layout,
-                                     allow_shrink=False)
+                                     allow_shrink=may_shrink, no_shrink_hint=hint)
                 self.journal.write("relaunch_plan", attempt=number, plan=plan.to_dict(), reason=plan.reason,
                                    kind=plan.kind.value, hosts=list(plan.hosts))
                 if plan.kind is PlanKind.STOP:
                     return SupervisorResult(False, f"{action.reason}; cannot relaunch: {plan.reason}", number, hosts,
                                             tuple(evicted), rc, time.monotonic() - t0)
+                if plan.kind is PlanKind.SHRINK and s.script is None:
+                    # tp is fixed by the checkpoint's shards; without an explicit --tp the trainer
+                    # args would pick it from the new world size's parity (local._trainer_tp).
+                    self.spec = s = _pin_tp(s, int(self.layout.get("tp", 1)))
                 spares = [x for x in spares if x not in plan.hosts]
                 hosts = plan.hosts
             return SupervisorResult(False, f"stopped after {MAX_ATTEMPTS} attempts", MAX_ATTEMPTS, hosts, tuple(evicted), rc,
