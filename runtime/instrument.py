@@ -217,7 +217,7 @@ class Recorder:
         """
         if not self.enabled or duration_ns <= 0:
             return
-        idx = {p: i for i, (s, p, _, d, _, _) in enumerate(self._rows) if s == self.step and isinstance(d, int)}
+        idx = {p: i for i, (_, p, _, d, _, _) in self._current_step_rows() if isinstance(d, int)}
         if src not in idx or dst not in idx:
             return
         i, j = idx[src], idx[dst]
@@ -227,11 +227,23 @@ class Recorder:
         sj, pj, tj, dj, kj, rj = self._rows[j]
         self._rows[j] = (sj, pj, tj, dj + moved, kj, rj)
 
+    def _current_step_rows(self, step: int | None = None) -> list[tuple[int, Row]]:
+        """(index, row) of the step's rows: the tail of the buffer, found without walking the
+        whole buffer (it holds up to `handover_rows` rows, and this runs twice per step)."""
+        step = self.step if step is None else step
+        out = []
+        for i in range(len(self._rows) - 1, -1, -1):
+            if self._rows[i][0] != step:
+                break
+            out.append((i, self._rows[i]))
+        return out
+
     def end_step(self, step: int | None = None, *, tokens: int | None = None, flush: bool = True) -> None:
         """Close step `step` (default: the current one): stamp tokens on its rows and hand them over."""
         step = self.step if step is None else step
         if tokens is not None:
-            self._rows = [(s, p, t, d, tokens if s == step else tk, src) for (s, p, t, d, tk, src) in self._rows]
+            for i, (s, p, t, d, _, src) in self._current_step_rows(step):
+                self._rows[i] = (s, p, t, d, tokens, src)
         # Hand over in batches: waking the writer thread every step costs GIL hand-offs that
         # show up as step time on a CPU-bound rank (measured in bench/instrumentation_overhead.py).
         if flush and len(self._rows) >= self.handover_rows and self.spool is not None:

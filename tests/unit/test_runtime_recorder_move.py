@@ -26,3 +26,21 @@ def test_move_time_shifts_between_rows_of_the_current_step_only(tmp_path) -> Non
     t = dataset.read_table(tmp_path, SignalKind.TIMELINE).to_pandas()
     assert sorted(zip(t["step"], t["phase"])) == [(0, "communication"), (0, "forward"), (1, "communication"), (1, "forward")]
     assert (t["duration_ns"] > 0).all()
+
+
+def test_end_step_stamps_tokens_on_that_step_only(tmp_path) -> None:
+    # Rows stay buffered across steps (handed to the writer every `handover_rows`): stamping
+    # step 2's tokens must leave steps 0 and 1 as they were.
+    rec = Recorder(tmp_path, rank=3, local_rank=1, host="node02")
+    for step, tokens in enumerate([100, None, 300]):
+        for phase in ("data", "forward"):
+            with rec.phase(phase):
+                pass
+        rec.end_step(step, tokens=tokens)
+    assert len(rec._rows) == 6  # nothing handed over yet
+    rec.close()
+    t = dataset.read_table(tmp_path, SignalKind.TIMELINE).to_pandas()
+    got = {(int(s), p): (None if k != k else int(k)) for s, p, k in zip(t["step"], t["phase"], t["tokens"])}
+    assert got == {(0, "data"): 100, (0, "forward"): 100, (1, "data"): None, (1, "forward"): None,
+                   (2, "data"): 300, (2, "forward"): 300}
+    assert set(t["rank"]) == {3} and set(t["host"]) == {"node02"}
