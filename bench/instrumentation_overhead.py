@@ -5,7 +5,7 @@ switches its instrumentation (phase timeline + heartbeats) on and off every --bl
 arms see the same machine load over time. Rank 0's step wall times per arm are compared:
 overhead = median(on) / median(off) - 1 (also the trimmed means). Target: <= 2 % of step time.
 
-Step times on a shared 2-core machine spread by +-15 %, so a few hundred steps cannot resolve 2 %:
+Step times on a shared 2-core machine spread by +-20 %, so a few hundred steps cannot resolve 2 %:
 the 95 % interval comes from a block bootstrap (on/off block pairs resampled together, which keeps
 the slow drifts of the machine inside each pair), and the default run is 1,200 steps.
 
