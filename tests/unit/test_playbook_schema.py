@@ -60,7 +60,7 @@ def test_destructive_flag_comes_from_the_type() -> None:
          "bad.yaml:11: step 'evict' (evict-node) needs with.reason; add `reason:` under `with:`"),
         # unknown key under with (typo), line of the key
         (GOOD.replace("      reason: hung", "      reason: hung\n      hots: [a]"),
-         "bad.yaml:14: step 'evict' (evict-node) does not take 'hots'; use finding, hosts, reason, relaunch, scheduler, spares"),
+         "bad.yaml:14: step 'evict' (evict-node) does not take 'hots'; use allow_shrink, finding, hosts, reason, relaunch, scheduler, spares"),
         # unknown trigger kind
         (GOOD.replace("[hung_collective]", "[hung]"),
          "bad.yaml:4: unknown finding kind 'hung'; use one of straggler, hung_collective"),
@@ -120,3 +120,18 @@ def test_probe_decisions_localise_the_host_in_both_slow_pairs() -> None:
     rounds = [{"slow": [["node02", "node03"]]}, {"slow": [["node03"]]}]
     assert localize({}, pairs, rounds, hosts) == (["node03"], ["node03"])
     assert localize({"node01": 0.01, "node02": 0.011}, {("node01", "node02"): 0.01}, [], hosts[:2]) == ([], [])
+
+
+def test_evict_node_step_passes_allow_shrink_only_with_the_relaunch() -> None:
+    from pathlib import Path
+
+    from trainctl.ops.playbook import _evict_args
+
+    run = Path("/runs/r1")
+    with_shrink = {"reason": "xid 79", "relaunch": True, "allow_shrink": True, "spares": ["node09"]}
+    assert _evict_args("node02", with_shrink, run, wait_timeout_s=600) == [
+        "evict-node", "node02", "--reason", "xid 79", "--run", "/runs/r1", "--json",
+        "--relaunch", "--yes", "--wait-timeout", "600", "--allow-shrink", "--spares", "node09"]
+    # without the relaunch (e.g. every host but the last of a multi-host eviction) there is nothing to shrink
+    assert "--allow-shrink" not in _evict_args("node02", with_shrink, run, relaunch=False)
+    assert "--allow-shrink" not in _evict_args("node02", {"reason": "x", "relaunch": True}, run)

@@ -96,7 +96,7 @@ WITH_KEYS: Mapping[StepType, frozenset[str]] = {
     StepType.DIAGNOSE: frozenset({"path"}),
     StepType.PROBE: frozenset({"hosts", "local", "nproc_per_host", "size_bytes", "iters", "slow_host", "slow_delay_s",
                                "ssh_config", "workdir", "env"}),
-    StepType.EVICT_NODE: frozenset({"hosts", "reason", "finding", "relaunch", "spares", "scheduler"}),
+    StepType.EVICT_NODE: frozenset({"hosts", "reason", "finding", "relaunch", "spares", "allow_shrink", "scheduler"}),
     StepType.RELAUNCH: frozenset({"args"}),
     StepType.NOTIFY: frozenset({"message", "command", "url"}),
     StepType.ASK: frozenset({"prompt", "default"}),
@@ -774,6 +774,8 @@ def _evict_args(host: str, args: Mapping[str, Any], run: Path, *, relaunch: bool
         argv += ["--relaunch", "--yes"]
         if wait_timeout_s:
             argv += ["--wait-timeout", str(int(wait_timeout_s))]
+        if args.get("allow_shrink"):  # a user script may come back smaller (the reference trainer always may)
+            argv += ["--allow-shrink"]
     if args.get("spares"):
         argv += ["--spares", ",".join(_as_host_list(args["spares"]))]
     if args.get("scheduler"):
