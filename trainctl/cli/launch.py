@@ -24,7 +24,7 @@ def build_spec(
     spares: Optional[str] = None, allow_quarantined: bool = False, checkpoint_every: int = 0,
     checkpoint_dir: Optional[Path] = None, steps: Optional[int] = None, ssh_config: Optional[str] = None,
     remote_run_dir: Optional[str] = None, python: Optional[str] = None, rank_env: List[str] = (),
-    allow_shrink: bool = False,
+    allow_shrink: bool = False, fail_slow_ratio: Optional[float] = None,
 ):
     from trainctl.ops.launch import LaunchSpec, default_run_id, simulated_hosts
 
@@ -42,6 +42,12 @@ def build_spec(
     if allow_shrink and not hosts:
         raise InputError("--allow-shrink applies to --hosts (the supervisor's relaunch after an eviction); "
                          "--local runs are not relaunched")
+    if fail_slow_ratio is not None and not hosts:
+        raise InputError("--fail-slow-ratio applies to --hosts (the supervisor watches the step time); "
+                         "for a --local run, `trainctl diagnose RUN_DIR` names stragglers")
+    if fail_slow_ratio is not None and fail_slow_ratio != 0 and fail_slow_ratio <= 1:
+        raise InputError(f"--fail-slow-ratio {fail_slow_ratio}: must be > 1 (times the attempt's baseline step time, "
+                         "e.g. 1.5), or 0 to turn fail-slow detection off")
     script, args = None, list(script_and_args or [])
     if args and not args[0].startswith("-"):
         script, args = args[0], args[1:]  # `-- train.py --lr 1e-3`; leading options go to the reference trainer
@@ -77,6 +83,8 @@ def build_spec(
             max_restarts=max_restarts, hang_timeout_s=hang_timeout or None, ssh_config=ssh_config,
             python=python or sys.executable, env=env, allow_quarantined=allow_quarantined,
             ledger_home=os.environ.get("TRAINCTL_HOME") or None, allow_shrink=allow_shrink,
+            **({} if fail_slow_ratio is None else {"fail_slow": fail_slow_ratio != 0,
+                                                   "fail_slow_ratio": fail_slow_ratio or HostsSpec.fail_slow_ratio}),
         )
     return LaunchSpec(
         run_dir=run_dir or Path("runs") / run_id, run_id=run_id, nproc_per_node=nproc_per_node,
@@ -160,6 +168,7 @@ def launch(
     remote_run_dir: Optional[str] = typer.Option(None, "--remote-run-dir", help="With --hosts: the run dir on the hosts (default: the absolute --run-dir)."),
     python: Optional[str] = typer.Option(None, "--python", help="With --hosts: the Python on the hosts (default: this one, e.g. a shared venv)."),
     rank_env: List[str] = typer.Option([], "--env", help="With --hosts: NAME=VALUE for every rank, repeatable (e.g. GLOO_SOCKET_IFNAME=eth0)."),
+    fail_slow_ratio: Optional[float] = typer.Option(None, "--fail-slow-ratio", help="With --hosts: the run is fail-slow when its recent median step time exceeds R x the attempt's baseline on 3 consecutive polls (default 1.5); then it is collected and diagnosed live. 0 turns fail-slow detection off."),
     allow_shrink: bool = typer.Option(False, "--allow-shrink", help="With --hosts and a SCRIPT: after an eviction with no spare left, relaunch on fewer hosts (smaller dp); say so only if SCRIPT can resume at a smaller world size. The reference trainer always may."),
 ) -> None:
     """Start a supervised run: torchrun agents, heartbeats, hang dumps, first-failure report."""
@@ -167,7 +176,8 @@ def launch(
                       inject=inject, max_restarts=max_restarts, hang_timeout=hang_timeout, keep_hung=keep_hung,
                       script_and_args=script_and_args or [], spares=spares, allow_quarantined=allow_quarantined,
                       checkpoint_every=checkpoint_every, checkpoint_dir=checkpoint_dir, steps=steps, ssh_config=ssh_config,
-                      remote_run_dir=remote_run_dir, python=python, rank_env=rank_env, allow_shrink=allow_shrink)
+                      remote_run_dir=remote_run_dir, python=python, rank_env=rank_env, allow_shrink=allow_shrink,
+                      fail_slow_ratio=fail_slow_ratio)
     from trainctl.ops.supervisor import HostsSpec
 
     if isinstance(spec, HostsSpec):

@@ -240,7 +240,7 @@ _FLAGS = {  # launch parameter -> option (lists repeat the option); bools are fl
     "nproc_per_node": "--nproc-per-node", "max_restarts": "--max-restarts", "hang_timeout": "--hang-timeout",
     "checkpoint_every": "--checkpoint-every", "checkpoint_dir": "--checkpoint-dir", "steps": "--steps",
     "ssh_config": "--ssh-config", "python": "--python", "rank_env": "--env", "allow_quarantined": "--allow-quarantined",
-    "allow_shrink": "--allow-shrink",
+    "allow_shrink": "--allow-shrink", "fail_slow_ratio": "--fail-slow-ratio",
 }
 
 
