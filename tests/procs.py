@@ -6,7 +6,13 @@ Importable from any test (pytest puts tests/ on sys.path), like tests/sshd.py.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
+
+# The console script of the venv running the tests, for processes started with Popen.
+TRAINCTL = str(Path(sys.executable).parent / "trainctl")
 
 
 def alive(pid: int) -> bool:
@@ -29,3 +35,15 @@ def processes_mentioning(needle: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """Stop a test's process group (started with start_new_session): SIGINT, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

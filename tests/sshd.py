@@ -27,6 +27,7 @@ Teardown kills exactly the processes this module started (by pid) and waits for 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -147,6 +148,27 @@ class SshdCluster:
 
     def host_root(self, name: str) -> Path:
         return self.hosts[name].root
+
+    # -- a run dir at `remote_root / run` on every host: what each host's ranks wrote --------------
+    def loss_rows(self, run: str = "run") -> list[dict]:
+        """Rows of rank 0's loss.jsonl, from whichever hosts c10d placed rank 0 on (per attempt)."""
+        rows = []
+        for name in self.names:
+            p = self.host_root(name) / run / "loss.jsonl"
+            if p.is_file():
+                rows += [json.loads(line) for line in p.read_text().splitlines()]
+        return rows
+
+    def rank_files(self, kind: str, run: str = "run") -> dict[int, dict]:
+        """rank -> the JSON of every host's `run/<kind>/rank-R.json` (kind: ranks, heartbeats)."""
+        out = {}
+        for name in self.names:
+            for p in (self.host_root(name) / run / kind).glob("rank-*.json"):
+                try:
+                    out[int(p.stem.split("-")[1])] = json.loads(p.read_text())
+                except ValueError:  # a heartbeat caught between write and rename
+                    pass
+        return out
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> "SshdCluster":

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,22 +15,9 @@ import pytest
 
 from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.ops.quarantine import Ledger
-from procs import alive  # noqa: E402 (tests/ is on sys.path)
+from procs import TRAINCTL, alive, stop_group  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
-
-TRAINCTL = str(Path(sys.executable).parent / "trainctl")
-
-
-def _beats(cluster) -> dict[int, dict]:
-    beats = {}
-    for n in cluster.names:
-        for p in (cluster.host_root(n) / "run" / "heartbeats").glob("rank-*.json"):
-            try:
-                beats[int(p.stem.split("-")[1])] = json.loads(p.read_text())
-            except ValueError:  # mid-rename
-                pass
-    return beats
 
 
 @pytest.mark.timeout(300)
@@ -50,15 +36,14 @@ def test_evict_node_relaunch_shrinks_without_spares(sshd_cluster, cli, tmp_path)
         env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "launch.err", "wb"), start_new_session=True)
     try:
         deadline = time.monotonic() + 150
-        while _beats(cluster).get(hang_rank, {}).get("step") != hang_step:
+        while cluster.rank_files("heartbeats").get(hang_rank, {}).get("step") != hang_step:
             assert sup.poll() is None, (tmp_path / "launch.err").read_text()[-3000:]
-            assert time.monotonic() < deadline, f"no hang seen: {_beats(cluster)}"
+            assert time.monotonic() < deadline, f"no hang seen: {cluster.rank_files('heartbeats')}"
             time.sleep(0.5)
         info = json.loads((run_dir / "run.json").read_text())
         victim = next(h["host"] for h in info["hosts"] if hang_rank in h["ranks"])
         survivors = [h for h in ("node01", "node02", "node03") if h != victim]
-        pids = [json.loads(p.read_text())["pid"] for n in cluster.names
-                for p in (cluster.host_root(n) / "run" / "ranks").glob("rank-*.json")]
+        pids = [d["pid"] for d in cluster.rank_files("ranks").values()]
         assert len(pids) == 3
 
         # --dry-run shows the same plan the relaunch will execute, and changes nothing
@@ -90,10 +75,4 @@ def test_evict_node_relaunch_shrinks_without_spares(sshd_cluster, cli, tmp_path)
         assert (m["world_size"], m["layout"]) == (2, {"dp": 2, "tp": 1, "pp": 1})
         assert sorted(p.name for p in (shared / f"step-{steps}").iterdir()) == ["rank-0", "rank-1"]
     finally:
-        if sup.poll() is None:
-            os.killpg(sup.pid, 2)
-            try:
-                sup.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(sup.pid, 9)
-                sup.wait()
+        stop_group(sup)

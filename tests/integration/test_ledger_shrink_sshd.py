@@ -19,15 +19,6 @@ def _events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "supervisor.jsonl").read_text().splitlines()]
 
 
-def _losses(cluster) -> list[dict]:
-    rows = []  # rank 0 writes loss.jsonl on whichever host c10d placed it, per attempt
-    for name in cluster.names:
-        p = cluster.host_root(name) / "run" / "loss.jsonl"
-        if p.is_file():
-            rows += [json.loads(line) for line in p.read_text().splitlines()]
-    return rows
-
-
 @pytest.mark.timeout(300)
 def test_xid_with_no_spare_shrinks_and_resumes(sshd_cluster, cli, tmp_path):
     cluster = sshd_cluster(3)
@@ -49,7 +40,7 @@ def test_xid_with_no_spare_shrinks_and_resumes(sshd_cluster, cli, tmp_path):
     assert plan["kind"] == "shrink" and plan["plan"]["layout"] == {"dp": 2, "tp": 1, "pp": 1}
     assert "dp 3 -> 2" in plan["reason"]
     assert list(Ledger(tmp_path / "home").entries()) == ["node02"]
-    rows = _losses(cluster)
+    rows = cluster.loss_rows()
     first = {x["step"]: x["loss"] for x in rows if x["attempt"] == "1"}
     second = [x for x in rows if x["attempt"] == "2"]
     assert sorted(first) == list(range(1, fault_step + 1))

@@ -23,16 +23,6 @@ def _env(tmp_path: Path) -> dict:
     return {**os.environ, "TRAINCTL_HOME": str(tmp_path / "home")}
 
 
-def _losses(cluster) -> list[dict]:
-    # rank 0 writes loss.jsonl in its host's run dir; c10d may place rank 0 on any host per attempt
-    rows = []
-    for name in cluster.names:
-        p = cluster.host_root(name) / "run" / "loss.jsonl"
-        if p.is_file():
-            rows += [json.loads(line) for line in p.read_text().splitlines()]
-    return rows
-
-
 @pytest.mark.timeout(300)
 def test_xid_on_node02_evicts_it_and_resumes_on_the_spare(sshd_cluster, cli, tmp_path):
     cluster = sshd_cluster(4)  # node01..node03 + node04 as the spare
@@ -57,7 +47,7 @@ def test_xid_on_node02_evicts_it_and_resumes_on_the_spare(sshd_cluster, cli, tmp
     assert "79" in json.dumps(entry.finding)
     assert list(Ledger(tmp_path / "home").entries()) == ["node02"]
     # the run finished every step; the relaunch resumed from a checkpoint taken before the fault
-    rows = _losses(cluster)
+    rows = cluster.loss_rows()
     first = [x for x in rows if x["attempt"] == "1"]
     second = [x for x in rows if x["attempt"] == "2"]
     assert max(x["step"] for x in second) == steps

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,20 +18,9 @@ import pytest
 
 from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.ops.quarantine import Ledger
-from procs import alive  # noqa: E402 (tests/ is on sys.path)
+from procs import TRAINCTL, alive, stop_group  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
-
-TRAINCTL = str(Path(sys.executable).parent / "trainctl")
-
-
-def _rank_pids(cluster) -> dict[int, int]:
-    pids = {}
-    for name in cluster.names:
-        for p in (cluster.host_root(name) / "run" / "ranks").glob("rank-*.json"):
-            d = json.loads(p.read_text())
-            pids[int(d["rank"])] = int(d["pid"])
-    return pids
 
 
 def _files(d: Path) -> set[str]:
@@ -58,13 +46,7 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         deadline = time.monotonic() + 150
         while True:
             assert sup.poll() is None, (tmp_path / "launch.err").read_text()[-3000:]
-            beats = {}
-            for n in cluster.names:
-                for p in (cluster.host_root(n) / "run" / "heartbeats").glob("rank-*.json"):
-                    try:
-                        beats[int(p.stem.split("-")[1])] = json.loads(p.read_text())
-                    except ValueError:
-                        pass
+            beats = cluster.rank_files("heartbeats")
             info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").is_file() else {}
             mapped = sum(len(h["ranks"]) for h in info.get("hosts", [])) == 3 and len(beats) == 3
             if mapped and beats.get(hang_rank, {}).get("step") == hang_step:
@@ -74,7 +56,7 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         time.sleep(4)
         info = json.loads((run_dir / "run.json").read_text())
         culprit = next(h["host"] for h in info["hosts"] if hang_rank in h["ranks"])
-        pids = _rank_pids(cluster)
+        pids = {r: int(d["pid"]) for r, d in cluster.rank_files("ranks").items()}
         assert len(pids) == 3 and all(alive(p) for p in pids.values())
         before = _files(run_dir)
 
@@ -127,10 +109,4 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         assert by["evict"]["outputs"]["relaunch"]["exit_code"] == 0 and by["evict"]["command"][:3] == ["trainctl", "evict-node", culprit]
         assert audit[-1]["event"] == "end" and audit[-1]["completed"] is True
     finally:
-        if sup.poll() is None:
-            os.killpg(sup.pid, 2)
-            try:
-                sup.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(sup.pid, 9)
-                sup.wait()
+        stop_group(sup)
