@@ -317,17 +317,11 @@ def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] 
         if not files:
             con.register("timeline", timeline.schema.empty_table())
             return None
-        names = [set(frag.metadata.schema.names) for frag in timeline.get_fragments()]
-        cols = "rank, step, phase, duration_ns"
-        if all("tokens" in n for n in names):
-            src = f"read_parquet([{_sql_list(files)}], hive_partitioning = false)"
-            con.execute(f"CREATE VIEW timeline AS SELECT {cols}, tokens FROM {src}")
-        elif any("tokens" in n for n in names):
-            src = f"read_parquet([{_sql_list(files)}], union_by_name = true, hive_partitioning = false)"
-            con.execute(f"CREATE VIEW timeline AS SELECT {cols}, tokens FROM {src}")
-        else:
-            src = f"read_parquet([{_sql_list(files)}], hive_partitioning = false)"
-            con.execute(f"CREATE VIEW timeline AS SELECT {cols}, NULL::BIGINT AS tokens FROM {src}")
+        has_tokens = ["tokens" in frag.metadata.schema.names for frag in timeline.get_fragments()]
+        union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
+        tokens = "tokens" if any(has_tokens) else "NULL::BIGINT AS tokens"
+        con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, {tokens} "
+                    f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)")
         return files
     if isinstance(timeline, pads.Dataset):
         if "tokens" in timeline.schema.names:

@@ -206,10 +206,12 @@ def read_table(
     *,
     hosts: Iterable[str] | None = None,
     columns: Sequence[str] | None = None,
+    validate: bool = True,
 ) -> pa.Table:
     """Read every part of a kind into one table, with the `host` column added from the paths.
 
-    Every file is validated first; an unknown or mismatched schema raises SchemaMismatch.
+    Every file is validated first (`validate=False` when the caller just did, with open_dataset);
+    an unknown or mismatched schema raises SchemaMismatch.
     Returns an empty table of the contract's schema (plus host) when no part exists.
     """
     kind = SignalKind(kind)
@@ -218,7 +220,8 @@ def read_table(
     for part in list_parts(root, kind):
         if wanted is not None and part.host not in wanted:
             continue
-        validate_part(part)
+        if validate:
+            validate_part(part)
         try:
             t = pq.read_table(part.path)
         except (pa.ArrowInvalid, OSError) as exc:

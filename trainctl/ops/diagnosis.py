@@ -72,7 +72,7 @@ def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
     tables: dict[SignalKind, TableLike] = {}
     for kind in dataset.kinds_present(root):
         lazy = dataset.open_dataset(root, kind)  # every footer read once: schema check + row count
-        tables[kind] = lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind)
+        tables[kind] = lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
     return tables
 
 

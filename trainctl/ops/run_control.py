@@ -355,6 +355,14 @@ def next_run_dir(run_dir: str | os.PathLike[str]) -> str:
     return f"{run}-relaunch{n}"
 
 
+def _hosts_and_spares(info: Any, opts: LaunchOptions | None, spares: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The run's current hosts (run.json's, else the launch's) and the spares a relaunch may use:
+    `spares`, else the launch's --spares (else run.json's), less the current hosts."""
+    current = [h.host for h in info.hosts] if info else list(opts.hosts)  # type: ignore[union-attr]
+    default = opts.spares if opts is not None else [str(x) for x in (info.extra.get("spares") or [])]
+    return current, [s for s in (list(spares) if spares else default) if s not in current]
+
+
 def relaunch_plan_for(run_dir: str | os.PathLike[str], exclude: Sequence[str], *, spares: Sequence[str] | None = None,
                       quarantined: Sequence[str] = (), allow_shrink: bool = False,
                       opts: LaunchOptions | None = None) -> tuple[Any, LaunchOptions | None]:
@@ -377,9 +385,7 @@ def relaunch_plan_for(run_dir: str | os.PathLike[str], exclude: Sequence[str], *
         except InputError:
             if info is None:
                 raise
-    current = [h.host for h in info.hosts] if info else opts.hosts  # type: ignore[union-attr]
-    default_spares = opts.spares if opts is not None else [str(x) for x in (info.extra.get("spares") or [])]  # type: ignore[union-attr]
-    spare_list = [s for s in (list(spares) if spares else default_spares) if s not in current]
+    current, spare_list = _hosts_and_spares(info, opts, spares)
     script = info.script if info is not None else _script_of(opts.params)  # type: ignore[union-attr]
     opt_in = bool(allow_shrink or (opts is not None and opts.params.get("allow_shrink"))
                   or (info is not None and info.extra.get("allow_shrink")))
@@ -411,8 +417,7 @@ def relaunch_without(run_dir: str | os.PathLike[str], exclude: Sequence[str], *,
                                 opts=opts)
     if plan.kind is PlanKind.STOP:
         raise LaunchError(f"cannot relaunch {run} without {','.join(exclude)}: {plan.reason}")
-    current = [h.host for h in info.hosts] if info else opts.hosts
-    spare_list = [s for s in (list(spares) if spares else opts.spares) if s not in current]
+    current, spare_list = _hosts_and_spares(info, opts, spares)
     if allow_shrink and not opts.params.get("allow_shrink"):
         opts = replace(opts, params={**opts.params, "allow_shrink": True})  # the relaunched run may shrink again
     tp = int(info.layout["tp"]) if info is not None and info.layout.get("tp") else None
