@@ -7,8 +7,8 @@ thresholds as documented keyword arguments, plus an `analyze(signals)` adapter r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from trainctl.findings import Finding
 from trainctl.schemas import SignalKind
@@ -32,13 +32,20 @@ def _registry() -> list[Analyzer]:
 
     analyzers.append(Analyzer("stragglers", (SignalKind.TIMELINE,), stragglers.analyze))
     from trainctl.analyzers import logs as _logs
+
     analyzers.append(Analyzer("logs", (SignalKind.LOG_EVENTS,), _logs.analyze))
     from trainctl.analyzers import hangs
 
     analyzers.append(Analyzer("hangs", (SignalKind.COLLECTIVES,), hangs.analyze))
     from trainctl.analyzers import faulty_hosts
 
-    analyzers.append(Analyzer("faulty_hosts", (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS), faulty_hosts.analyze))
+    analyzers.append(
+        Analyzer(
+            "faulty_hosts",
+            (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS),
+            faulty_hosts.analyze,
+        )
+    )
     from trainctl.analyzers import coverage
 
     analyzers.append(Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), coverage.analyze))
@@ -46,7 +53,6 @@ def _registry() -> list[Analyzer]:
 
 
 ANALYZERS: list[Analyzer] = _registry()
-
 
 
 def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:

@@ -12,7 +12,8 @@ on it, failed collection rows. Findings of other kinds pass through untouched.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from trainctl.findings import Category, Finding, FindingKind
 from trainctl.schemas import SignalKind
@@ -69,7 +70,9 @@ def _collection_failures(signals: Signals | None, host: str) -> list[dict[str, A
     if t is None or not t.num_rows or "host" not in t.column_names:
         return []
     rows = [r for r in t.to_pylist() if r.get("host") == host and not r.get("ok")]
-    return [{"kind": r.get("kind"), "error_type": r.get("error_type"), "error": (r.get("error") or "")[:300]} for r in rows]
+    return [
+        {"kind": r.get("kind"), "error_type": r.get("error_type"), "error": (r.get("error") or "")[:300]} for r in rows
+    ]
 
 
 def _host_ranks(signals: Signals | None, host: str) -> tuple[int, ...]:
@@ -78,7 +81,9 @@ def _host_ranks(signals: Signals | None, host: str) -> tuple[int, ...]:
     return tuple(sorted(r for r, h in signals.rank_to_host().items() if h == host))
 
 
-def consolidate(findings: Iterable[Finding], signals: Signals | None = None, *, max_log_lines: int = 20) -> list[Finding]:
+def consolidate(
+    findings: Iterable[Finding], signals: Signals | None = None, *, max_log_lines: int = 20
+) -> list[Finding]:
     """Merge `faulty_host` findings per host; other kinds are returned unchanged, in order.
 
     A faulty_host finding that names several hosts is left alone (it is about their link, not one
@@ -112,7 +117,9 @@ def consolidate(findings: Iterable[Finding], signals: Signals | None = None, *, 
     return out
 
 
-def _merge(host: str, group: list[Finding], stragglers: list[Finding], signals: Signals | None, max_log_lines: int) -> Finding:
+def _merge(
+    host: str, group: list[Finding], stragglers: list[Finding], signals: Signals | None, max_log_lines: int
+) -> Finding:
     ordered = sorted(group, key=lambda f: (-f.severity.rank, _prio(f.category), -f.confidence))
     top = ordered[0]
     categories: list[str] = []
@@ -126,8 +133,13 @@ def _merge(host: str, group: list[Finding], stragglers: list[Finding], signals: 
     evidence: dict[str, Any] = {
         "categories": categories,
         "findings": [
-            {"category": f.category.value if f.category else None, "severity": f.severity.value,
-             "summary": f.summary, "confidence": f.confidence, "evidence": dict(f.evidence)}
+            {
+                "category": f.category.value if f.category else None,
+                "severity": f.severity.value,
+                "summary": f.summary,
+                "confidence": f.confidence,
+                "evidence": dict(f.evidence),
+            }
             for f in ordered
         ],
     }
@@ -137,7 +149,9 @@ def _merge(host: str, group: list[Finding], stragglers: list[Finding], signals: 
     if logs:
         evidence["log_lines"] = logs
     if stragglers:
-        evidence["stragglers"] = [{"summary": s.summary, "ranks": list(s.ranks), "evidence": dict(s.evidence)} for s in stragglers]
+        evidence["stragglers"] = [
+            {"summary": s.summary, "ranks": list(s.ranks), "evidence": dict(s.evidence)} for s in stragglers
+        ]
     failures = _collection_failures(signals, host)
     if failures:
         evidence["collection_failures"] = failures
@@ -157,4 +171,3 @@ def _merge(host: str, group: list[Finding], stragglers: list[Finding], signals: 
         evidence=evidence,
         playbook=top.playbook,
     )
-

@@ -51,18 +51,28 @@ def coverage_findings(
         if len(bad) == len(rs):
             etypes = sorted({r["error_type"] or "unknown" for r in bad})
             err = bad[0]["error"]
-            findings.append(Finding(
-                kind=FindingKind.MISSING_DATA, severity=Severity.WARNING, hosts=(host,), confidence=1.0,
-                summary=f"no data from {host}: {etypes[0]} ({len(bad)} kinds missing)",
-                evidence={"error_type": etypes, "error": err, "kinds": sorted(r["kind"] for r in bad)},
-            ))
+            findings.append(
+                Finding(
+                    kind=FindingKind.MISSING_DATA,
+                    severity=Severity.WARNING,
+                    hosts=(host,),
+                    confidence=1.0,
+                    summary=f"no data from {host}: {etypes[0]} ({len(bad)} kinds missing)",
+                    evidence={"error_type": etypes, "error": err, "kinds": sorted(r["kind"] for r in bad)},
+                )
+            )
             if set(etypes) <= UNREACHABLE_TYPES:
-                findings.append(Finding(
-                    kind=FindingKind.FAULTY_HOST, severity=Severity.WARNING, category=Category.UNREACHABLE,
-                    hosts=(host,), confidence=unreachable_confidence,
-                    summary=f"{host} did not answer SSH during collection ({etypes[0]})",
-                    evidence={"error_type": etypes, "error": err},
-                ))
+                findings.append(
+                    Finding(
+                        kind=FindingKind.FAULTY_HOST,
+                        severity=Severity.WARNING,
+                        category=Category.UNREACHABLE,
+                        hosts=(host,),
+                        confidence=unreachable_confidence,
+                        summary=f"{host} did not answer SSH during collection ({etypes[0]})",
+                        evidence={"error_type": etypes, "error": err},
+                    )
+                )
             continue
         for r in bad:
             etype = r["error_type"] or "unknown"
@@ -72,20 +82,34 @@ def coverage_findings(
                 partial[(host, etype)].append(r)
     for (host, etype), rs in sorted(partial.items()):
         kinds = sorted(r["kind"] for r in rs)
-        findings.append(Finding(
-            kind=FindingKind.MISSING_DATA, severity=Severity.WARNING, hosts=(host,), confidence=1.0,
-            summary=f"{', '.join(kinds[:4])}{' ...' if len(kinds) > 4 else ''} missing from {host} ({etype}): {rs[0]['error']}",
-            evidence={"kinds": kinds, "error_type": etype, "error": rs[0]["error"]},
-        ))
+        findings.append(
+            Finding(
+                kind=FindingKind.MISSING_DATA,
+                severity=Severity.WARNING,
+                hosts=(host,),
+                confidence=1.0,
+                summary=f"{', '.join(kinds[:4])}{' ...' if len(kinds) > 4 else ''} missing from {host} ({etype}): {rs[0]['error']}",
+                evidence={"kinds": kinds, "error_type": etype, "error": rs[0]["error"]},
+            )
+        )
     for (kind, etype), rs in sorted(quiet.items()):
         hosts = sorted({r["host"] for r in rs})
-        findings.append(Finding(
-            kind=FindingKind.MISSING_DATA, severity=Severity.INFO, hosts=tuple(hosts[:max_hosts_listed]),
-            confidence=1.0,
-            summary=f"{kind} missing on {len(hosts)} host(s) ({etype}): {rs[0]['error']}",
-            evidence={"kind": kind, "error_type": etype, "hosts": hosts[:max_hosts_listed],
-                      "host_count": len(hosts), "error": rs[0]["error"]},
-        ))
+        findings.append(
+            Finding(
+                kind=FindingKind.MISSING_DATA,
+                severity=Severity.INFO,
+                hosts=tuple(hosts[:max_hosts_listed]),
+                confidence=1.0,
+                summary=f"{kind} missing on {len(hosts)} host(s) ({etype}): {rs[0]['error']}",
+                evidence={
+                    "kind": kind,
+                    "error_type": etype,
+                    "hosts": hosts[:max_hosts_listed],
+                    "host_count": len(hosts),
+                    "error": rs[0]["error"],
+                },
+            )
+        )
     return findings
 
 

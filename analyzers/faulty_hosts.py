@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -106,7 +107,10 @@ XID_TABLE: Mapping[int, XidInfo] = {
 
 
 def xid_info(code: int) -> XidInfo:
-    return XID_TABLE.get(int(code), XidInfo(f"Xid {int(code)} (not in trainctl's table; see the NVIDIA Xid catalog)", Category.XID, _W, True))
+    return XID_TABLE.get(
+        int(code),
+        XidInfo(f"Xid {int(code)} (not in trainctl's table; see the NVIDIA Xid catalog)", Category.XID, _W, True),
+    )
 
 
 from trainctl.nvml_codes import (  # noqa: E402
@@ -127,9 +131,23 @@ DEFAULT_OUTLIER_METRICS: tuple[tuple[str, str], ...] = (
 )
 
 _GPU_COLS = (
-    "ts", "gpu", "host", "sm_util_pct", "power_w", "sm_clock_mhz", "pcie_link_gen", "pcie_link_gen_max",
-    "pcie_link_width", "pcie_link_width_max", "ecc_dbe_total", "ecc_dbe_volatile", "retired_pages",
-    "nvlink_crc_errors_total", "throttle_reasons", "xid", "temp_c",
+    "ts",
+    "gpu",
+    "host",
+    "sm_util_pct",
+    "power_w",
+    "sm_clock_mhz",
+    "pcie_link_gen",
+    "pcie_link_gen_max",
+    "pcie_link_width",
+    "pcie_link_width_max",
+    "ecc_dbe_total",
+    "ecc_dbe_volatile",
+    "retired_pages",
+    "nvlink_crc_errors_total",
+    "throttle_reasons",
+    "xid",
+    "temp_c",
 )
 _HOST_COLS = ("ts", "host", "cpu_util_pct", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "gpu_count")
 
@@ -168,7 +186,9 @@ def _host_codes(t: pa.Table, index: dict[str, int]) -> np.ndarray:
     return remap[col.indices.to_numpy(zero_copy_only=False)]
 
 
-def _grid(flat_idx: np.ndarray, values: np.ndarray, shape: tuple[int, ...], fill: Any = np.nan, dtype: Any = np.float64) -> np.ndarray:
+def _grid(
+    flat_idx: np.ndarray, values: np.ndarray, shape: tuple[int, ...], fill: Any = np.nan, dtype: Any = np.float64
+) -> np.ndarray:
     g = np.full(int(np.prod(shape)), fill, dtype)
     g[flat_idx] = values
     return g.reshape(shape)
@@ -212,8 +232,17 @@ class _Collector:
     def __init__(self) -> None:
         self.items: dict[tuple[str, Category], dict[str, Any]] = {}
 
-    def add(self, host: str, cat: Category, severity: Severity, confidence: float, summary: str,
-            detected_ns: int | None, first_ns: int | None, evidence: dict[str, Any]) -> None:
+    def add(
+        self,
+        host: str,
+        cat: Category,
+        severity: Severity,
+        confidence: float,
+        summary: str,
+        detected_ns: int | None,
+        first_ns: int | None,
+        evidence: dict[str, Any],
+    ) -> None:
         key = (host, cat)
         cur = self.items.get(key)
         ev = dict(evidence)
@@ -221,8 +250,13 @@ class _Collector:
             ev["detected_ts"] = _iso(detected_ns)
         if first_ns is not None:
             ev["first_evidence_ts"] = _iso(first_ns)
-        entry = {"severity": severity, "confidence": confidence, "summary": summary, "evidence": [ev],
-                 "detected_ns": detected_ns}
+        entry = {
+            "severity": severity,
+            "confidence": confidence,
+            "summary": summary,
+            "evidence": [ev],
+            "detected_ns": detected_ns,
+        }
         if cur is None:
             self.items[key] = entry
             return
@@ -240,8 +274,18 @@ class _Collector:
             if e["detected_ns"] is not None:
                 ev["detected_ts"] = _iso(e["detected_ns"])
             extra = f" (+{len(e['evidence']) - 1} more)" if len(e["evidence"]) > 1 else ""
-            out.append(Finding(FindingKind.FAULTY_HOST, e["severity"], e["summary"] + extra, cat, (host,), (),
-                               round(float(e["confidence"]), 3), ev))
+            out.append(
+                Finding(
+                    FindingKind.FAULTY_HOST,
+                    e["severity"],
+                    e["summary"] + extra,
+                    cat,
+                    (host,),
+                    (),
+                    round(float(e["confidence"]), 3),
+                    ev,
+                )
+            )
         return out
 
 
@@ -289,21 +333,54 @@ def find_faulty_hosts(
     gt = gt if gt is not None and gt.num_rows else None
     ht = ht if ht is not None and ht.num_rows else None
     if gt is not None or ht is not None:
-        _metrics(col, gt, ht, interval_s=interval_s, load_util_pct=load_util_pct,
-                 persist_window_s=persist_window_s, persist_fraction=persist_fraction,
-                 crc_rate_per_s=crc_rate_per_s, crc_window_s=crc_window_s, lost_grace_s=lost_grace_s,
-                 stale_s=stale_s, outlier_window=outlier_window, outlier_threshold=outlier_threshold,
-                 outlier_z=outlier_z, continuity_s=continuity_s, continuity_fraction=continuity_fraction, max_outlier_fraction=max_outlier_fraction,
-                 min_fleet_hosts=min_fleet_hosts, outlier_metrics=outlier_metrics)
+        _metrics(
+            col,
+            gt,
+            ht,
+            interval_s=interval_s,
+            load_util_pct=load_util_pct,
+            persist_window_s=persist_window_s,
+            persist_fraction=persist_fraction,
+            crc_rate_per_s=crc_rate_per_s,
+            crc_window_s=crc_window_s,
+            lost_grace_s=lost_grace_s,
+            stale_s=stale_s,
+            outlier_window=outlier_window,
+            outlier_threshold=outlier_threshold,
+            outlier_z=outlier_z,
+            continuity_s=continuity_s,
+            continuity_fraction=continuity_fraction,
+            max_outlier_fraction=max_outlier_fraction,
+            min_fleet_hosts=min_fleet_hosts,
+            outlier_metrics=outlier_metrics,
+        )
     if log_events is not None:
         _log_xids(col, _as_table(log_events, ("ts", "host", "xid", "source", "line_no", "message", "gpu_pci")))
     return col.findings()
 
 
-def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, interval_s: float | None, load_util_pct: float,
-             persist_window_s: float, persist_fraction: float, crc_rate_per_s: float, crc_window_s: float,
-             lost_grace_s: float, stale_s: float, outlier_window: int, outlier_threshold: float, outlier_z: float, continuity_s: float,
-             continuity_fraction: float, max_outlier_fraction: float, min_fleet_hosts: int, outlier_metrics: tuple[tuple[str, str], ...]) -> None:
+def _metrics(
+    col: _Collector,
+    gt: pa.Table | None,
+    ht: pa.Table | None,
+    *,
+    interval_s: float | None,
+    load_util_pct: float,
+    persist_window_s: float,
+    persist_fraction: float,
+    crc_rate_per_s: float,
+    crc_window_s: float,
+    lost_grace_s: float,
+    stale_s: float,
+    outlier_window: int,
+    outlier_threshold: float,
+    outlier_z: float,
+    continuity_s: float,
+    continuity_fraction: float,
+    max_outlier_fraction: float,
+    min_fleet_hosts: int,
+    outlier_metrics: tuple[tuple[str, str], ...],
+) -> None:
     index: dict[str, int] = {}
     g_host = _host_codes(gt, index) if gt is not None else None
     h_host = _host_codes(ht, index) if ht is not None else None
@@ -354,15 +431,38 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
                     continue
                 if cat is Category.THERMAL and gt_temp is None:
                     gt_temp = _grid(flat, _np(gt, "temp_c", np.float32), shape, np.nan, np.float32)
-                _persist_rule(col, names, _grid(flat, on, shape, False, bool), pw, persist_fraction, ts_of,
-                              cat, Severity.WARNING, 0.95, what, {"throttle_mask": hex(mask)},
-                              extra=lambda h, g: {"temp_c_max": _nanmax_at(gt_temp, h, g)})
+                _persist_rule(
+                    col,
+                    names,
+                    _grid(flat, on, shape, False, bool),
+                    pw,
+                    persist_fraction,
+                    ts_of,
+                    cat,
+                    Severity.WARNING,
+                    0.95,
+                    what,
+                    {"throttle_mask": hex(mask)},
+                    extra=lambda h, g, gt_temp=gt_temp: {"temp_c_max": _nanmax_at(gt_temp, h, g)},
+                )
             # HW slowdown alone (no thermal / brake bit): external or unspecified HW slowdown.
-            alone = ((bits & np.uint64(HW_SLOWDOWN)) != 0) & ((bits & np.uint64(HW_THERMAL | SW_THERMAL | HW_POWER_BRAKE)) == 0)
+            alone = ((bits & np.uint64(HW_SLOWDOWN)) != 0) & (
+                (bits & np.uint64(HW_THERMAL | SW_THERMAL | HW_POWER_BRAKE)) == 0
+            )
             if alone.any():
-                _persist_rule(col, names, _grid(flat, alone, shape, False, bool), pw, persist_fraction, ts_of,
-                              Category.THERMAL, Severity.WARNING, 0.8, "HW slowdown (clocks halved by hardware)",
-                              {"throttle_mask": hex(HW_SLOWDOWN)})
+                _persist_rule(
+                    col,
+                    names,
+                    _grid(flat, alone, shape, False, bool),
+                    pw,
+                    persist_fraction,
+                    ts_of,
+                    Category.THERMAL,
+                    Severity.WARNING,
+                    0.8,
+                    "HW slowdown (clocks halved by hardware)",
+                    {"throttle_mask": hex(HW_SLOWDOWN)},
+                )
 
         del gt_temp
 
@@ -374,12 +474,25 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
             dg = _grid(flat, down, shape, False, bool)
             gen_g = _grid(flat[down], gen[down], shape, np.nan, np.float32)
             wid_g = _grid(flat[down], wid[down], shape, np.nan, np.float32)
-            _persist_rule(col, names, dg, pw, persist_fraction, ts_of, Category.PCIE_DOWNGRADE, Severity.WARNING, 0.95,
-                          "PCIe link below its maximum under load", {"load_util_pct": load_util_pct},
-                          extra=lambda h, g: {"pcie_link_gen_min": _nanmin_at(gen_g, h, g),
-                                              "pcie_link_gen_max": float(np.nanmax(genmax)),
-                                              "pcie_link_width_min": _nanmin_at(wid_g, h, g),
-                                              "pcie_link_width_max": float(np.nanmax(widmax))})
+            _persist_rule(
+                col,
+                names,
+                dg,
+                pw,
+                persist_fraction,
+                ts_of,
+                Category.PCIE_DOWNGRADE,
+                Severity.WARNING,
+                0.95,
+                "PCIe link below its maximum under load",
+                {"load_util_pct": load_util_pct},
+                extra=lambda h, g: {
+                    "pcie_link_gen_min": _nanmin_at(gen_g, h, g),
+                    "pcie_link_gen_max": float(np.nanmax(genmax)),
+                    "pcie_link_width_min": _nanmin_at(wid_g, h, g),
+                    "pcie_link_width_max": float(np.nanmax(widmax)),
+                },
+            )
         del down
 
         # --- ECC: uncorrectable counts / retired pages that grow within the data.
@@ -407,17 +520,29 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
                 first = hit[hh, gg].argmax(-1)
                 peak = np.nanmax(rate[hh, gg], axis=-1)
                 for h, g, f, p in zip(hh, gg, first, peak):
-                    col.add(names[h], Category.NVLINK, Severity.WARNING, 0.9,
-                            f"GPU {g} on {names[h]}: NVLink CRC errors at {p:.0f}/s (threshold {crc_rate_per_s:g}/s)",
-                            int(ts_of(f)), int(ts_of(max(0, f - cw))),
-                            {"gpu": int(g), "metric": "nvlink_crc_errors_total", "peak_rate_per_s": round(float(p), 2),
-                             "window_s": crc_window_s})
+                    col.add(
+                        names[h],
+                        Category.NVLINK,
+                        Severity.WARNING,
+                        0.9,
+                        f"GPU {g} on {names[h]}: NVLink CRC errors at {p:.0f}/s (threshold {crc_rate_per_s:g}/s)",
+                        int(ts_of(f)),
+                        int(ts_of(max(0, f - cw))),
+                        {
+                            "gpu": int(g),
+                            "metric": "nvlink_crc_errors_total",
+                            "peak_rate_per_s": round(float(p), 2),
+                            "window_s": crc_window_s,
+                        },
+                    )
 
         # --- Xid from NVML events (column holds the last Xid seen).
         xid = gt.column("xid") if "xid" in gt.column_names else None
         if xid is not None and xid.null_count < len(xid):
             sel = np.flatnonzero(~np.isnan(_np(gt, "xid")))
-            df = pd.DataFrame({"h": g_host[sel], "g": gpu[sel], "xid": _np(gt, "xid")[sel].astype(np.int64), "ts": g_ts[sel]})
+            df = pd.DataFrame(
+                {"h": g_host[sel], "g": gpu[sel], "xid": _np(gt, "xid")[sel].astype(np.int64), "ts": g_ts[sel]}
+            )
             first = df.groupby(["h", "g", "xid"], sort=True)["ts"].min().reset_index()
             for r in first.itertuples(index=False):
                 _xid_evidence(col, names[r.h], int(r.xid), int(r.ts), {"gpu": int(r.g), "source": "nvml"})
@@ -429,18 +554,31 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
             np.maximum.at(host_last, h_host, hb)
         lost = (last_g >= 0) & (last_g < host_last[:, None] - grace)
         for h, g in zip(*np.nonzero(lost)):
-            col.add(names[h], Category.GPU_LOST, Severity.CRITICAL, 0.95,
-                    f"GPU {g} on {names[h]} stopped reporting at {_iso(ts_of(last_g[h, g]))} while the host kept reporting",
-                    int(ts_of(last_g[h, g] + grace)), int(ts_of(last_g[h, g] + 1)),
-                    {"gpu": int(g), "last_sample_ts": _iso(ts_of(last_g[h, g]))})
+            col.add(
+                names[h],
+                Category.GPU_LOST,
+                Severity.CRITICAL,
+                0.95,
+                f"GPU {g} on {names[h]} stopped reporting at {_iso(ts_of(last_g[h, g]))} while the host kept reporting",
+                int(ts_of(last_g[h, g] + grace)),
+                int(ts_of(last_g[h, g] + 1)),
+                {"gpu": int(g), "last_sample_ts": _iso(ts_of(last_g[h, g]))},
+            )
         if H >= 2:
             usual = int(np.bincount(gpu_present_count).argmax())
             for h in np.flatnonzero(gpu_present_count < usual):
                 if lost[h].any():
                     continue
-                col.add(names[h], Category.GPU_LOST, Severity.WARNING, 0.8,
-                        f"{names[h]} reports {gpu_present_count[h]} GPUs, the fleet usually {usual}",
-                        None, None, {"gpus_seen": int(gpu_present_count[h]), "fleet_usual_gpus": usual})
+                col.add(
+                    names[h],
+                    Category.GPU_LOST,
+                    Severity.WARNING,
+                    0.8,
+                    f"{names[h]} reports {gpu_present_count[h]} GPUs, the fleet usually {usual}",
+                    None,
+                    None,
+                    {"gpus_seen": int(gpu_present_count[h]), "fleet_usual_gpus": usual},
+                )
         del present
 
     if ht is not None:
@@ -454,20 +592,32 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
             drop = gcg < top[:, None]
             for h in np.flatnonzero(drop.any(-1)):
                 f = int(drop[h].argmax())
-                col.add(names[h], Category.GPU_LOST, Severity.CRITICAL, 0.9,
-                        f"{names[h]}: NVML GPU count fell from {int(top[h])} to {int(np.nanmin(gcg[h]))}",
-                        int(ts_of(f)), int(ts_of(f)),
-                        {"metric": "gpu_count", "from": int(top[h]), "to": int(np.nanmin(gcg[h]))})
+                col.add(
+                    names[h],
+                    Category.GPU_LOST,
+                    Severity.CRITICAL,
+                    0.9,
+                    f"{names[h]}: NVML GPU count fell from {int(top[h])} to {int(np.nanmin(gcg[h]))}",
+                    int(ts_of(f)),
+                    int(ts_of(f)),
+                    {"metric": "gpu_count", "from": int(top[h]), "to": int(np.nanmin(gcg[h]))},
+                )
 
     # --- unreachable: the whole host went silent while the fleet kept reporting.
     stale = int(round(stale_s / interval_s))
     fleet_last = int(host_last.max())
     for h in np.flatnonzero((host_last >= 0) & (host_last < fleet_last - stale)):
-        col.add(names[h], Category.UNREACHABLE, Severity.CRITICAL, 0.85,
-                f"{names[h]} stopped reporting metrics at {_iso(ts_of(host_last[h]))}; the fleet reported "
-                f"{(fleet_last - host_last[h]) * interval_s:.0f} s longer",
-                int(ts_of(host_last[h] + stale)), int(ts_of(host_last[h] + 1)),
-                {"last_sample_ts": _iso(ts_of(host_last[h])), "silent_s": float((fleet_last - host_last[h]) * interval_s)})
+        col.add(
+            names[h],
+            Category.UNREACHABLE,
+            Severity.CRITICAL,
+            0.85,
+            f"{names[h]} stopped reporting metrics at {_iso(ts_of(host_last[h]))}; the fleet reported "
+            f"{(fleet_last - host_last[h]) * interval_s:.0f} s longer",
+            int(ts_of(host_last[h] + stale)),
+            int(ts_of(host_last[h] + 1)),
+            {"last_sample_ts": _iso(ts_of(host_last[h])), "silent_s": float((fleet_last - host_last[h]) * interval_s)},
+        )
 
     # --- Minder-style outliers for the quiet cases.
     if H >= min_fleet_hosts:
@@ -490,10 +640,27 @@ def _metrics(col: _Collector, gt: pa.Table | None, ht: pa.Table | None, *, inter
                 owner, sub = np.arange(H), None
             else:
                 continue
-            _outliers(col, names, x, owner, sub, metric, w, outlier_threshold, outlier_z, cont, continuity_fraction, max_outlier_fraction, ts_of, interval_s)
+            _outliers(
+                col,
+                names,
+                x,
+                owner,
+                sub,
+                metric,
+                w,
+                outlier_threshold,
+                outlier_z,
+                cont,
+                continuity_fraction,
+                max_outlier_fraction,
+                ts_of,
+                interval_s,
+            )
 
 
-def _estimate_interval(g_ts: np.ndarray | None, g_host: np.ndarray | None, h_ts: np.ndarray | None, h_host: np.ndarray | None) -> float:
+def _estimate_interval(
+    g_ts: np.ndarray | None, g_host: np.ndarray | None, h_ts: np.ndarray | None, h_host: np.ndarray | None
+) -> float:
     ts, host = (h_ts, h_host) if h_ts is not None else (g_ts, g_host)
     one = np.unique(ts[host == host[0]])
     if len(one) < 2:
@@ -513,8 +680,20 @@ def _nanmin_at(g: np.ndarray, h: int, gi: int) -> float | None:
     return None if np.isnan(v).all() else float(np.nanmin(v))
 
 
-def _persist_rule(col: _Collector, names: list[str], on: np.ndarray, pw: int, frac: float, ts_of: Any, cat: Category,
-                  sev: Severity, conf: float, what: str, base: dict[str, Any], extra: Any = None) -> None:
+def _persist_rule(
+    col: _Collector,
+    names: list[str],
+    on: np.ndarray,
+    pw: int,
+    frac: float,
+    ts_of: Any,
+    cat: Category,
+    sev: Severity,
+    conf: float,
+    what: str,
+    base: dict[str, Any],
+    extra: Any = None,
+) -> None:
     """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples."""
     share = _window_sum(on, pw, np.float32) / pw
     hit = share >= frac
@@ -528,12 +707,21 @@ def _persist_rule(col: _Collector, names: list[str], on: np.ndarray, pw: int, fr
         ev = {"gpu": int(g), **base, "samples_with_condition": int(n), "window_s": pw, "min_fraction": frac}
         if extra is not None:
             ev.update({k: v for k, v in extra(h, g).items() if v is not None})
-        col.add(names[h], cat, sev, conf, f"GPU {g} on {names[h]}: {what} in {int(n)} samples from {_iso(ts_of(f))}",
-                int(ts_of(d)), int(ts_of(f)), ev)
+        col.add(
+            names[h],
+            cat,
+            sev,
+            conf,
+            f"GPU {g} on {names[h]}: {what} in {int(n)} samples from {_iso(ts_of(f))}",
+            int(ts_of(d)),
+            int(ts_of(f)),
+            ev,
+        )
 
 
-def _counter_growth(col: _Collector, names: list[str], v: np.ndarray, ts_of: Any, metric: str, cat: Category,
-                    sev: Severity, what: str) -> None:
+def _counter_growth(
+    col: _Collector, names: list[str], v: np.ndarray, ts_of: Any, metric: str, cat: Category, sev: Severity, what: str
+) -> None:
     valid = ~np.isnan(v)
     has = valid.any(-1)
     first_i = valid.argmax(-1)
@@ -543,23 +731,50 @@ def _counter_growth(col: _Collector, names: list[str], v: np.ndarray, ts_of: Any
     for h, g in zip(hh, gg):
         f = int(grew[h, g].argmax())
         end = float(np.nanmax(v[h, g]))
-        col.add(names[h], cat, sev, 0.97,
-                f"GPU {g} on {names[h]}: {what} ({metric} {base[h, g]:.0f} -> {end:.0f})",
-                int(ts_of(f)), int(ts_of(f)),
-                {"gpu": int(g), "metric": metric, "from": float(base[h, g]), "to": end})
+        col.add(
+            names[h],
+            cat,
+            sev,
+            0.97,
+            f"GPU {g} on {names[h]}: {what} ({metric} {base[h, g]:.0f} -> {end:.0f})",
+            int(ts_of(f)),
+            int(ts_of(f)),
+            {"gpu": int(g), "metric": metric, "from": float(base[h, g]), "to": end},
+        )
 
 
 def _xid_evidence(col: _Collector, host: str, code: int, ts_ns: int | None, ev: dict[str, Any]) -> None:
     info = xid_info(code)
     if not info.blames_host:
         return
-    col.add(host, info.category, info.severity, 0.97 if info.severity is Severity.CRITICAL else 0.85,
-            f"Xid {code} on {host}{' GPU ' + str(ev['gpu']) if 'gpu' in ev else ''}: {info.meaning}",
-            ts_ns, ts_ns, {"xid": code, "meaning": info.meaning, **ev})
+    col.add(
+        host,
+        info.category,
+        info.severity,
+        0.97 if info.severity is Severity.CRITICAL else 0.85,
+        f"Xid {code} on {host}{' GPU ' + str(ev['gpu']) if 'gpu' in ev else ''}: {info.meaning}",
+        ts_ns,
+        ts_ns,
+        {"xid": code, "meaning": info.meaning, **ev},
+    )
 
 
-def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarray, sub: np.ndarray | None, metric: str,
-              w: int, thr: float, z_thr: float, cont: int, cont_frac: float, max_frac: float, ts_of: Any, interval_s: float) -> None:
+def _outliers(
+    col: _Collector,
+    names: list[str],
+    x: np.ndarray,
+    owner: np.ndarray,
+    sub: np.ndarray | None,
+    metric: str,
+    w: int,
+    thr: float,
+    z_thr: float,
+    cont: int,
+    cont_frac: float,
+    max_frac: float,
+    ts_of: Any,
+    interval_s: float,
+) -> None:
     """Minder: min-max normalise, compare each machine's window with the fleet, demand continuity."""
     valid = ~np.isnan(x)
     if valid.sum() == 0:
@@ -607,21 +822,34 @@ def _outliers(col: _Collector, names: list[str], x: np.ndarray, owner: np.ndarra
             raw_dev = md * (np.nanmax(x) - np.nanmin(x))
         else:
             G = x.shape[0] // H
-            per = np.abs(mean_dev[h * G:(h + 1) * G, seg]).mean(axis=1)
+            per = np.abs(mean_dev[h * G : (h + 1) * G, seg]).mean(axis=1)
             gi = int(per.argmax())
             md = float(np.mean(mean_dev[h * G + gi, seg]))
             gpu = gi
             raw_dev = md * (hi - lo)
-        ev = {"metric": metric, "direction": "below fleet" if md < 0 else "above fleet",
-              "normalised_deviation": round(md, 3), "deviation": round(float(raw_dev), 2),
-              "outlier_for_s": float(int(cand[h].sum()) * interval_s), "window_samples": w,
-              "continuity_s": float(cont * interval_s), "threshold": thr}
+        ev = {
+            "metric": metric,
+            "direction": "below fleet" if md < 0 else "above fleet",
+            "normalised_deviation": round(md, 3),
+            "deviation": round(float(raw_dev), 2),
+            "outlier_for_s": float(int(cand[h].sum()) * interval_s),
+            "window_samples": w,
+            "continuity_s": float(cont * interval_s),
+            "threshold": thr,
+        }
         if gpu is not None:
             ev["gpu"] = gpu
-        col.add(names[h], Category.METRIC_OUTLIER, Severity.WARNING, 0.8,
-                f"{names[h]}{' GPU ' + str(gpu) if gpu is not None else ''}: {metric} {abs(raw_dev):.3g} "
-                f"{'below' if md < 0 else 'above'} the fleet median in {int(cand[h].sum()) * interval_s:.0f} s of windows",
-                int(ts_of(d)), int(ts_of(max(0, start - w + 1))), ev)
+        col.add(
+            names[h],
+            Category.METRIC_OUTLIER,
+            Severity.WARNING,
+            0.8,
+            f"{names[h]}{' GPU ' + str(gpu) if gpu is not None else ''}: {metric} {abs(raw_dev):.3g} "
+            f"{'below' if md < 0 else 'above'} the fleet median in {int(cand[h].sum()) * interval_s:.0f} s of windows",
+            int(ts_of(d)),
+            int(ts_of(max(0, start - w + 1))),
+            ev,
+        )
 
 
 def _sample_rows(n: int, k: int = 512) -> np.ndarray:
@@ -643,8 +871,11 @@ def _log_xids(col: _Collector, t: pa.Table | None) -> None:
     for r in df.itertuples(index=False):
         ts = getattr(r, "ts", None)
         ts_ns = None if ts is None or pd.isna(ts) else int(pd.Timestamp(ts).value)
-        ev = {"source": "log", "log": f"{getattr(r, 'source', '')}:{getattr(r, 'line_no', '')}",
-              "line": str(getattr(r, "message", ""))[:300]}
+        ev = {
+            "source": "log",
+            "log": f"{getattr(r, 'source', '')}:{getattr(r, 'line_no', '')}",
+            "line": str(getattr(r, "message", ""))[:300],
+        }
         if isinstance(getattr(r, "gpu_pci", None), str):
             ev["gpu_pci"] = r.gpu_pci
         _xid_evidence(col, str(r.host), int(r.xid), ts_ns, ev)

@@ -29,8 +29,9 @@ import logging
 import os
 import sys
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -54,9 +55,20 @@ class RankState:
 # Ops whose input/output shapes must agree on every member (for gather/scatter/all_to_all the
 # root or the split legitimately differs, so only op and dtype are compared there).
 _SYMMETRIC_OPS = {
-    "all_reduce", "allreduce", "allreduce_coalesced", "broadcast", "all_gather", "allgather",
-    "_allgather_base", "all_gather_into_tensor", "allgather_into_tensor_coalesced", "reduce_scatter",
-    "reduce_scatter_tensor", "_reduce_scatter_base", "reduce", "barrier",
+    "all_reduce",
+    "allreduce",
+    "allreduce_coalesced",
+    "broadcast",
+    "all_gather",
+    "allgather",
+    "_allgather_base",
+    "all_gather_into_tensor",
+    "allgather_into_tensor_coalesced",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "_reduce_scatter_base",
+    "reduce",
+    "barrier",
 }
 _STDLIB = set(getattr(sys, "stdlib_module_names", ()))
 
@@ -115,8 +127,12 @@ def culprit_frame(stacks: pd.DataFrame | None, rank: int) -> dict[str, Any] | No
             if not _is_internal(fr.filename, fr.function):
                 line = None if pd.isna(fr.line) else int(fr.line)
                 return {
-                    "function": fr.function, "filename": fr.filename, "line": line, "source": source,
-                    "thread": thread, "text": f"{fr.function}(), {os.path.basename(fr.filename or '?')}:{line}",
+                    "function": fr.function,
+                    "filename": fr.filename,
+                    "line": line,
+                    "source": source,
+                    "thread": thread,
+                    "text": f"{fr.function}(), {os.path.basename(fr.filename or '?')}:{line}",
                 }
     return None
 
@@ -180,7 +196,9 @@ def _fmt_ranks(ranks: Iterable[int], hosts: Mapping[int, str]) -> str:
         by_host.setdefault(hosts.get(r, "?"), []).append(r)
     if list(by_host) == ["?"]:
         return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
-    return "; ".join(("rank " if len(rs) == 1 else "ranks ") + ",".join(map(str, rs)) + f" on {h}" for h, rs in by_host.items())
+    return "; ".join(
+        ("rank " if len(rs) == 1 else "ranks ") + ",".join(map(str, rs)) + f" on {h}" for h, rs in by_host.items()
+    )
 
 
 def analyze_hangs(
@@ -253,11 +271,25 @@ def analyze_hangs(
         # A rank whose oldest kept entry is not its first record and not this group's first seq
         # lost entries to the ring buffer (record_id counts from 0 on every rank).
         per_rank = pc.groupby("rank").agg(first_record=("record_id", "min"), first_seq=("seq", "min"))
-        wrapped = tuple(int(r) for r, row in per_rank.iterrows() if (row["first_record"] or 0) > 0 and row["first_seq"] > 1)
+        wrapped = tuple(
+            int(r) for r, row in per_rank.iterrows() if (row["first_record"] or 0) > 0 and row["first_seq"] > 1
+        )
         mismatch = _first_mismatch(pc, dumped_members, start, min(head, low + 1))
         if mismatch is not None:
-            findings.append(_mismatch_finding(pg_name, pg_desc, members, membership, mismatch, hosts, stacks, run,
-                                              confidence_mismatch, confidence_tie))
+            findings.append(
+                _mismatch_finding(
+                    pg_name,
+                    pg_desc,
+                    members,
+                    membership,
+                    mismatch,
+                    hosts,
+                    stacks,
+                    run,
+                    confidence_mismatch,
+                    confidence_tie,
+                )
+            )
             continue
         missing_members = tuple(sorted(set(members) - dumped))
         if low < head:
@@ -266,21 +298,61 @@ def analyze_hangs(
             waiting = tuple(r for r in dumped_members if positions[r] >= seq)
             at = pc[(pc["seq"] == seq) & pc["rank"].isin(waiting)]
             entry = at.iloc[0].to_dict() if len(at) else {}
-            hangs.append(_PgHang(pg_name, pg_desc, tuple(members), membership, seq, culprits, waiting, positions,
-                                 missing_members, op=entry.get("op"), entry=entry,
-                                 wait_ts_ns=_ts_ns(at["enqueue_ts"].min()) if len(at) else None, wrapped=wrapped))
+            hangs.append(
+                _PgHang(
+                    pg_name,
+                    pg_desc,
+                    tuple(members),
+                    membership,
+                    seq,
+                    culprits,
+                    waiting,
+                    positions,
+                    missing_members,
+                    op=entry.get("op"),
+                    entry=entry,
+                    wait_ts_ns=_ts_ns(at["enqueue_ts"].min()) if len(at) else None,
+                    wrapped=wrapped,
+                )
+            )
         elif missing_members:
             at = pc[(pc["seq"] == head) & pc["rank"].isin(dumped_members)]
             entry = at.iloc[0].to_dict() if len(at) else {}
             still = bool(len(at)) and not bool(at["retired"].fillna(False).astype(bool).all())
-            hangs.append(_PgHang(pg_name, pg_desc, tuple(members), membership, head if head else None, missing_members,
-                                 tuple(dumped_members), positions, missing_members, op=entry.get("op"), entry=entry,
-                                 wait_ts_ns=_ts_ns(at["enqueue_ts"].min()) if len(at) else None, absence_only=True,
-                                 still_waiting=still, wrapped=wrapped))
+            hangs.append(
+                _PgHang(
+                    pg_name,
+                    pg_desc,
+                    tuple(members),
+                    membership,
+                    head if head else None,
+                    missing_members,
+                    tuple(dumped_members),
+                    positions,
+                    missing_members,
+                    op=entry.get("op"),
+                    entry=entry,
+                    wait_ts_ns=_ts_ns(at["enqueue_ts"].min()) if len(at) else None,
+                    absence_only=True,
+                    still_waiting=still,
+                    wrapped=wrapped,
+                )
+            )
 
-    findings.extend(_hang_findings(hangs, hosts, stacks, run, world, missing_dumps,
-                                   confidence_all_dumps, confidence_missing_dumps,
-                                   confidence_absence_waiting, confidence_absence_retired))
+    findings.extend(
+        _hang_findings(
+            hangs,
+            hosts,
+            stacks,
+            run,
+            world,
+            missing_dumps,
+            confidence_all_dumps,
+            confidence_missing_dumps,
+            confidence_absence_waiting,
+            confidence_absence_retired,
+        )
+    )
     return findings
 
 
@@ -290,8 +362,9 @@ def _ts_ns(v: Any) -> int | None:
     return int(pd.Timestamp(v).value)
 
 
-def _membership(pg_name: str, pg_desc: str | None, pc: pd.DataFrame, reporters: set[int], world: set[int],
-                run: RunInfo | None) -> tuple[list[int], str]:
+def _membership(
+    pg_name: str, pg_desc: str | None, pc: pd.DataFrame, reporters: set[int], world: set[int], run: RunInfo | None
+) -> tuple[list[int], str]:
     cfg = pc["pg_ranks"].dropna() if "pg_ranks" in pc.columns else pd.Series([], dtype=object)
     for v in cfg:
         if v is not None and len(v):
@@ -333,8 +406,15 @@ def _first_mismatch(pc: pd.DataFrame, members: list[int], start: int, end: int) 
             what, category = "dtype", Category.TYPE_MISMATCH
         else:
             what, category = "size", Category.SIZE_MISMATCH
-        return {"seq": int(seq), "rows": rows, "deviating": deviating, "tie": tie, "what": what,
-                "category": category, "majority": sorted(r for r, s in sigs.items() if s == top)}
+        return {
+            "seq": int(seq),
+            "rows": rows,
+            "deviating": deviating,
+            "tie": tie,
+            "what": what,
+            "category": category,
+            "majority": sorted(r for r, s in sigs.items() if s == top),
+        }
     return None
 
 
@@ -347,22 +427,41 @@ def _describe(row: Mapping[str, Any], what: str) -> str:
     return f"{row['op']} of sizes {[list(map(int, s)) for s in sizes] if sizes is not None else '?'}"
 
 
-def _mismatch_finding(pg_name: str, pg_desc: str | None, members: list[int], membership: str, mm: dict[str, Any],
-                      hosts: Mapping[int, str], stacks: pd.DataFrame | None, run: RunInfo | None,
-                      conf: float, conf_tie: float) -> Finding:
+def _mismatch_finding(
+    pg_name: str,
+    pg_desc: str | None,
+    members: list[int],
+    membership: str,
+    mm: dict[str, Any],
+    hosts: Mapping[int, str],
+    stacks: pd.DataFrame | None,
+    run: RunInfo | None,
+    conf: float,
+    conf_tie: float,
+) -> Finding:
     rows, dev, maj = mm["rows"], mm["deviating"], mm["majority"]
     pg_label = f"pg {pg_name}" + (f" ({pg_desc})" if pg_desc else "")
     per_rank = {str(r): _describe(row, mm["what"]) for r, row in sorted(rows.items())}
     if mm["tie"]:
-        summary = (f"collective mismatch at seq {mm['seq']} of {pg_label}: the ranks disagree "
-                   f"({', '.join(f'rank {r}: {d}' for r, d in per_rank.items())}) and the vote is tied, so the deviating side is unknown")
+        summary = (
+            f"collective mismatch at seq {mm['seq']} of {pg_label}: the ranks disagree "
+            f"({', '.join(f'rank {r}: {d}' for r, d in per_rank.items())}) and the vote is tied, so the deviating side is unknown"
+        )
     else:
-        summary = (f"{_fmt_ranks(dev, hosts)} called {_describe(rows[dev[0]], mm['what'])} at seq {mm['seq']} of {pg_label} "
-                   f"where {_fmt_ranks(maj, hosts)} called {_describe(rows[maj[0]], mm['what'])}")
+        summary = (
+            f"{_fmt_ranks(dev, hosts)} called {_describe(rows[dev[0]], mm['what'])} at seq {mm['seq']} of {pg_label} "
+            f"where {_fmt_ranks(maj, hosts)} called {_describe(rows[maj[0]], mm['what'])}"
+        )
     frame = culprit_frame(stacks, dev[0]) if not mm["tie"] else None
     ev: dict[str, Any] = {
-        "pg_name": pg_name, "pg_desc": pg_desc, "seq": mm["seq"], "mismatch": mm["what"],
-        "per_rank": per_rank, "majority_ranks": maj, "members": members, "membership": membership,
+        "pg_name": pg_name,
+        "pg_desc": pg_desc,
+        "seq": mm["seq"],
+        "mismatch": mm["what"],
+        "per_rank": per_rank,
+        "majority_ranks": maj,
+        "members": members,
+        "membership": membership,
         "vote": "tied" if mm["tie"] else f"{len(maj)} of {len(rows)}",
     }
     call_frames = rows[dev[0]].get("frames")
@@ -371,9 +470,14 @@ def _mismatch_finding(pg_name: str, pg_desc: str | None, members: list[int], mem
     if frame:
         ev["stack"] = {str(dev[0]): frame["text"]}
     return Finding(
-        kind=FindingKind.COLLECTIVE_MISMATCH, severity=Severity.CRITICAL, summary=summary, category=mm["category"],
-        hosts=tuple(sorted({hosts[r] for r in dev if r in hosts})), ranks=tuple(dev),
-        confidence=conf_tie if mm["tie"] else conf, evidence=ev,
+        kind=FindingKind.COLLECTIVE_MISMATCH,
+        severity=Severity.CRITICAL,
+        summary=summary,
+        category=mm["category"],
+        hosts=tuple(sorted({hosts[r] for r in dev if r in hosts})),
+        ranks=tuple(dev),
+        confidence=conf_tie if mm["tie"] else conf,
+        evidence=ev,
     )
 
 
@@ -389,9 +493,18 @@ def _call_site(frames_json: str) -> str | None:
     return None
 
 
-def _hang_findings(hangs: list[_PgHang], hosts: Mapping[int, str], stacks: pd.DataFrame | None, run: RunInfo | None,
-                   world: set[int], missing_dumps: set[int], conf_all: float, conf_missing: float,
-                   conf_abs_wait: float, conf_abs_retired: float) -> list[Finding]:
+def _hang_findings(
+    hangs: list[_PgHang],
+    hosts: Mapping[int, str],
+    stacks: pd.DataFrame | None,
+    run: RunInfo | None,
+    world: set[int],
+    missing_dumps: set[int],
+    conf_all: float,
+    conf_missing: float,
+    conf_abs_wait: float,
+    conf_abs_retired: float,
+) -> list[Finding]:
     if not hangs:
         return []
     # A rank waiting inside some hung group is blocked there, not a root cause elsewhere.
@@ -412,52 +525,118 @@ def _hang_findings(hangs: list[_PgHang], hosts: Mapping[int, str], stacks: pd.Da
     findings: list[Finding] = []
     covered: set[str] = set()
     for culprits, hs in roots.items():
-        hs.sort(key=lambda h: (h.absence_only, sum(r in blocked_in for r in h.culprits), len(h.members),
-                               h.wait_ts_ns if h.wait_ts_ns is not None else 1 << 62))
+        hs.sort(
+            key=lambda h: (
+                h.absence_only,
+                sum(r in blocked_in for r in h.culprits),
+                len(h.members),
+                h.wait_ts_ns if h.wait_ts_ns is not None else 1 << 62,
+            )
+        )
         primary = hs[0]
-        others = hs[1:] + [c for c in consequences if any(blocked_in.get(r, ("",))[0] == primary.pg_name for r in c.culprits)]
+        others = hs[1:] + [
+            c for c in consequences if any(blocked_in.get(r, ("",))[0] == primary.pg_name for r in c.culprits)
+        ]
         covered.update(h.pg_name for h in [primary, *others])
-        findings.append(_one_hang(primary, others, culprits, blocked_in, all_waiting, hosts, stacks, run, world,
-                                  missing_dumps, conf_all, conf_missing, conf_abs_wait, conf_abs_retired))
+        findings.append(
+            _one_hang(
+                primary,
+                others,
+                culprits,
+                blocked_in,
+                all_waiting,
+                hosts,
+                stacks,
+                run,
+                world,
+                missing_dumps,
+                conf_all,
+                conf_missing,
+                conf_abs_wait,
+                conf_abs_retired,
+            )
+        )
     for c in consequences:
         if c.pg_name in covered:
             continue
         # Every missing rank waits in another group and nobody is free: collectives issued in a
         # different order on different ranks (a deadlock), or a cycle whose root left no trace.
-        findings.append(_one_hang(c, [], c.culprits, blocked_in, all_waiting, hosts, stacks, run, world, missing_dumps,
-                                  conf_all * 0.6, conf_missing * 0.6, conf_abs_wait, conf_abs_retired, deadlock=True))
+        findings.append(
+            _one_hang(
+                c,
+                [],
+                c.culprits,
+                blocked_in,
+                all_waiting,
+                hosts,
+                stacks,
+                run,
+                world,
+                missing_dumps,
+                conf_all * 0.6,
+                conf_missing * 0.6,
+                conf_abs_wait,
+                conf_abs_retired,
+                deadlock=True,
+            )
+        )
     return findings
 
 
-def _one_hang(h: _PgHang, others: list[_PgHang], culprits: tuple[int, ...], blocked_in: Mapping[int, tuple[str, int | None]],
-              all_waiting: set[int], hosts: Mapping[int, str], stacks: pd.DataFrame | None, run: RunInfo | None,
-              world: set[int], missing_dumps: set[int], conf_all: float, conf_missing: float, conf_abs_wait: float,
-              conf_abs_retired: float, deadlock: bool = False) -> Finding:
+def _one_hang(
+    h: _PgHang,
+    others: list[_PgHang],
+    culprits: tuple[int, ...],
+    blocked_in: Mapping[int, tuple[str, int | None]],
+    all_waiting: set[int],
+    hosts: Mapping[int, str],
+    stacks: pd.DataFrame | None,
+    run: RunInfo | None,
+    world: set[int],
+    missing_dumps: set[int],
+    conf_all: float,
+    conf_missing: float,
+    conf_abs_wait: float,
+    conf_abs_retired: float,
+    deadlock: bool = False,
+) -> Finding:
     pg_label = f"pg {h.pg_name}" + (f" ({h.pg_desc})" if h.pg_desc else "")
     op = h.op or "collective"
     frames = {r: culprit_frame(stacks, r) for r in culprits}
     where = "; ".join(
-        f"{_fmt_ranks([r], hosts)} is in {f['text']}" if f["source"] != "flight_recorder"
+        f"{_fmt_ranks([r], hosts)} is in {f['text']}"
+        if f["source"] != "flight_recorder"
         else f"{_fmt_ranks([r], hosts)} last called a collective from {f['text']}"
-        for r, f in frames.items() if f
+        for r, f in frames.items()
+        if f
     )
     no_dump = [r for r in culprits if r in missing_dumps]
     if h.absence_only:
         conf = conf_abs_wait if h.still_waiting else conf_abs_retired
-        state = "still wait in" if h.still_waiting else "all entered (and retired, which on gloo includes timed-out ops)"
-        summary = (f"{_fmt_ranks(culprits, hosts)} left no Flight Recorder dump (dead process or host?); "
-                   f"ranks {','.join(map(str, h.waiting))} {state} {op} seq {h.seq} of {pg_label} and none got further: "
-                   f"absence is the evidence, so confidence is lower")
+        state = (
+            "still wait in" if h.still_waiting else "all entered (and retired, which on gloo includes timed-out ops)"
+        )
+        summary = (
+            f"{_fmt_ranks(culprits, hosts)} left no Flight Recorder dump (dead process or host?); "
+            f"ranks {','.join(map(str, h.waiting))} {state} {op} seq {h.seq} of {pg_label} and none got further: "
+            f"absence is the evidence, so confidence is lower"
+        )
     elif deadlock:
         conf = conf_missing
-        blocked = "; ".join(f"rank {r} waits in pg {blocked_in[r][0]} seq {blocked_in[r][1]}" for r in culprits if r in blocked_in)
-        summary = (f"{op} seq {h.seq} of {pg_label} never got {_fmt_ranks(culprits, hosts)}, which are blocked in other "
-                   f"collectives ({blocked}): collectives issued in a different order on different ranks")
+        blocked = "; ".join(
+            f"rank {r} waits in pg {blocked_in[r][0]} seq {blocked_in[r][1]}" for r in culprits if r in blocked_in
+        )
+        summary = (
+            f"{op} seq {h.seq} of {pg_label} never got {_fmt_ranks(culprits, hosts)}, which are blocked in other "
+            f"collectives ({blocked}): collectives issued in a different order on different ranks"
+        )
     else:
         conf = conf_missing if h.missing_dumps or missing_dumps & set(h.members) else conf_all
         waiting_txt = _fmt_ranks(h.waiting, hosts) if len(h.waiting) <= 8 else f"{len(h.waiting)} ranks"
-        summary = (f"{_fmt_ranks(culprits, hosts)} never entered {op} seq {h.seq} of {pg_label}; "
-                   f"{waiting_txt} {'is' if len(h.waiting) == 1 else 'are'} waiting in it")
+        summary = (
+            f"{_fmt_ranks(culprits, hosts)} never entered {op} seq {h.seq} of {pg_label}; "
+            f"{waiting_txt} {'is' if len(h.waiting) == 1 else 'are'} waiting in it"
+        )
         if h.missing_dumps:
             summary += f"; no dump from rank(s) {','.join(map(str, h.missing_dumps))} (they may be behind too)"
     if where:
@@ -473,9 +652,15 @@ def _one_hang(h: _PgHang, others: list[_PgHang], culprits: tuple[int, ...], bloc
         else:
             states[str(r)] = RankState.FINISHED
     ev: dict[str, Any] = {
-        "pg_name": h.pg_name, "pg_desc": h.pg_desc, "seq": h.seq, "op": h.op,
-        "input_sizes": _plain(h.entry.get("input_sizes")), "input_dtypes": _plain(h.entry.get("input_dtypes")),
-        "waiting_ranks": list(h.waiting), "members": list(h.members), "membership": h.membership,
+        "pg_name": h.pg_name,
+        "pg_desc": h.pg_desc,
+        "seq": h.seq,
+        "op": h.op,
+        "input_sizes": _plain(h.entry.get("input_sizes")),
+        "input_dtypes": _plain(h.entry.get("input_dtypes")),
+        "waiting_ranks": list(h.waiting),
+        "members": list(h.members),
+        "membership": h.membership,
         "last_enqueued_seq": {str(r): p for r, p in sorted(h.positions.items())},
         "missing_dumps": sorted(missing_dumps),
         "hang_map": {**rank_grid(run, world), "states": states, "hosts": {str(r): hosts.get(r) for r in sorted(world)}},
@@ -489,17 +674,30 @@ def _one_hang(h: _PgHang, others: list[_PgHang], culprits: tuple[int, ...], bloc
         ev["stack_frames"] = {str(r): f for r, f in frames.items() if f}
     if others:
         ev["also_hung"] = [
-            {"pg_name": o.pg_name, "pg_desc": o.pg_desc, "seq": o.seq, "op": o.op, "never_entered": list(o.culprits),
-             "blocked_elsewhere": {str(r): f"pg {blocked_in[r][0]} seq {blocked_in[r][1]}" for r in o.culprits if r in blocked_in}}
+            {
+                "pg_name": o.pg_name,
+                "pg_desc": o.pg_desc,
+                "seq": o.seq,
+                "op": o.op,
+                "never_entered": list(o.culprits),
+                "blocked_elsewhere": {
+                    str(r): f"pg {blocked_in[r][0]} seq {blocked_in[r][1]}" for r in o.culprits if r in blocked_in
+                },
+            }
             for o in others
         ]
         summary += f" (also hung: {', '.join(f'pg {o.pg_name} seq {o.seq}' for o in others)})"
     if no_dump and not h.absence_only:
         ev["no_dump_culprits"] = no_dump
     return Finding(
-        kind=FindingKind.HUNG_COLLECTIVE, severity=Severity.CRITICAL, summary=summary,
-        category=Category.COLLECTIVE_TIMEOUT, hosts=tuple(sorted({hosts[r] for r in culprits if r in hosts})),
-        ranks=tuple(sorted(culprits)), confidence=conf, evidence=ev,
+        kind=FindingKind.HUNG_COLLECTIVE,
+        severity=Severity.CRITICAL,
+        summary=summary,
+        category=Category.COLLECTIVE_TIMEOUT,
+        hosts=tuple(sorted({hosts[r] for r in culprits if r in hosts})),
+        ranks=tuple(sorted(culprits)),
+        confidence=conf,
+        evidence=ev,
     )
 
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -126,13 +127,30 @@ def _rows(table: pa.Table) -> list[_Ev]:
         ts = r.get("ts")
         if ts is not None and ts.tzinfo is None:
             ts = ts.replace(tzinfo=timezone.utc)
-        out.append(_Ev(
-            i, r.get("source") or "", int(r.get("line_no") or 0), ts, r.get("rank"),
-            r.get("host") if "host" in cols else None, kind, cat, sev, r.get("signature") or "",
-            r.get("message") or "", r.get("pg"), r.get("seq"), r.get("op"), r.get("xid"), r.get("gpu_pci"),
-            r.get("exit_code"), r.get("culprit_rank") if "culprit_rank" in cols else None,
-            r.get("culprit_host") if "culprit_host" in cols else None, fields,
-        ))
+        out.append(
+            _Ev(
+                i,
+                r.get("source") or "",
+                int(r.get("line_no") or 0),
+                ts,
+                r.get("rank"),
+                r.get("host") if "host" in cols else None,
+                kind,
+                cat,
+                sev,
+                r.get("signature") or "",
+                r.get("message") or "",
+                r.get("pg"),
+                r.get("seq"),
+                r.get("op"),
+                r.get("xid"),
+                r.get("gpu_pci"),
+                r.get("exit_code"),
+                r.get("culprit_rank") if "culprit_rank" in cols else None,
+                r.get("culprit_host") if "culprit_host" in cols else None,
+                fields,
+            )
+        )
     return out
 
 
@@ -167,22 +185,27 @@ def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
     else:
         used, attach = list(evs), []
     # A torch-level NCCL error takes the transport category its detail line names.
-    net_specific = [e.category for e in used if e.kind is FindingKind.NETWORK_ERROR and e.category not in (None, Category.NCCL)]
+    net_specific = [
+        e.category for e in used if e.kind is FindingKind.NETWORK_ERROR and e.category not in (None, Category.NCCL)
+    ]
     if net_specific:
         for e in used:
             if e.kind is FindingKind.NETWORK_ERROR and e.category is Category.NCCL:
                 e.fields["refined_from"] = "nccl"
                 e.category = net_specific[0]
     # Self-reported faults outrank peer/endpoint implications of the same kind and category.
-    self_blamed = {(e.kind, e.category) for e in used
-                   if (e.culprit_rank is not None or e.culprit_host) and e.basis not in ("peer", "endpoint")}
+    self_blamed = {
+        (e.kind, e.category)
+        for e in used
+        if (e.culprit_rank is not None or e.culprit_host) and e.basis not in ("peer", "endpoint")
+    }
     demoted: dict[tuple[FindingKind, Category | None], list[str]] = {}
     for e in used:
         if (e.kind, e.category) in self_blamed and e.basis in ("peer", "endpoint") and e.culprit_host:
             demoted.setdefault((e.kind, e.category), []).append(e.culprit_host)
             e.fields["demoted_culprit_host"] = e.culprit_host
             e.culprit_host = None
-    groups: "OrderedDict[tuple, _Group]" = OrderedDict()
+    groups: OrderedDict[tuple, _Group] = OrderedDict()
     unblamed: list[_Ev] = []
     for e in used:
         if e.culprit_rank is None and not e.culprit_host:
@@ -197,8 +220,9 @@ def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
             home = groups.setdefault(key, _Group(*key))
         home.events.append(e)
     for e in attach:
-        home = next((g for g in groups.values() if g.kind is e.kind and g.category == e.category), None) \
-            or next((g for g in groups.values() if g.kind is e.kind), None)
+        home = next((g for g in groups.values() if g.kind is e.kind and g.category == e.category), None) or next(
+            (g for g in groups.values() if g.kind is e.kind), None
+        )
         if home is not None:
             home.context.append(e)
     for g in groups.values():
@@ -241,9 +265,13 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             return s
         if first.signature == "stack_dump_thread":
             frames = f.get("frames") or []
-            return f"stack dump of a live rank: thread {f.get('thread', '?')} ({f.get('thread_state', '?')})" + (f" in {frames[0]}" if frames else "")
+            return f"stack dump of a live rank: thread {f.get('thread', '?')} ({f.get('thread_state', '?')})" + (
+                f" in {frames[0]}" if frames else ""
+            )
         last = ev.get("last_collective_by_rank") or {}
-        return "collective trace (DETAIL): last collective per rank: " + ", ".join(f"rank {r} {v}" for r, v in last.items())
+        return "collective trace (DETAIL): last collective per rank: " + ", ".join(
+            f"rank {r} {v}" for r, v in last.items()
+        )
     if k is FindingKind.CRASH:
         if g.category is Category.CUDA_ERROR:
             errs = ev.get("cuda_errors") or ["CUDA error"]
@@ -259,10 +287,16 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
     if k is FindingKind.OOM:
         tried = f.get("tried")
         gpu = f.get("gpu")
-        return f"out of memory{on}" + (f": tried to allocate {tried}" if tried else "") + (f" on local GPU {gpu}" if gpu is not None else "")
+        return (
+            f"out of memory{on}"
+            + (f": tried to allocate {tried}" if tried else "")
+            + (f" on local GPU {gpu}" if gpu is not None else "")
+        )
     if k is FindingKind.NETWORK_ERROR:
         cat = g.category.value if g.category else "network"
-        detail = f.get("reason") or f.get("ib_event") or f.get("nccl_reason") or f.get("gloo_what") or first.message[:120]
+        detail = (
+            f.get("reason") or f.get("ib_event") or f.get("nccl_reason") or f.get("gloo_what") or first.message[:120]
+        )
         s = f"{cat} error{on}: {detail}"
         peers = ev.get("peers") or []
         if peers and not g.culprit_host:
@@ -270,13 +304,19 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         return s
     if k is FindingKind.NUMERICAL:
         if g.category is Category.OVERFLOW:
-            return f"fp16 loss-scale overflow on {len(g.events)} line(s)" + (f", loss scale {ev['loss_scales'][0]} and falling" if ev.get("loss_scales") else "")
+            return f"fp16 loss-scale overflow on {len(g.events)} line(s)" + (
+                f", loss scale {ev['loss_scales'][0]} and falling" if ev.get("loss_scales") else ""
+            )
         return f"NaN/inf {', '.join(ev.get('metrics') or ['value'])} on {len(g.events)} line(s)"
     if k is FindingKind.RENDEZVOUS_ERROR:
         peers = ev.get("peers") or []
         s = f"rendezvous failed{on}: {first.message[:160]}"
         if peers and not g.culprit_host:
-            s += f" (endpoint {', '.join(peers)} is not a plausible host: check MASTER_ADDR/hostname)" if first.severity is not Severity.INFO or len(g.events) > 1 else ""
+            s += (
+                f" (endpoint {', '.join(peers)} is not a plausible host: check MASTER_ADDR/hostname)"
+                if first.severity is not Severity.INFO or len(g.events) > 1
+                else ""
+            )
         return s
     if k is FindingKind.FAULTY_HOST:
         xids = ev.get("xids") or []
@@ -320,14 +360,31 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
     hosts_seen = _sorted_unique(e.host for e in allv)
     if hosts_seen:
         evidence["reporting_hosts"] = hosts_seen
-    for name, attr in (("seqs", "seq"), ("ops", "op"), ("pgs", "pg"), ("xids", "xid"), ("gpu_pcis", "gpu_pci"), ("exit_codes", "exit_code")):
+    for name, attr in (
+        ("seqs", "seq"),
+        ("ops", "op"),
+        ("pgs", "pg"),
+        ("xids", "xid"),
+        ("gpu_pcis", "gpu_pci"),
+        ("exit_codes", "exit_code"),
+    ):
         vals = _sorted_unique(getattr(e, attr) for e in evs)
         if vals:
             evidence[name] = vals
-    for name, key in (("peers", "peer"), ("signals", "signal"), ("cuda_errors", "cuda_error"), ("timeout_ms", "timeout_ms"),
-                      ("metrics", "metric"), ("nccl_versions", "nccl_version"), ("ib_statuses", "ib_status"),
-                      ("recovery_actions", "recovery_action"), ("detector_ranks", "detector_rank"), ("errnos", "errno"),
-                      ("reported_xids", "reported_xid"), ("local_ranks", "local_rank")):
+    for name, key in (
+        ("peers", "peer"),
+        ("signals", "signal"),
+        ("cuda_errors", "cuda_error"),
+        ("timeout_ms", "timeout_ms"),
+        ("metrics", "metric"),
+        ("nccl_versions", "nccl_version"),
+        ("ib_statuses", "ib_status"),
+        ("recovery_actions", "recovery_action"),
+        ("detector_ranks", "detector_rank"),
+        ("errnos", "errno"),
+        ("reported_xids", "reported_xid"),
+        ("local_ranks", "local_rank"),
+    ):
         vals = _sorted_unique(e.fields.get(key) for e in allv)
         if vals:
             evidence[name] = vals
@@ -339,8 +396,11 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
             evidence["loss_scales"] = scales[:1]
     if g.demoted_peers:
         evidence["implicated_peers_not_blamed"] = g.demoted_peers
-    progress = {str(e.rank): {"last_enqueued": e.fields["last_enqueued"], "last_completed": e.fields["last_completed"]}
-                for e in allv if e.rank is not None and "last_enqueued" in e.fields}
+    progress = {
+        str(e.rank): {"last_enqueued": e.fields["last_enqueued"], "last_completed": e.fields["last_completed"]}
+        for e in allv
+        if e.rank is not None and "last_enqueued" in e.fields
+    }
     if progress:
         evidence["progress_by_rank"] = progress
     timeouts = [e for e in evs if e.signature == "nccl_watchdog_timeout" and e.rank is not None and e.seq is not None]
@@ -356,9 +416,14 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
     if frames:
         evidence["frames"] = frames
     return Finding(
-        kind=g.kind, severity=severity, summary=_summary(g, evidence), category=g.category,
-        hosts=tuple(hosts), ranks=(g.culprit_rank,) if g.culprit_rank is not None else (),
-        confidence=confidence, evidence=evidence,
+        kind=g.kind,
+        severity=severity,
+        summary=_summary(g, evidence),
+        category=g.category,
+        hosts=tuple(hosts),
+        ranks=(g.culprit_rank,) if g.culprit_rank is not None else (),
+        confidence=confidence,
+        evidence=evidence,
     )
 
 

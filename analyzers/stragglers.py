@@ -31,8 +31,9 @@ Why this shape:
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -167,8 +168,9 @@ def window_stats(
     return stats[cols].reset_index(drop=True), plan
 
 
-def _packed_stats(con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str,
-                  quantile: float) -> pd.DataFrame | None:
+def _packed_stats(
+    con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str, quantile: float
+) -> pd.DataFrame | None:
     """Quantiles by one sort of packed integers; None when the keys would not fit in 63 bits.
 
     DuckDB's holistic aggregates (quantile_cont over ~800k small groups) cost about as much as
@@ -217,10 +219,15 @@ def _packed_stats(con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan
     mask = (1 << value_bits) - 1
     v_lo = (keys[starts + lo] & mask).astype(np.float64)
     v_hi = (keys[starts + np.minimum(lo + 1, n - 1)] & mask).astype(np.float64)
-    return pd.DataFrame({
-        "rank": rank, "phase": pd.Categorical.from_codes(phase_code, categories=_PHASE_NAMES),
-        "win": win, "n": n, "v_ns": v_lo + (v_hi - v_lo) * frac,
-    })
+    return pd.DataFrame(
+        {
+            "rank": rank,
+            "phase": pd.Categorical.from_codes(phase_code, categories=_PHASE_NAMES),
+            "win": win,
+            "n": n,
+            "v_ns": v_lo + (v_hi - v_lo) * frac,
+        }
+    )
 
 
 def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> pd.DataFrame:
@@ -250,7 +257,9 @@ def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: 
     partial = is_scaled & (stats["nt"] > 0) & (stats["nt"] < stats["n"])
     if partial.any():
         # Mixed per-token and absolute values in one quantile mean nothing; leave those out.
-        logger.warning("timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum()))
+        logger.warning(
+            "timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum())
+        )
     mean_tokens = float(stats.loc[full, "tokens_sum"].sum()) / max(1, int(stats.loc[full, "nt"].sum()))
     stats["v_ns"] = np.where(full, v * mean_tokens, v)
     return stats[~partial]
@@ -300,8 +309,7 @@ def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
     if rows == 0 or "step" not in lo:
         return _Extent(None, None, None, None, None, False)
     varying = "tokens" in lo and lo["tokens"] != hi["tokens"]
-    return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]),
-                   varying)
+    return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]), varying)
 
 
 def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
@@ -320,8 +328,10 @@ def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] 
         has_tokens = ["tokens" in frag.metadata.schema.names for frag in timeline.get_fragments()]
         union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
         tokens = "tokens" if any(has_tokens) else "NULL::BIGINT AS tokens"
-        con.execute(f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, {tokens} "
-                    f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)")
+        con.execute(
+            f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, {tokens} "
+            f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
+        )
         return files
     if isinstance(timeline, pads.Dataset):
         if "tokens" in timeline.schema.names:
@@ -337,9 +347,13 @@ def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] 
 def _empty_stats() -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "rank": pd.Series(dtype=np.int64), "phase": pd.Categorical([], categories=_PHASE_NAMES), "win": pd.Series(dtype=np.int64),
-            "n": pd.Series(dtype=np.int64), "first_step": pd.Series(dtype=np.int64),
-            "last_step": pd.Series(dtype=np.int64), "v_ns": pd.Series(dtype=np.float64),
+            "rank": pd.Series(dtype=np.int64),
+            "phase": pd.Categorical([], categories=_PHASE_NAMES),
+            "win": pd.Series(dtype=np.int64),
+            "n": pd.Series(dtype=np.int64),
+            "first_step": pd.Series(dtype=np.int64),
+            "last_step": pd.Series(dtype=np.int64),
+            "v_ns": pd.Series(dtype=np.float64),
         }
     )
 
@@ -494,8 +508,9 @@ def find_stragglers(
         raise ValueError(f"persistence must be in (0, 1], got {persistence}")
     if not 0.0 <= quantile <= 0.5:
         raise ValueError(f"quantile must be in [0, 0.5], got {quantile}")
-    stats, plan = window_stats(timeline, window_steps=window_steps, samples_per_window=samples_per_window,
-                               quantile=quantile)
+    stats, plan = window_stats(
+        timeline, window_steps=window_steps, samples_per_window=samples_per_window, quantile=quantile
+    )
     window_steps = plan.window_steps
     if stats.empty:
         return []
@@ -515,7 +530,8 @@ def find_stragglers(
         episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
     step_ms = _typical_step_ms(stats)
     episodes = [
-        e for e in episodes
+        e
+        for e in episodes
         if e.rank_ms - e.peer_ms >= min_step_share * float(np.median([step_ms.get(w, 0.0) for w in e.wins]))
     ]
     work = [e for e in episodes if e.phase in WORK_PHASES]
@@ -543,14 +559,31 @@ def find_stragglers(
     findings = []
     for rank, eps in sorted(by_rank.items()):
         findings.append(
-            _finding(rank, hosts.get(rank), _work_category(eps), eps, plan=plan,
-                     warn_factor=warn_factor, critical_factor=critical_factor, min_windows=min_windows, cap=1.0)
+            _finding(
+                rank,
+                hosts.get(rank),
+                _work_category(eps),
+                eps,
+                plan=plan,
+                warn_factor=warn_factor,
+                critical_factor=critical_factor,
+                min_windows=min_windows,
+                cap=1.0,
+            )
         )
     for rank, eps in sorted(comm_suspects.items()):
         findings.append(
-            _finding(rank, hosts.get(rank), (Category.COMMUNICATION, eps), eps, plan=plan,
-                     warn_factor=warn_factor, critical_factor=critical_factor, min_windows=min_windows,
-                     cap=comm_confidence_cap)
+            _finding(
+                rank,
+                hosts.get(rank),
+                (Category.COMMUNICATION, eps),
+                eps,
+                plan=plan,
+                warn_factor=warn_factor,
+                critical_factor=critical_factor,
+                min_windows=min_windows,
+                cap=comm_confidence_cap,
+            )
         )
     return findings
 
@@ -654,8 +687,10 @@ def _finding(
     phases = _fmt_phases({e.phase for e in eps})
     where = f"rank {rank}" + (f" on {host}" if host else "")
     if category is Category.COMMUNICATION:
-        summary = (f"{where} spends {slowdown:.2f}x the median {phases} time (steps {first}-{last}) "
-                   "while its own work is normal and its peers do not wait for it")
+        summary = (
+            f"{where} spends {slowdown:.2f}x the median {phases} time (steps {first}-{last}) "
+            "while its own work is normal and its peers do not wait for it"
+        )
     else:
         summary = f"{where} spends {slowdown:.2f}x the median {phases} time (steps {first}-{last})"
     summary += f": {rank_ms:.1f} ms vs {peer_ms:.1f} ms per step"
@@ -666,12 +701,20 @@ def _finding(
         "rank_ms": round(rank_ms, 3),
         "median_ms": round(peer_ms, 3),
         "phases": {
-            e.phase: {"slowdown": round(e.ratio, 3), "rank_ms": round(e.rank_ms, 3), "median_ms": round(e.peer_ms, 3),
-                      "steps": [e.first_step, e.last_step]}
+            e.phase: {
+                "slowdown": round(e.ratio, 3),
+                "rank_ms": round(e.rank_ms, 3),
+                "median_ms": round(e.peer_ms, 3),
+                "steps": [e.first_step, e.last_step],
+            }
             for e in sorted(all_eps, key=lambda e: e.phase)
         },
-        "windows": {"slow": n_slow, "spanned": max(e.span_windows for e in eps), "window_steps": plan.window_steps,
-                    "step_stride": plan.step_stride},
+        "windows": {
+            "slow": n_slow,
+            "spanned": max(e.span_windows for e in eps),
+            "window_steps": plan.window_steps,
+            "step_stride": plan.step_stride,
+        },
         "compared_with": "median of the other ranks at the same steps",
     }
     return Finding(

@@ -65,8 +65,11 @@ def run_method(name: str, model, opt, args, out: Path) -> dict:
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     stalls, waits, bg_steps, quiet_steps = [], [], [], []
-    ck = (AsyncCheckpointer(d / "ckpt", keep_last=1, overlap=(name == "trainctl"))
-          if name.startswith("trainctl") else None)
+    ck = (
+        AsyncCheckpointer(d / "ckpt", keep_last=1, overlap=(name == "trainctl"))
+        if name.startswith("trainctl")
+        else None
+    )
     handles = []
     pending = None
     for i in range(args.checkpoints):
@@ -91,7 +94,10 @@ def run_method(name: str, model, opt, args, out: Path) -> dict:
             from torch.distributed.checkpoint.state_dict import get_state_dict
 
             msd, osd = get_state_dict(model, opt)
-            pending = (async_save({"model": msd, "optim": osd}, checkpoint_id=str(d / f"step-{i}")), time.perf_counter())
+            pending = (
+                async_save({"model": msd, "optim": osd}, checkpoint_id=str(d / f"step-{i}")),
+                time.perf_counter(),
+            )
         else:
             pending = ck.save(i, model, opt)
             handles.append(pending)

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,7 +53,9 @@ def prepare(cluster: SshdCluster) -> None:
 def expected_bytes(cluster: SshdCluster) -> int:
     h = cluster.names[0]
     run = cluster.host_root(h) / "run"
-    return len(cluster.names) * ((run / "fr" / h / "rank-0.pkl").stat().st_size + (run / "logs" / h / "rank-0.log").stat().st_size)
+    return len(cluster.names) * (
+        (run / "fr" / h / "rank-0.pkl").stat().st_size + (run / "logs" / h / "rank-0.log").stat().st_size
+    )
 
 
 def out_bytes(out: Path) -> int:
@@ -62,10 +64,27 @@ def out_bytes(out: Path) -> int:
 
 def run_trainctl(cluster: SshdCluster, hosts: list[str], out: Path) -> float:
     """Returns the fan-out time trainctl reports (the command minus Python start-up)."""
-    res = subprocess.run([sys.executable, "-c", "from trainctl.cli.app import main; main()", "collect",
-                    str(cluster.remote_root / "run"), "--hosts", ",".join(hosts), "--out", str(out),
-                    "--ssh-config", str(cluster.ssh_config), "--kinds", "fr_dumps,rank_logs", "--json"],
-                   capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from trainctl.cli.app import main; main()",
+            "collect",
+            str(cluster.remote_root / "run"),
+            "--hosts",
+            ",".join(hosts),
+            "--out",
+            str(out),
+            "--ssh-config",
+            str(cluster.ssh_config),
+            "--kinds",
+            "fr_dumps,rank_logs",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if res.returncode != 0:
         raise RuntimeError(f"trainctl collect exited {res.returncode}: {res.stderr[-3000:]}\n{res.stdout[-3000:]}")
     return float(json.loads(res.stdout)["duration_s"])
@@ -79,16 +98,28 @@ scp -q $SSHOPTS "$h:$RUN/fr/$h/rank-0.pkl" "$h:$RUN/logs/$h/rank-0.log" "$d/"
 
 
 def run_openssh(cluster: SshdCluster, hosts: list[str], out: Path, cm_dir: Path) -> None:
-    env = dict(os.environ, OUT=str(out), RUN=str(cluster.remote_root / "run"),
-               SSHOPTS=f"-F {cluster.ssh_config} -o ControlMaster=auto -o ControlPath={cm_dir}/%C -o ControlPersist=600")
-    subprocess.run(["xargs", "-P", str(len(hosts)), "-n", "1", "sh", "-c", HOST_SH, "host"],
-                   input="\n".join(hosts).encode(), env=env, check=True, timeout=600)
+    env = dict(
+        os.environ,
+        OUT=str(out),
+        RUN=str(cluster.remote_root / "run"),
+        SSHOPTS=f"-F {cluster.ssh_config} -o ControlMaster=auto -o ControlPath={cm_dir}/%C -o ControlPersist=600",
+    )
+    subprocess.run(
+        ["xargs", "-P", str(len(hosts)), "-n", "1", "sh", "-c", HOST_SH, "host"],
+        input="\n".join(hosts).encode(),
+        env=env,
+        check=True,
+        timeout=600,
+    )
 
 
 def close_masters(cluster: SshdCluster, hosts: list[str], cm_dir: Path) -> None:
     for h in hosts:
-        subprocess.run(["ssh", "-F", str(cluster.ssh_config), "-o", f"ControlPath={cm_dir}/%C", "-O", "exit", h],
-                       capture_output=True, timeout=30)
+        subprocess.run(
+            ["ssh", "-F", str(cluster.ssh_config), "-o", f"ControlPath={cm_dir}/%C", "-O", "exit", h],
+            capture_output=True,
+            timeout=30,
+        )
 
 
 def bench(n: int, repeats: int, base: Path) -> dict[str, list[float]]:
@@ -138,19 +169,27 @@ def main() -> None:
     ap.add_argument("--hosts", default="32,64")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    print(f"# {platform.node()} {os.cpu_count()} cpus, python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(
+        f"# {platform.node()} {os.cpu_count()} cpus, python {platform.python_version()}, "
+        f"load {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M')}"
+    )
     print("| N | variant | median wall s | runs (wall s) | median client CPU s |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="trainctl-bench-") as d:
         for n in (int(x) for x in args.hosts.split(",")):
             r = bench(n, args.repeats, Path(d))
             for name, ts in r["wall"].items():
-                print(f"| {n} | {name} | {statistics.median(ts):.2f} | {' '.join(f'{t:.2f}' for t in ts)} "
-                      f"| {statistics.median(r['cpu'][name]):.2f} |", flush=True)
+                print(
+                    f"| {n} | {name} | {statistics.median(ts):.2f} | {' '.join(f'{t:.2f}' for t in ts)} "
+                    f"| {statistics.median(r['cpu'][name]):.2f} |",
+                    flush=True,
+                )
             ts = r["inner"]["trainctl fan-out only"]
-            print(f"| {n} | trainctl, fan-out only (no Python start-up) | {statistics.median(ts):.2f} "
-                  f"| {' '.join(f'{t:.2f}' for t in ts)} | |", flush=True)
+            print(
+                f"| {n} | trainctl, fan-out only (no Python start-up) | {statistics.median(ts):.2f} "
+                f"| {' '.join(f'{t:.2f}' for t in ts)} | |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,16 @@ import pandas as pd
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts
 from trainctl.dataset import open_dataset
-from trainctl.ops.fleet_sim import FAULT_KINDS, QUIRK_KINDS, FaultSpec, FleetScenario, QuirkSpec, host_names, simulate, write_fleet
+from trainctl.ops.fleet_sim import (
+    FAULT_KINDS,
+    QUIRK_KINDS,
+    FaultSpec,
+    FleetScenario,
+    QuirkSpec,
+    host_names,
+    simulate,
+    write_fleet,
+)
 from trainctl.schemas import SignalKind
 
 SETTINGS = {
@@ -61,17 +70,33 @@ def scenarios(seeds: int, hosts: int, seconds: int) -> list[FleetScenario]:
         for s in range(seeds):
             h = names[int(rng.integers(0, hosts))]
             f = FaultSpec(kind, h, float(rng.uniform(120, seconds - 300)))
-            out.append(FleetScenario(hosts, 8, seconds, (f,), quirks({h}, 3), seed=int(rng.integers(1 << 30)), name=f"{kind}#{s}"))
+            out.append(
+                FleetScenario(
+                    hosts, 8, seconds, (f,), quirks({h}, 3), seed=int(rng.integers(1 << 30)), name=f"{kind}#{s}"
+                )
+            )
     for s in range(seeds * 2):  # two simultaneous faults of random kinds
         hs = [names[i] for i in rng.choice(hosts, 2, replace=False)]
         ks = rng.choice(list(FAULT_KINDS), 2, replace=False)
         fs = tuple(FaultSpec(str(k), h, float(rng.uniform(120, seconds - 300))) for k, h in zip(ks, hs))
-        out.append(FleetScenario(hosts, 8, seconds, fs, quirks(set(hs), 3), seed=int(rng.integers(1 << 30)), name=f"two-faults#{s}"))
+        out.append(
+            FleetScenario(
+                hosts, 8, seconds, fs, quirks(set(hs), 3), seed=int(rng.integers(1 << 30)), name=f"two-faults#{s}"
+            )
+        )
     for q in QUIRK_KINDS:
         for s in range(seeds):
             h = names[int(rng.integers(0, hosts))]
-            qs = (QuirkSpec(q, None, float(rng.uniform(200, seconds - 100))),) if q == "fleet_pause" else (QuirkSpec(q, h),)
-            out.append(FleetScenario(hosts, 8, seconds, (), qs + quirks({h}, 2), seed=int(rng.integers(1 << 30)), name=f"quirk-{q}#{s}"))
+            qs = (
+                (QuirkSpec(q, None, float(rng.uniform(200, seconds - 100))),)
+                if q == "fleet_pause"
+                else (QuirkSpec(q, h),)
+            )
+            out.append(
+                FleetScenario(
+                    hosts, 8, seconds, (), qs + quirks({h}, 2), seed=int(rng.integers(1 << 30)), name=f"quirk-{q}#{s}"
+                )
+            )
     for s in range(seeds * 2):
         out.append(FleetScenario(hosts, 8, seconds, (), (), seed=int(rng.integers(1 << 30)), name=f"clean#{s}"))
     return out
@@ -79,8 +104,19 @@ def scenarios(seeds: int, hosts: int, seconds: int) -> list[FleetScenario]:
 
 def accuracy(seeds: int, hosts: int, seconds: int) -> dict:
     scs = scenarios(seeds, hosts, seconds)
-    res = {name: {"tp": 0, "fp": 0, "fn": 0, "cat_ok": 0, "delays": defaultdict(list), "fp_cases": [], "fn_cases": [], "cpu_s": 0.0}
-           for name in SETTINGS}
+    res = {
+        name: {
+            "tp": 0,
+            "fp": 0,
+            "fn": 0,
+            "cat_ok": 0,
+            "delays": defaultdict(list),
+            "fp_cases": [],
+            "fn_cases": [],
+            "cpu_s": 0.0,
+        }
+        for name in SETTINGS
+    }
     for sc in scs:
         sim = simulate(sc)
         truth = {f["host"]: f for f in sim.labels["faults"]}
@@ -106,20 +142,32 @@ def accuracy(seeds: int, hosts: int, seconds: int) -> dict:
                 if h not in flagged:
                     r["fn"] += 1
                     r["fn_cases"].append(f"{sc.name}: {h} {t['kind']}")
-    summary = {"scenarios": len(scs), "hosts": hosts, "seconds": seconds, "faults": sum(len(s.faults) for s in scs),
-               "quirks": sum(len(s.quirks) for s in scs), "settings": {}}
+    summary = {
+        "scenarios": len(scs),
+        "hosts": hosts,
+        "seconds": seconds,
+        "faults": sum(len(s.faults) for s in scs),
+        "quirks": sum(len(s.quirks) for s in scs),
+        "settings": {},
+    }
     for name, r in res.items():
         p = r["tp"] / max(1, r["tp"] + r["fp"])
         rc = r["tp"] / max(1, r["tp"] + r["fn"])
         all_d = [d for v in r["delays"].values() for d in v]
         summary["settings"][name] = {
-            "precision": round(p, 4), "recall": round(rc, 4), "f1": round(2 * p * rc / max(1e-9, p + rc), 4),
-            "tp": r["tp"], "fp": r["fp"], "fn": r["fn"], "category_accuracy": round(r["cat_ok"] / max(1, r["tp"]), 4),
+            "precision": round(p, 4),
+            "recall": round(rc, 4),
+            "f1": round(2 * p * rc / max(1e-9, p + rc), 4),
+            "tp": r["tp"],
+            "fp": r["fp"],
+            "fn": r["fn"],
+            "category_accuracy": round(r["cat_ok"] / max(1, r["tp"]), 4),
             "delay_s_median": round(statistics.median(all_d), 1) if all_d else None,
             "delay_s_p90": round(float(np.percentile(all_d, 90)), 1) if all_d else None,
             "delay_s_by_kind": {k: round(statistics.median(v), 1) for k, v in sorted(r["delays"].items())},
             "analyze_cpu_s_per_scenario": round(r["cpu_s"] / len(scs), 3),
-            "fp_cases": r["fp_cases"][:10], "fn_cases": r["fn_cases"][:10],
+            "fp_cases": r["fp_cases"][:10],
+            "fn_cases": r["fn_cases"][:10],
         }
     return summary
 
@@ -132,9 +180,11 @@ def magnitude_sweep(seeds: int, hosts: int, seconds: int) -> dict:
     for kind in ("quiet_slowdown", "nic_degraded", "cpu_contention"):
         for m in (0.1, 0.2, 0.35, 0.5, 1.0):
             hit, fp = 0, 0
-            for s in range(seeds):
+            for _ in range(seeds):
                 h = names[int(rng.integers(0, hosts))]
-                sc = FleetScenario(hosts, 8, seconds, (FaultSpec(kind, h, 300.0, magnitude=m),), seed=int(rng.integers(1 << 30)))
+                sc = FleetScenario(
+                    hosts, 8, seconds, (FaultSpec(kind, h, 300.0, magnitude=m),), seed=int(rng.integers(1 << 30))
+                )
                 sim = simulate(sc)
                 flagged = {f.hosts[0] for f in consolidate(find_faulty_hosts(sim.gpu_metrics, sim.host_metrics))}
                 hit += int(h in flagged)
@@ -144,9 +194,19 @@ def magnitude_sweep(seeds: int, hosts: int, seconds: int) -> dict:
 
 
 def scale(hosts: int = 1024, gpus: int = 8, seconds: int = 900) -> dict:
-    faults = (FaultSpec("quiet_slowdown", host_names(hosts)[99], 300), FaultSpec("ecc_dbe", host_names(hosts)[499], 300),
-              FaultSpec("nic_degraded", host_names(hosts)[799], 400))
-    sc = FleetScenario(hosts, gpus, seconds, faults, (QuirkSpec("fleet_pause", None, 600), QuirkSpec("sw_power_cap", host_names(hosts)[5])), seed=11)
+    faults = (
+        FaultSpec("quiet_slowdown", host_names(hosts)[99], 300),
+        FaultSpec("ecc_dbe", host_names(hosts)[499], 300),
+        FaultSpec("nic_degraded", host_names(hosts)[799], 400),
+    )
+    sc = FleetScenario(
+        hosts,
+        gpus,
+        seconds,
+        faults,
+        (QuirkSpec("fleet_pause", None, 600), QuirkSpec("sw_power_cap", host_names(hosts)[5])),
+        seed=11,
+    )
     t = time.time()
     sim = simulate(sc)
     gen_s = time.time() - t
@@ -160,10 +220,19 @@ def scale(hosts: int = 1024, gpus: int = 8, seconds: int = 900) -> dict:
         rows = g.count_rows()
         found = consolidate(find_faulty_hosts(g, h))
         wall, cpu = time.time() - t, time.process_time() - c
-    return {"hosts": hosts, "gpus": gpus, "seconds": seconds, "gpu_rows": rows, "simulate_s": round(gen_s, 1),
-            "write_s": round(write_s, 1), "load_and_analyze_wall_s": round(wall, 2), "load_and_analyze_cpu_s": round(cpu, 2),
-            "found": sorted((f.hosts[0], f.category.value) for f in found),
-            "expected": sorted((f.host, FAULT_KINDS[f.kind]) for f in faults), "loadavg_1m": os.getloadavg()[0]}
+    return {
+        "hosts": hosts,
+        "gpus": gpus,
+        "seconds": seconds,
+        "gpu_rows": rows,
+        "simulate_s": round(gen_s, 1),
+        "write_s": round(write_s, 1),
+        "load_and_analyze_wall_s": round(wall, 2),
+        "load_and_analyze_cpu_s": round(cpu, 2),
+        "found": sorted((f.hosts[0], f.category.value) for f in found),
+        "expected": sorted((f.host, FAULT_KINDS[f.kind]) for f in faults),
+        "loadavg_1m": os.getloadavg()[0],
+    }
 
 
 def main() -> None:

@@ -33,7 +33,9 @@ PHASES = [*PHASE_MS, "step"]  # 6 phases; `step` is the whole step
 TOKENS = 8192
 
 
-def host_table(ranks: np.ndarray, steps: int, *, slow_rank: int, factor: float, slow_from: int, rng: np.random.Generator) -> pa.Table:
+def host_table(
+    ranks: np.ndarray, steps: int, *, slow_rank: int, factor: float, slow_from: int, rng: np.random.Generator
+) -> pa.Table:
     n_r = len(ranks)
     step = np.arange(steps, dtype=np.int64)
     # [rank, step] arrays per phase, in ns, with ~5% lognormal jitter.
@@ -66,7 +68,8 @@ def host_table(ranks: np.ndarray, steps: int, *, slow_rank: int, factor: float, 
             "local_rank": pa.array(np.broadcast_to((ranks % 8)[:, None, None], shape).ravel(), pa.int16()),
             "step": pa.array(np.broadcast_to(step[None, :, None], shape).ravel(), pa.int64()),
             "phase": pa.DictionaryArray.from_arrays(
-                pa.array(np.broadcast_to(np.arange(n_p, dtype=np.int32)[None, None, :], shape).ravel()), pa.array(PHASES)
+                pa.array(np.broadcast_to(np.arange(n_p, dtype=np.int32)[None, None, :], shape).ravel()),
+                pa.array(PHASES),
             ).cast(pa.string()),
             "start_ts": pa.array(ts.ravel(), pa.timestamp("ns", tz="UTC")),
             "duration_ns": pa.array(d.ravel(), pa.int64()),
@@ -98,21 +101,36 @@ def main() -> None:
     for h in range(n_hosts):
         host = f"node{h + 1:04d}"
         ranks = np.arange(h * args.per_host, (h + 1) * args.per_host, dtype=np.int64)
-        t = host_table(ranks, args.steps, slow_rank=args.slow_rank, factor=args.factor, slow_from=args.slow_from, rng=rng)
+        t = host_table(
+            ranks, args.steps, slow_rank=args.slow_rank, factor=args.factor, slow_from=args.slow_from, rng=rng
+        )
         dataset.write_table(args.out, SignalKind.TIMELINE, host, t, part=f"rank{int(ranks[0])}-0")
         hosts.append(HostRanks(host, tuple(int(r) for r in ranks)))
         if (h + 1) % 128 == 0:
             logger.info("%d/%d hosts written (%.0f s)", h + 1, n_hosts, time.perf_counter() - t0)
     write_run_info(
         args.out,
-        RunInfo(run_id="bench-8192", world_size=args.ranks, nproc_per_node=args.per_host, hosts=tuple(hosts),
-                layout={"dp": args.ranks, "tp": 1, "pp": 1}, created_ts_ns=time.time_ns()),
+        RunInfo(
+            run_id="bench-8192",
+            world_size=args.ranks,
+            nproc_per_node=args.per_host,
+            hosts=tuple(hosts),
+            layout={"dp": args.ranks, "tp": 1, "pp": 1},
+            created_ts_ns=time.time_ns(),
+        ),
     )
     size = sum(p.stat().st_size for p in args.out.rglob("*.parquet"))
     logger.info(
         "wrote %d rows (%d ranks x %d steps x %d phases) to %s: %.0f MB of Parquet in %.0f s; straggler rank %d on %s",
-        args.ranks * args.steps * len(PHASES), args.ranks, args.steps, len(PHASES), args.out, size / 1e6,
-        time.perf_counter() - t0, args.slow_rank, f"node{args.slow_rank // args.per_host + 1:04d}",
+        args.ranks * args.steps * len(PHASES),
+        args.ranks,
+        args.steps,
+        len(PHASES),
+        args.out,
+        size / 1e6,
+        time.perf_counter() - t0,
+        args.slow_rank,
+        f"node{args.slow_rank // args.per_host + 1:04d}",
     )
 
 

@@ -29,23 +29,27 @@ from pathlib import Path
 def trimmed_mean(xs: list[int], frac: float = 0.1) -> float:
     xs = sorted(xs)
     k = int(len(xs) * frac)
-    xs = xs[k: len(xs) - k] or xs
+    xs = xs[k : len(xs) - k] or xs
     return sum(xs) / len(xs)
 
 
 def overhead_pct(on: list[int], off: list[int]) -> tuple[float, float]:
     """(median, trimmed-mean) overhead of `on` over `off`, in %."""
-    return (100 * (statistics.median(on) / statistics.median(off) - 1),
-            100 * (trimmed_mean(on) / trimmed_mean(off) - 1))
+    return (
+        100 * (statistics.median(on) / statistics.median(off) - 1),
+        100 * (trimmed_mean(on) / trimmed_mean(off) - 1),
+    )
 
 
-def block_bootstrap(on: list[int], off: list[int], block: int, *, rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+def block_bootstrap(
+    on: list[int], off: list[int], block: int, *, rounds: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """95 % interval of the median overhead, resampling (on block, off block) pairs with replacement.
 
     The trainer alternates on/off blocks of `block` steps, so the k-th on block and the k-th off
     block ran back to back; resampling them together keeps what the machine did at that time.
     """
-    pairs = [(on[i:i + block], off[i:i + block]) for i in range(0, min(len(on), len(off)), block)]
+    pairs = [(on[i : i + block], off[i : i + block]) for i in range(0, min(len(on), len(off)), block)]
     rng = random.Random(seed)
     est = []
     for _ in range(rounds):
@@ -66,9 +70,26 @@ def main() -> None:
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
         run = Path(d) / "run"
-        cmd = [sys.executable, "-c", "from trainctl.cli.app import main; main()", "launch", "--local",
-               "--hosts-local", str(a.hosts_local), "--nproc-per-node", str(a.nproc_per_node), "--run-dir", str(run),
-               "--", "--steps", str(a.steps), "--ab-block", str(a.block), "--log-every", "1000000"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from trainctl.cli.app import main; main()",
+            "launch",
+            "--local",
+            "--hosts-local",
+            str(a.hosts_local),
+            "--nproc-per-node",
+            str(a.nproc_per_node),
+            "--run-dir",
+            str(run),
+            "--",
+            "--steps",
+            str(a.steps),
+            "--ab-block",
+            str(a.block),
+            "--log-every",
+            "1000000",
+        ]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         ab = json.loads((run / "ab_overhead.json").read_text())
     on, off = ab["on"], ab["off"]
@@ -76,9 +97,13 @@ def main() -> None:
     lo, hi = block_bootstrap(on, off, a.block)
     result = {
         "machine": f"{platform.node()} {platform.machine()} cpus={os.cpu_count()} python={platform.python_version()}",
-        "ranks": a.hosts_local * a.nproc_per_node, "steps_on": len(on), "steps_off": len(off),
-        "median_step_ms_on": round(statistics.median(on) / 1e6, 3), "median_step_ms_off": round(statistics.median(off) / 1e6, 3),
-        "overhead_median_pct": round(med_pct, 2), "overhead_median_95ci_pct": [round(lo, 2), round(hi, 2)],
+        "ranks": a.hosts_local * a.nproc_per_node,
+        "steps_on": len(on),
+        "steps_off": len(off),
+        "median_step_ms_on": round(statistics.median(on) / 1e6, 3),
+        "median_step_ms_off": round(statistics.median(off) / 1e6, 3),
+        "overhead_median_pct": round(med_pct, 2),
+        "overhead_median_95ci_pct": [round(lo, 2), round(hi, 2)],
         "overhead_trimmed_mean_pct": round(tm_pct, 2),
         "step_ms_off_p10_p90": [round(sorted(off)[int(q * len(off))] / 1e6, 2) for q in (0.1, 0.9)],
         "target_pct": 2.0,

@@ -40,7 +40,11 @@ def main() -> None:
         per_step_us = (time.perf_counter_ns() - t0) / args.steps / 1e3
         rec.close()
         hb.close()
-        print(json.dumps({"steps": args.steps, "rows_written": rec.spool.written_rows, "per_step_us": round(per_step_us, 1)}))
+        print(
+            json.dumps(
+                {"steps": args.steps, "rows_written": rec.spool.written_rows, "per_step_us": round(per_step_us, 1)}
+            )
+        )
 
 
 if __name__ == "__main__":

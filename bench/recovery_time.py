@@ -71,7 +71,9 @@ def _step_ends(cluster: SshdCluster, after_ns: int) -> dict[int, dict[int, tuple
             for r in t:
                 if r["phase"] != "step" or r["start_ts"] is None:
                     continue
-                start = int(r["start_ts"].timestamp() * 1e9) if hasattr(r["start_ts"], "timestamp") else int(r["start_ts"])
+                start = (
+                    int(r["start_ts"].timestamp() * 1e9) if hasattr(r["start_ts"], "timestamp") else int(r["start_ts"])
+                )
                 if start > after_ns:
                     out.setdefault(r["step"], {})[r["rank"]] = (start, start + r["duration_ns"])
     return out
@@ -81,12 +83,39 @@ def run_once(work: Path, args: argparse.Namespace) -> dict[str, float]:
     with SshdCluster(work / "sshd", 4) as cluster:
         run_dir, shared = work / "sup", work / "shared-ckpt"
         env = {**os.environ, "TRAINCTL_HOME": str(work / "home")}
-        cmd = [str(ROOT / ".venv/bin/trainctl"), "launch", "--hosts", "node01,node02,node03", "--spares", "node04",
-               "--nproc-per-node", "1", "--ssh-config", str(cluster.ssh_config), "--run-dir", str(run_dir),
-               "--remote-run-dir", str(cluster.remote_root / "run"), "--env", "GLOO_SOCKET_IFNAME=lo",
-               "--steps", str(args.steps), "--checkpoint-every", str(args.checkpoint_every),
-               "--checkpoint-dir", str(shared), "--hang-timeout", "120",
-               "--inject", f"xid:host=node02,code=79,step={args.fault_step}", "--", "--log-every", "10", "--tp", "1"]
+        cmd = [
+            str(ROOT / ".venv/bin/trainctl"),
+            "launch",
+            "--hosts",
+            "node01,node02,node03",
+            "--spares",
+            "node04",
+            "--nproc-per-node",
+            "1",
+            "--ssh-config",
+            str(cluster.ssh_config),
+            "--run-dir",
+            str(run_dir),
+            "--remote-run-dir",
+            str(cluster.remote_root / "run"),
+            "--env",
+            "GLOO_SOCKET_IFNAME=lo",
+            "--steps",
+            str(args.steps),
+            "--checkpoint-every",
+            str(args.checkpoint_every),
+            "--checkpoint-dir",
+            str(shared),
+            "--hang-timeout",
+            "120",
+            "--inject",
+            f"xid:host=node02,code=79,step={args.fault_step}",
+            "--",
+            "--log-every",
+            "10",
+            "--tp",
+            "1",
+        ]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
             raise SystemExit(f"launch failed ({p.returncode}):\n{p.stderr[-3000:]}")
@@ -98,10 +127,17 @@ def run_once(work: Path, args: argparse.Namespace) -> dict[str, float]:
         fault = _fault_ts_ns(Path(incident["dataset"]))
         ends = _step_ends(cluster, started2["ts_ns"])
         # attempt-2 ranks' rank files (earlier attempts' were removed when attempt 2 started)
-        up_ns = max(f.stat().st_mtime_ns for n in cluster.names
-                    for f in (cluster.host_root(n) / "run" / "ranks").glob("rank-*.json"))
-        losses = [json.loads(x) for n in cluster.names if (cluster.host_root(n) / "run" / "loss.jsonl").is_file()
-                  for x in (cluster.host_root(n) / "run" / "loss.jsonl").read_text().splitlines()]
+        up_ns = max(
+            f.stat().st_mtime_ns
+            for n in cluster.names
+            for f in (cluster.host_root(n) / "run" / "ranks").glob("rank-*.json")
+        )
+        losses = [
+            json.loads(x)
+            for n in cluster.names
+            if (cluster.host_root(n) / "run" / "loss.jsonl").is_file()
+            for x in (cluster.host_root(n) / "run" / "loss.jsonl").read_text().splitlines()
+        ]
         resume_step = min(x["step"] for x in losses if x["attempt"] == "2") - 1  # loss.jsonl logs step index + 1
         first: dict[int, tuple[int, int]] = {}  # rank -> its earliest step row in attempt 2
         for per_rank in ends.values():
@@ -115,7 +151,8 @@ def run_once(work: Path, args: argparse.Namespace) -> dict[str, float]:
             "detect": (detected["ts_ns"] - fault) * s,
             "diagnose": (incident["ts_ns"] - detected["ts_ns"]) * s,
             "stop": (incident["started_ts_ns"] - detected["ts_ns"]) * s,
-            "collect": incident["collect_s"], "diagnose_only": incident["diagnose_s"],
+            "collect": incident["collect_s"],
+            "diagnose_only": incident["diagnose_s"],
             "evict": (plan["ts_ns"] - incident["ts_ns"]) * s,
             "relaunch": (up_ns - plan["ts_ns"]) * s,
             "agents_started": (started2["ts_ns"] - plan["ts_ns"]) * s,

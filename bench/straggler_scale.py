@@ -79,8 +79,13 @@ def measure(what: str, root: Path) -> dict:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     # CPU seconds (all threads) alongside wall time: on a shared machine wall time mostly measures
     # the neighbours, CPU time what this path costs.
-    return {"what": what, "wall_s": round(time.perf_counter() - t0, 3), "cpu_s": round(ru.ru_utime + ru.ru_stime - cpu0, 3),
-            "peak_rss_mib": round(_peak_rss_mib(), 1), **detail}
+    return {
+        "what": what,
+        "wall_s": round(time.perf_counter() - t0, 3),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime - cpu0, 3),
+        "peak_rss_mib": round(_peak_rss_mib(), 1),
+        **detail,
+    }
 
 
 def main() -> None:
@@ -96,14 +101,21 @@ def main() -> None:
         print(json.dumps(measure(args.only, args.dir)))
         return
     size_mb = sum(p.stat().st_size for p in (args.dir / "timeline").rglob("*.parquet")) / 1e6
-    print(f"# {platform.node()} {platform.machine()} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} "
-          f"python={platform.python_version()} data={args.dir} ({size_mb:.0f} MB)", flush=True)
+    print(
+        f"# {platform.node()} {platform.machine()} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} "
+        f"python={platform.python_version()} data={args.dir} ({size_mb:.0f} MB)",
+        flush=True,
+    )
     kinds = [args.only] if args.only else ["full", "read", "duckdb", "pandas"]
     # Interleaved rounds, so a noisy neighbour hits every measurement alike.
     for rnd in range(args.repeat):
         for what in kinds:
-            out = subprocess.run([sys.executable, __file__, "--dir", str(args.dir), "--only", what, "--child"],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--dir", str(args.dir), "--only", what, "--child"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             res = json.loads(out.stdout.strip().splitlines()[-1])
             res["round"] = rnd
             res["load1"] = round(os.getloadavg()[0], 1)

@@ -23,9 +23,10 @@ import logging
 import os
 import pickle
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -79,7 +80,9 @@ def safe_loads(data: bytes, *, where: str = "<bytes>") -> Any:
             "pickle; re-dump the rank as JSON (fr_trace_json) if it is genuine"
         ) from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, MemoryError) as exc:
-        raise FlightRecorderError(f"{where}: not a readable Flight Recorder pickle ({exc!r}); re-dump the rank") from exc
+        raise FlightRecorderError(
+            f"{where}: not a readable Flight Recorder pickle ({exc!r}); re-dump the rank"
+        ) from exc
 
 
 def rank_from_name(path: str | os.PathLike[str]) -> int | None:
@@ -158,11 +161,17 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
         try:
             obj, fmt = json.loads(data), "json"
         except (ValueError, UnicodeDecodeError) as exc:
-            raise FlightRecorderError(f"{path}: truncated or invalid JSON Flight Recorder dump ({exc}); re-dump the rank") from exc
+            raise FlightRecorderError(
+                f"{path}: truncated or invalid JSON Flight Recorder dump ({exc}); re-dump the rank"
+            ) from exc
     else:
-        raise FlightRecorderError(f"{path}: neither a pickle nor a JSON Flight Recorder dump (first bytes {data[:8]!r})")
+        raise FlightRecorderError(
+            f"{path}: neither a pickle nor a JSON Flight Recorder dump (first bytes {data[:8]!r})"
+        )
     if not isinstance(obj, dict) or not isinstance(obj.get("entries", []), list):
-        raise FlightRecorderError(f"{path}: not a Flight Recorder dump (expected a dict with 'entries', got {type(obj).__name__})")
+        raise FlightRecorderError(
+            f"{path}: not a Flight Recorder dump (expected a dict with 'entries', got {type(obj).__name__})"
+        )
     rank = obj.get("rank")
     name_rank = rank_from_name(path)
     if not isinstance(rank, int):
@@ -170,7 +179,9 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
     elif name_rank is not None and name_rank != rank:
         logger.warning("%s: file name says rank %d, dump says rank %d; using the dump", path, name_rank, rank)
     if rank is None:
-        raise FlightRecorderError(f"{path}: cannot tell which rank wrote this dump; name it <prefix><rank> (e.g. rank-3.pkl)")
+        raise FlightRecorderError(
+            f"{path}: cannot tell which rank wrote this dump; name it <prefix><rank> (e.g. rank-3.pkl)"
+        )
     entries = tuple(e for e in obj.get("entries") or () if isinstance(e, dict))
     return FlightRecorderDump(
         rank=int(rank),
@@ -268,31 +279,35 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
         latest: Mapping[str, Any] | None = None
         for e in d.entries:
             pg = e.get("process_group") or ("", "")
-            pg_name, pg_desc = (str(pg[0]), str(pg[1]) if len(pg) > 1 else None) if isinstance(pg, (list, tuple)) else (str(pg), None)
+            pg_name, pg_desc = (
+                (str(pg[0]), str(pg[1]) if len(pg) > 1 else None) if isinstance(pg, (list, tuple)) else (str(pg), None)
+            )
             is_p2p = bool(e.get("is_p2p"))
             frames = _frames(e.get("frames"))
-            coll.append({
-                "rank": d.rank,
-                "pg_name": pg_name,
-                "pg_desc": pg_desc,
-                "pg_ranks": _pg_ranks(d.pg_config, pg_name),
-                "seq": None if is_p2p else _int(e.get("collective_seq_id")),
-                "p2p_seq": _int(e.get("p2p_seq_id")) if is_p2p else None,
-                "record_id": _int(e.get("record_id")),
-                "op": normalize_op(e.get("profiling_name")),
-                "input_sizes": _sizes(e.get("input_sizes")),
-                "output_sizes": _sizes(e.get("output_sizes")),
-                "input_dtypes": [str(x) for x in e.get("input_dtypes") or []],
-                "output_dtypes": [str(x) for x in e.get("output_dtypes") or []],
-                "enqueue_ts": _ts(e.get("time_created_ns")),
-                "start_ts": _ts(e.get("time_discovered_started_ns")),
-                "end_ts": _ts(e.get("time_discovered_completed_ns")),
-                "state": e.get("state"),
-                "retired": e.get("retired"),
-                "timeout_ms": _int(e.get("timeout_ms")),
-                # The schema stores frames innermost last; Flight Recorder lists them innermost first.
-                "frames": json.dumps(frames[::-1]) if frames else None,
-            })
+            coll.append(
+                {
+                    "rank": d.rank,
+                    "pg_name": pg_name,
+                    "pg_desc": pg_desc,
+                    "pg_ranks": _pg_ranks(d.pg_config, pg_name),
+                    "seq": None if is_p2p else _int(e.get("collective_seq_id")),
+                    "p2p_seq": _int(e.get("p2p_seq_id")) if is_p2p else None,
+                    "record_id": _int(e.get("record_id")),
+                    "op": normalize_op(e.get("profiling_name")),
+                    "input_sizes": _sizes(e.get("input_sizes")),
+                    "output_sizes": _sizes(e.get("output_sizes")),
+                    "input_dtypes": [str(x) for x in e.get("input_dtypes") or []],
+                    "output_dtypes": [str(x) for x in e.get("output_dtypes") or []],
+                    "enqueue_ts": _ts(e.get("time_created_ns")),
+                    "start_ts": _ts(e.get("time_discovered_started_ns")),
+                    "end_ts": _ts(e.get("time_discovered_completed_ns")),
+                    "state": e.get("state"),
+                    "retired": e.get("retired"),
+                    "timeout_ms": _int(e.get("timeout_ms")),
+                    # The schema stores frames innermost last; Flight Recorder lists them innermost first.
+                    "frames": json.dumps(frames[::-1]) if frames else None,
+                }
+            )
             coll_hosts.append(d.host)
             if frames and (latest is None or (_int(e.get("record_id")) or 0) >= (_int(latest.get("record_id")) or 0)):
                 latest = e
@@ -307,29 +322,33 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
             if pg_name is None:
                 logger.info("%s: pg_status key %s matches no entry; skipped", d.path, pg_id)
                 continue
-            status.append({
-                "rank": d.rank,
-                "pg_name": pg_name,
-                "last_enqueued_seq": _int(st.get("last_enqueued_collective")),
-                "last_started_seq": _int(st.get("last_started_collective")),
-                "last_completed_seq": _int(st.get("last_completed_collective")),
-                "fr_version": d.version,
-                "source": str(d.path),
-            })
+            status.append(
+                {
+                    "rank": d.rank,
+                    "pg_name": pg_name,
+                    "last_enqueued_seq": _int(st.get("last_enqueued_collective")),
+                    "last_started_seq": _int(st.get("last_started_collective")),
+                    "last_completed_seq": _int(st.get("last_completed_collective")),
+                    "fr_version": d.version,
+                    "source": str(d.path),
+                }
+            )
             status_hosts.append(d.host)
         if latest is not None:
             for depth, f in enumerate(_frames(latest.get("frames"))):
-                stacks.append({
-                    "ts": _ts(latest.get("time_created_ns")),
-                    "rank": d.rank,
-                    "pid": None,
-                    "thread": str(latest.get("thread_name") or "") or None,
-                    "depth": depth,
-                    "function": f["name"] or "?",
-                    "filename": f["filename"] or None,
-                    "line": f["line"],
-                    "source": "flight_recorder",
-                })
+                stacks.append(
+                    {
+                        "ts": _ts(latest.get("time_created_ns")),
+                        "rank": d.rank,
+                        "pid": None,
+                        "thread": str(latest.get("thread_name") or "") or None,
+                        "depth": depth,
+                        "function": f["name"] or "?",
+                        "filename": f["filename"] or None,
+                        "line": f["line"],
+                        "source": "flight_recorder",
+                    }
+                )
                 stack_hosts.append(d.host)
     return {
         SignalKind.COLLECTIVES: _table(SignalKind.COLLECTIVES, coll, coll_hosts),

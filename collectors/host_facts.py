@@ -27,7 +27,7 @@ _PY = (
 
 def command(python: str = "python3") -> str:
     return (
-        "echo \"kernel=$(uname -r)\"\n"
+        'echo "kernel=$(uname -r)"\n'
         "if command -v nvidia-smi >/dev/null 2>&1; then "
         "nvidia-smi --query-gpu=driver_version,name --format=csv,noheader 2>/dev/null | sed 's/^/gpu=/'; "
         "nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | sed 's/CUDA Version: /cuda_driver=/'; fi\n"

@@ -36,13 +36,13 @@ def command(run_dir: str | None = None) -> str:
 
     drill = shlex.quote(run_dir.rstrip("/") + "/" + DRILL_LOG)
     return (
-        f"d={drill}; dl=; if [ -s \"$d\" ]; then dl=$(grep -E 'NVRM|Xid' \"$d\"); fi\n"
+        f'd={drill}; dl=; if [ -s "$d" ]; then dl=$(grep -E \'NVRM|Xid\' "$d"); fi\n'
         "if k=$(dmesg --time-format iso 2>&1); then s=dmesg; "
         "elif k=$(journalctl -k --no-pager -q -o short-iso 2>&1); then s=journalctl; "
-        "elif [ -n \"$dl\" ]; then k=; s=drill; "
+        'elif [ -n "$dl" ]; then k=; s=drill; '
         "else printf '%s\\n' \"$k\" | head -n 3; exit 1; fi\n"
         "echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid'; "
-        "if [ -n \"$dl\" ]; then printf '%s\\n' \"$dl\"; fi; exit 0"
+        'if [ -n "$dl" ]; then printf \'%s\\n\' "$dl"; fi; exit 0'
     )
 
 
@@ -66,5 +66,5 @@ def parse(output: str, exit_code: int) -> KernelLog:
     lines = text.splitlines()
     source = None
     if lines and lines[0].startswith("#source "):
-        source = lines.pop(0)[len("#source "):].strip()
+        source = lines.pop(0)[len("#source ") :].strip()
     return KernelLog(source, tuple(lines))

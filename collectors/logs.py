@@ -32,10 +32,11 @@ import logging
 import os
 import re
 import signal as _signal
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -85,7 +86,7 @@ class Signature:
     keywords: tuple[str, ...]
     doc: str
     generic: bool = False
-    post: Callable[["Event"], None] | None = None
+    post: Callable[[Event], None] | None = None
 
 
 @dataclass
@@ -247,11 +248,32 @@ def _overflow_post(ev: Event) -> None:
         ev.severity = S.CRITICAL  # loss scale bottomed out: training cannot recover by itself
 
 
-def _sig(name: str, pattern: str, kind: FindingKind | None, category: Category | None, severity: Severity,
-         blame: str, keywords: Iterable[str], doc: str, *, generic: bool = False, flags: int = 0,
-         post: Callable[[Event], None] | None = None) -> Signature:
-    return Signature(name, re.compile(pattern, flags), kind, category, severity, blame,
-                     tuple(k.lower() for k in keywords), doc, generic, post)
+def _sig(
+    name: str,
+    pattern: str,
+    kind: FindingKind | None,
+    category: Category | None,
+    severity: Severity,
+    blame: str,
+    keywords: Iterable[str],
+    doc: str,
+    *,
+    generic: bool = False,
+    flags: int = 0,
+    post: Callable[[Event], None] | None = None,
+) -> Signature:
+    return Signature(
+        name,
+        re.compile(pattern, flags),
+        kind,
+        category,
+        severity,
+        blame,
+        tuple(k.lower() for k in keywords),
+        doc,
+        generic,
+        post,
+    )
 
 
 _PCI = r"(?:PCI:)?(?P<gpu_pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?"
@@ -261,276 +283,643 @@ _ADDR = r"\[?(?P<peer>[^\s\[\]<>()]+?)\]?"
 # The signature table. Order matters only for readability; every signature runs on every line.
 SIGNATURES: tuple[Signature, ...] = (
     # ---- collective timeouts (NCCL watchdog, all eras) -------------------------------------
-    _sig("nccl_watchdog_timeout",
-         r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
-         r"(?:,\s*NumelIn=(?P<numel_in>-?\d+),\s*NumelOut=(?P<numel_out>-?\d+))?,\s*Timeout\(ms\)=(?P<timeout_ms>\d+)\)"
-         r"\s*ran for (?P<ran_ms>\d+) milliseconds",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["Watchdog caught"],
-         "WorkNCCL(...) ran for N ms before timing out (<=1.10 without SeqNum, 2.1+ with NumelIn/Out). "
-         "Names the reporting rank only: the culprit is whoever never arrived."),
-    _sig("nccl_timeout_at_work",
-         r"Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
-         r"last completed NCCL work: (?P<last_completed>-?\d+)",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["Timeout at NCCL work"],
-         "torch 2.3 progress counters of a timed-out rank."),
-    _sig("nccl_watchdog_exception_at_work",
-         r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>\d+), "
-         r"last enqueued NCCL work: (?P<last_enqueued>-?\d+), last completed NCCL work: (?P<last_completed>-?\d+)",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.WARNING, Blame.NONE, ["detected by watchdog at work"],
-         "torch 2.4/2.5 progress counters; error or timeout, so generic.", generic=True),
-    _sig("nccl_watchdog_failure_seq",
-         r"failure detected by watchdog at work sequence id: (?P<seq>\d+)\s*PG status: last enqueued work: "
-         r"(?P<last_enqueued>-?\d+), last completed work: (?P<last_completed>-?\d+)",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.WARNING, Blame.NONE, ["failure detected by watchdog"],
-         "torch 2.6+ progress counters; error or timeout, so generic.", generic=True),
-    _sig("nccl_heartbeat_stuck",
-         r"watchdog got stuck for (?P<stuck_s>\d+) seconds",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["watchdog got stuck"],
-         "Heartbeat monitor (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): the watchdog itself hung (a CUDA/NCCL call "
-         "that never returns); followed by an F-level terminate."),
-    _sig("nccl_dump_signal",
-         r"Received a (?:timeout signal from this local rank|dump signal due to a collective timeout from\s+"
-         r"(?:this local rank|rank (?P<detector_rank>\d+)))",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.WARNING, Blame.NONE, ["Received a timeout signal", "Received a dump signal"],
-         "Cross-rank debug dump (2.3 dev wording, then 2.6+ with 'from  rank N'); N is the detector, not the culprit.",
-         generic=True),
-    _sig("nccl_fr_disabled",
-         r"Stack trace of the failed collective not found",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["Stack trace of the failed collective"],
-         "Teardown after a watchdog failure with Flight Recorder off.", generic=True),
-    _sig("nccl_dump_preparing",
-         r"ProcessGroupNCCL preparing to dump debug info",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["preparing to dump debug info"],
-         "Teardown after a watchdog failure.", generic=True),
-    _sig("nccl_ops_failed_teardown",
-         r"Some NCCL operations have failed or timed out",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["Some NCCL operations have failed"],
-         "Teardown banner printed after any NCCL failure (error or timeout).", generic=True),
-    _sig("nccl_taking_process_down",
-         r"we are taking the entire process down",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.INFO, Blame.NONE, ["taking the entire process down"],
-         "Teardown banner.", generic=True),
-    _sig("watchdog_thread_terminated",
-         r"(?:NCCL|Process group) watchdog thread terminated with exception",
-         None, None, S.INFO, Blame.NONE, ["watchdog thread terminated"],
-         "Context: the exception text after it (a timeout, a CUDA error, an NCCL error) is classified on its own."),
-    _sig("nccl_comm_aborted",
-         r"NCCL communicator was aborted on rank (?P<aborted_rank>\d+)",
-         None, None, S.INFO, Blame.NONE, ["communicator was aborted"],
-         "<=2.0 wrapper; the 'Original reason for failure' after it is classified on its own."),
-    _sig("gloo_timeout",
-         r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>\w+) operation to complete",
-         K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL, Blame.NONE, ["Timed out waiting"],
-         "Gloo collective/p2p timeout; names only the waiting side."),
-    _sig("collective_fingerprint_mismatch",
-         r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running collective: "
-         r"CollectiveFingerPrint\((?P<fp_a>[^)]*)\)?,? but Rank (?P<mismatch_rank_b>\d+) is running collective",
-         K.COLLECTIVE_MISMATCH, C.TYPE_MISMATCH, S.CRITICAL, Blame.NONE, ["Detected mismatch between collectives"],
-         "TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch check; either side may be the one that diverged."),
-    _sig("collective_fingerprint_trace",
-         r"Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+),\s*OpType=(?P<op>\w+)",
-         K.HUNG_COLLECTIVE, None, S.INFO, Blame.NONE, ["Running collective: CollectiveFingerPrint"],
-         "DETAIL per-collective trace: shows where each rank last was.", generic=True),
-    _sig("stack_dump_thread",
-         r"^(?:Thread 0x[0-9A-Fa-f]+ \((?P<thread_state>[\w ]+)\): \"(?P<thread>[^\"]*)\"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
-         K.HUNG_COLLECTIVE, None, S.INFO, Blame.NONE, ["Thread 0x", "Current thread 0x"],
-         "py-spy / faulthandler stack dump of a live (usually hung) rank; frames kept as evidence.", generic=True),
-    _sig("store_based_barrier_wait",
-         r"Waiting in store based barrier to initialize process group for rank: (?P<barrier_rank>\d+), key: (?P<key>\S+) "
-         r"\(world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
-         K.RENDEZVOUS_ERROR, None, S.WARNING, Blame.NONE, ["store based barrier"],
-         "1.7-1.13 init barrier still waiting: some ranks never joined.", generic=True),
+    _sig(
+        "nccl_watchdog_timeout",
+        r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
+        r"(?:,\s*NumelIn=(?P<numel_in>-?\d+),\s*NumelOut=(?P<numel_out>-?\d+))?,\s*Timeout\(ms\)=(?P<timeout_ms>\d+)\)"
+        r"\s*ran for (?P<ran_ms>\d+) milliseconds",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Watchdog caught"],
+        "WorkNCCL(...) ran for N ms before timing out (<=1.10 without SeqNum, 2.1+ with NumelIn/Out). "
+        "Names the reporting rank only: the culprit is whoever never arrived.",
+    ),
+    _sig(
+        "nccl_timeout_at_work",
+        r"Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
+        r"last completed NCCL work: (?P<last_completed>-?\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Timeout at NCCL work"],
+        "torch 2.3 progress counters of a timed-out rank.",
+    ),
+    _sig(
+        "nccl_watchdog_exception_at_work",
+        r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>\d+), "
+        r"last enqueued NCCL work: (?P<last_enqueued>-?\d+), last completed NCCL work: (?P<last_completed>-?\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["detected by watchdog at work"],
+        "torch 2.4/2.5 progress counters; error or timeout, so generic.",
+        generic=True,
+    ),
+    _sig(
+        "nccl_watchdog_failure_seq",
+        r"failure detected by watchdog at work sequence id: (?P<seq>\d+)\s*PG status: last enqueued work: "
+        r"(?P<last_enqueued>-?\d+), last completed work: (?P<last_completed>-?\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["failure detected by watchdog"],
+        "torch 2.6+ progress counters; error or timeout, so generic.",
+        generic=True,
+    ),
+    _sig(
+        "nccl_heartbeat_stuck",
+        r"watchdog got stuck for (?P<stuck_s>\d+) seconds",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["watchdog got stuck"],
+        "Heartbeat monitor (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): the watchdog itself hung (a CUDA/NCCL call "
+        "that never returns); followed by an F-level terminate.",
+    ),
+    _sig(
+        "nccl_dump_signal",
+        r"Received a (?:timeout signal from this local rank|dump signal due to a collective timeout from\s+"
+        r"(?:this local rank|rank (?P<detector_rank>\d+)))",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["Received a timeout signal", "Received a dump signal"],
+        "Cross-rank debug dump (2.3 dev wording, then 2.6+ with 'from  rank N'); N is the detector, not the culprit.",
+        generic=True,
+    ),
+    _sig(
+        "nccl_fr_disabled",
+        r"Stack trace of the failed collective not found",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["Stack trace of the failed collective"],
+        "Teardown after a watchdog failure with Flight Recorder off.",
+        generic=True,
+    ),
+    _sig(
+        "nccl_dump_preparing",
+        r"ProcessGroupNCCL preparing to dump debug info",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["preparing to dump debug info"],
+        "Teardown after a watchdog failure.",
+        generic=True,
+    ),
+    _sig(
+        "nccl_ops_failed_teardown",
+        r"Some NCCL operations have failed or timed out",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["Some NCCL operations have failed"],
+        "Teardown banner printed after any NCCL failure (error or timeout).",
+        generic=True,
+    ),
+    _sig(
+        "nccl_taking_process_down",
+        r"we are taking the entire process down",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["taking the entire process down"],
+        "Teardown banner.",
+        generic=True,
+    ),
+    _sig(
+        "watchdog_thread_terminated",
+        r"(?:NCCL|Process group) watchdog thread terminated with exception",
+        None,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["watchdog thread terminated"],
+        "Context: the exception text after it (a timeout, a CUDA error, an NCCL error) is classified on its own.",
+    ),
+    _sig(
+        "nccl_comm_aborted",
+        r"NCCL communicator was aborted on rank (?P<aborted_rank>\d+)",
+        None,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["communicator was aborted"],
+        "<=2.0 wrapper; the 'Original reason for failure' after it is classified on its own.",
+    ),
+    _sig(
+        "gloo_timeout",
+        r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>\w+) operation to complete",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Timed out waiting"],
+        "Gloo collective/p2p timeout; names only the waiting side.",
+    ),
+    _sig(
+        "collective_fingerprint_mismatch",
+        r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running collective: "
+        r"CollectiveFingerPrint\((?P<fp_a>[^)]*)\)?,? but Rank (?P<mismatch_rank_b>\d+) is running collective",
+        K.COLLECTIVE_MISMATCH,
+        C.TYPE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Detected mismatch between collectives"],
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch check; either side may be the one that diverged.",
+    ),
+    _sig(
+        "collective_fingerprint_trace",
+        r"Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+),\s*OpType=(?P<op>\w+)",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["Running collective: CollectiveFingerPrint"],
+        "DETAIL per-collective trace: shows where each rank last was.",
+        generic=True,
+    ),
+    _sig(
+        "stack_dump_thread",
+        r"^(?:Thread 0x[0-9A-Fa-f]+ \((?P<thread_state>[\w ]+)\): \"(?P<thread>[^\"]*)\"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["Thread 0x", "Current thread 0x"],
+        "py-spy / faulthandler stack dump of a live (usually hung) rank; frames kept as evidence.",
+        generic=True,
+    ),
+    _sig(
+        "store_based_barrier_wait",
+        r"Waiting in store based barrier to initialize process group for rank: (?P<barrier_rank>\d+), key: (?P<key>\S+) "
+        r"\(world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["store based barrier"],
+        "1.7-1.13 init barrier still waiting: some ranks never joined.",
+        generic=True,
+    ),
     # ---- NCCL / IB / socket / gloo network errors ------------------------------------------
-    _sig("nccl_error_unhandled_cuda",
-         r"NCCL error(?: in: \S+)?[,:]?\s*unhandled cuda error",
-         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["unhandled cuda error"],
-         "NCCL hit a CUDA error in this process."),
-    _sig("nccl_error",
-         r"NCCL error(?: in: (?P<nccl_src>\S+?))?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
-         r"unhandled system error|internal error|invalid usage|invalid argument)[^,]*?(?:, NCCL version (?P<nccl_version>[\w.+-]+))?",
-         K.NETWORK_ERROR, C.NCCL, S.CRITICAL, Blame.NONE, ["NCCL error"],
-         "torch-level NCCL error (DistBackendError / RuntimeError); refined by the 'Last error' detail that follows."),
-    _sig("nccl_result_code",
-         r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError):",
-         K.NETWORK_ERROR, C.NCCL, S.CRITICAL, Blame.NONE, ["ncclRemoteError", "ncclSystemError", "ncclInternalError"],
-         "NCCL result code explanation line."),
-    _sig("nccl_socket_connect_failed",
-         rf"socketStartConnect: Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
-         K.NETWORK_ERROR, C.SOCKET, S.CRITICAL, Blame.NONE, ["socketStartConnect"],
-         "Bootstrap/socket connect failure. 'No route to host' is local routing (NCCL_SOCKET_IFNAME), so no blame."),
-    _sig("nccl_socket_io_failed",
-         rf"socketProgress(?:Opt)?: Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
-         K.NETWORK_ERROR, C.SOCKET, S.CRITICAL, Blame.NONE, ["socketProgress"],
-         "Socket I/O failure; 'Connection reset by peer' names the peer.", post=_reset_by_peer_post),
-    _sig("nccl_socket_poll_connect",
-         r"socketPollConnect:? poll\(\) returned \d+, no POLLOUT events",
-         K.NETWORK_ERROR, C.SOCKET, S.WARNING, Blame.NONE, ["socketPollConnect"],
-         "NCCL 2.2x bootstrap connect never completed (SYN dropped); the destination is not named."),
-    _sig("nccl_ib_completion_error",
-         rf"NET/IB\s*:\s*Got completion from peer {_ADDR}<(?P<peer_port>\d+)> with "
-         r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
-         r".*?vendor err (?P<vendor_err>\d+)",
-         K.NETWORK_ERROR, C.IB, S.CRITICAL, Blame.NONE, ["Got completion from peer"],
-         "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
-         "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.", post=_ib_completion_post),
-    _sig("nccl_ib_async_event",
-         r"NET/IB\s*:\s*(?P<nic>[\w-]+(?::\d+)?)\s+Got async event\s*:\s*(?P<ib_event>[^\n]+)",
-         K.NETWORK_ERROR, C.IB, S.CRITICAL, Blame.SELF, ["Got async event"],
-         "The local HCA reported an async error: the host that logs it is at fault."),
-    _sig("nccl_warn_ib",
-         r"NCCL WARN NET/IB\s*:\s*(?P<ib_warn>[^\n]+)",
-         K.NETWORK_ERROR, C.IB, S.WARNING, Blame.NONE, ["NCCL WARN NET/IB"],
-         "Other NET/IB warnings.", generic=True),
-    _sig("gloo_connect_full_mesh",
-         r"Gloo connectFullMesh failed with (?P<detail>[^\n]+)",
-         K.NETWORK_ERROR, C.GLOO, S.CRITICAL, Blame.NONE, ["connectFullMesh"],
-         "Gloo could not connect to its peers ('no error' suffix is normal): interface/address config, no blame."),
-    _sig("gloo_pair_error",
-         r"gloo/transport/tcp/pair\.cc:\d+\]\s*(?P<gloo_what>[^\[\n]*?)\s*\[(?P<peer>[^\]]+)\]:(?P<peer_port>\d+)(?::\s*(?P<reason>[^\n]*))?",
-         K.NETWORK_ERROR, C.GLOO, S.CRITICAL, Blame.NONE, ["pair.cc"],
-         "Gloo TCP pair error with the peer address; 'reset by peer' names the peer, 'closed by peer' does not.",
-         post=_reset_by_peer_post),
-    _sig("ib_link_down_kernel",
-         r"(?P<nic>mlx\d_\w+|ib\w+)\b.*?(?:[Ll]ink (?:down|DOWN)|changed state to DOWN|port state changed to DOWN)",
-         K.NETWORK_ERROR, C.IB, S.WARNING, Blame.SELF, ["link down", "to down"],
-         "Kernel: an IB/RoCE port of this host went down.", flags=re.I),
+    _sig(
+        "nccl_error_unhandled_cuda",
+        r"NCCL error(?: in: \S+)?[,:]?\s*unhandled cuda error",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["unhandled cuda error"],
+        "NCCL hit a CUDA error in this process.",
+    ),
+    _sig(
+        "nccl_error",
+        r"NCCL error(?: in: (?P<nccl_src>\S+?))?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
+        r"unhandled system error|internal error|invalid usage|invalid argument)[^,]*?(?:, NCCL version (?P<nccl_version>[\w.+-]+))?",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["NCCL error"],
+        "torch-level NCCL error (DistBackendError / RuntimeError); refined by the 'Last error' detail that follows.",
+    ),
+    _sig(
+        "nccl_result_code",
+        r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError):",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["ncclRemoteError", "ncclSystemError", "ncclInternalError"],
+        "NCCL result code explanation line.",
+    ),
+    _sig(
+        "nccl_socket_connect_failed",
+        rf"socketStartConnect: Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socketStartConnect"],
+        "Bootstrap/socket connect failure. 'No route to host' is local routing (NCCL_SOCKET_IFNAME), so no blame.",
+    ),
+    _sig(
+        "nccl_socket_io_failed",
+        rf"socketProgress(?:Opt)?: Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socketProgress"],
+        "Socket I/O failure; 'Connection reset by peer' names the peer.",
+        post=_reset_by_peer_post,
+    ),
+    _sig(
+        "nccl_socket_poll_connect",
+        r"socketPollConnect:? poll\(\) returned \d+, no POLLOUT events",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.WARNING,
+        Blame.NONE,
+        ["socketPollConnect"],
+        "NCCL 2.2x bootstrap connect never completed (SYN dropped); the destination is not named.",
+    ),
+    _sig(
+        "nccl_ib_completion_error",
+        rf"NET/IB\s*:\s*Got completion from peer {_ADDR}<(?P<peer_port>\d+)> with "
+        r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
+        r".*?vendor err (?P<vendor_err>\d+)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Got completion from peer"],
+        "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
+        "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.",
+        post=_ib_completion_post,
+    ),
+    _sig(
+        "nccl_ib_async_event",
+        r"NET/IB\s*:\s*(?P<nic>[\w-]+(?::\d+)?)\s+Got async event\s*:\s*(?P<ib_event>[^\n]+)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Got async event"],
+        "The local HCA reported an async error: the host that logs it is at fault.",
+    ),
+    _sig(
+        "nccl_warn_ib",
+        r"NCCL WARN NET/IB\s*:\s*(?P<ib_warn>[^\n]+)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.NONE,
+        ["NCCL WARN NET/IB"],
+        "Other NET/IB warnings.",
+        generic=True,
+    ),
+    _sig(
+        "gloo_connect_full_mesh",
+        r"Gloo connectFullMesh failed with (?P<detail>[^\n]+)",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.CRITICAL,
+        Blame.NONE,
+        ["connectFullMesh"],
+        "Gloo could not connect to its peers ('no error' suffix is normal): interface/address config, no blame.",
+    ),
+    _sig(
+        "gloo_pair_error",
+        r"gloo/transport/tcp/pair\.cc:\d+\]\s*(?P<gloo_what>[^\[\n]*?)\s*\[(?P<peer>[^\]]+)\]:(?P<peer_port>\d+)(?::\s*(?P<reason>[^\n]*))?",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.CRITICAL,
+        Blame.NONE,
+        ["pair.cc"],
+        "Gloo TCP pair error with the peer address; 'reset by peer' names the peer, 'closed by peer' does not.",
+        post=_reset_by_peer_post,
+    ),
+    _sig(
+        "ib_link_down_kernel",
+        r"(?P<nic>mlx\d_\w+|ib\w+)\b.*?(?:[Ll]ink (?:down|DOWN)|changed state to DOWN|port state changed to DOWN)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.SELF,
+        ["link down", "to down"],
+        "Kernel: an IB/RoCE port of this host went down.",
+        flags=re.I,
+    ),
     # ---- rendezvous / c10d store ------------------------------------------------------------
-    _sig("c10d_client_timeout",
-         r"The client socket has timed out after (?P<timeout>\d+)(?P<timeout_unit>ms|s) while trying to connect to "
-         r"\(?\[?(?P<peer>[^\s,()\[\]]+?)\]?(?:, |:)(?P<peer_port>\d+)\)?",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.PEER, ["client socket has timed out"],
-         "c10d store connect gave up (60s in 1.x/2.0, 600000ms later): the store endpoint is unreachable."),
-    _sig("tcpstore_connect_timeout",
-         r"TCP client failed to connect/validate to host (?P<peer>[^\s:]+):(?P<peer_port>\d+) - timed out "
-         r"\(try=(?P<try>\d+), timeout=(?P<timeout_ms>\d+)ms\)",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.PEER, ["TCP client failed to connect"],
-         "torch 2.4+ TCPStore connect timeout (DistNetworkError)."),
-    _sig("c10d_connect_any_failed",
-         r"The client socket has failed to connect to any network address of \((?P<peer>[^,\s]+), (?P<peer_port>\d+)\)",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.PEER, ["any network address"],
-         "Final c10d connect failure; blames the endpoint only when it is a plausible host (not 0.0.0.0/8, all-digit names)."),
-    _sig("c10d_connect_attempt_failed",
-         r"The client socket has failed to connect to \[?(?P<peer>[^\s\]]+?)\]?:(?P<peer_port>\d+) "
-         r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]+)\)",
-         K.RENDEZVOUS_ERROR, None, S.INFO, Blame.NONE, ["client socket has failed to connect to"],
-         "Per-attempt W-level connect failure, usually retried: low severity, no blame.", post=_connect_warning_post),
-    _sig("store_port_in_use",
-         r"(?:failed to bind to (?P<bind>\S+) \(errno: 98 - Address already in use\)|"
-         r"port: (?P<port>\d+), useIpv6: \d+, code: -98, name: EADDRINUSE)",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["Address already in use", "EADDRINUSE"],
-         "Store port taken (a leftover process or two jobs on one MASTER_PORT)."),
-    _sig("rendezvous_timeout",
-         r"RendezvousTimeoutError",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["RendezvousTimeoutError"],
-         "Elastic rendezvous did not gather enough nodes (plain exception or 1.9-1.12 error_handler JSON)."),
-    _sig("rendezvous_connection_error",
-         r"RendezvousConnectionError",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["RendezvousConnectionError"],
-         "Elastic agent could not reach the rendezvous backend."),
-    _sig("rendezvous_closed",
-         r"RendezvousClosedError",
-         K.RENDEZVOUS_ERROR, None, S.WARNING, Blame.NONE, ["RendezvousClosedError"],
-         "Rendezvous closed (an agent exited): follows another failure.", generic=True),
-    _sig("store_wait_clients_timeout",
-         r"Timed out after (?P<timeout_s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world_size>\d+) clients joined",
-         K.RENDEZVOUS_ERROR, None, S.CRITICAL, Blame.NONE, ["waiting for clients"],
-         "TCPStore server: not all ranks connected."),
+    _sig(
+        "c10d_client_timeout",
+        r"The client socket has timed out after (?P<timeout>\d+)(?P<timeout_unit>ms|s) while trying to connect to "
+        r"\(?\[?(?P<peer>[^\s,()\[\]]+?)\]?(?:, |:)(?P<peer_port>\d+)\)?",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.PEER,
+        ["client socket has timed out"],
+        "c10d store connect gave up (60s in 1.x/2.0, 600000ms later): the store endpoint is unreachable.",
+    ),
+    _sig(
+        "tcpstore_connect_timeout",
+        r"TCP client failed to connect/validate to host (?P<peer>[^\s:]+):(?P<peer_port>\d+) - timed out "
+        r"\(try=(?P<try>\d+), timeout=(?P<timeout_ms>\d+)ms\)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.PEER,
+        ["TCP client failed to connect"],
+        "torch 2.4+ TCPStore connect timeout (DistNetworkError).",
+    ),
+    _sig(
+        "c10d_connect_any_failed",
+        r"The client socket has failed to connect to any network address of \((?P<peer>[^,\s]+), (?P<peer_port>\d+)\)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.PEER,
+        ["any network address"],
+        "Final c10d connect failure; blames the endpoint only when it is a plausible host (not 0.0.0.0/8, all-digit names).",
+    ),
+    _sig(
+        "c10d_connect_attempt_failed",
+        r"The client socket has failed to connect to \[?(?P<peer>[^\s\]]+?)\]?:(?P<peer_port>\d+) "
+        r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]+)\)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["client socket has failed to connect to"],
+        "Per-attempt W-level connect failure, usually retried: low severity, no blame.",
+        post=_connect_warning_post,
+    ),
+    _sig(
+        "store_port_in_use",
+        r"(?:failed to bind to (?P<bind>\S+) \(errno: 98 - Address already in use\)|"
+        r"port: (?P<port>\d+), useIpv6: \d+, code: -98, name: EADDRINUSE)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Address already in use", "EADDRINUSE"],
+        "Store port taken (a leftover process or two jobs on one MASTER_PORT).",
+    ),
+    _sig(
+        "rendezvous_timeout",
+        r"RendezvousTimeoutError",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["RendezvousTimeoutError"],
+        "Elastic rendezvous did not gather enough nodes (plain exception or 1.9-1.12 error_handler JSON).",
+    ),
+    _sig(
+        "rendezvous_connection_error",
+        r"RendezvousConnectionError",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["RendezvousConnectionError"],
+        "Elastic agent could not reach the rendezvous backend.",
+    ),
+    _sig(
+        "rendezvous_closed",
+        r"RendezvousClosedError",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["RendezvousClosedError"],
+        "Rendezvous closed (an agent exited): follows another failure.",
+        generic=True,
+    ),
+    _sig(
+        "store_wait_clients_timeout",
+        r"Timed out after (?P<timeout_s>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world_size>\d+) clients joined",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["waiting for clients"],
+        "TCPStore server: not all ranks connected.",
+    ),
     # ---- torchelastic / process exits -------------------------------------------------------
-    _sig("elastic_agent_failed",
-         r"(?:elastic[./]multiprocessing[./]api(?:\.py:\d+\])?:?\s*(?:\[ERROR\]\s*)?)failed"
-         r"(?: \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\))?",
-         K.CRASH, C.EXIT_CODE, S.CRITICAL, Blame.NONE, ["multiprocessing.api", "multiprocessing/api.py"],
-         "Agent saw a worker fail (1.9-2.0 python logging, 2.1/2.2 bracketed, 2.4+ glog). Names a local rank "
-         "only, so no global-rank blame.", post=_exit_post),
-    _sig("elastic_worker_group_restart",
-         r"Worker group FAILED\. (?P<attempts_left>\d+)/(?P<attempts>\d+) attempts left; will restart worker group",
-         K.CRASH, C.EXIT_CODE, S.INFO, Blame.NONE, ["Worker group FAILED"],
-         "Agent restarts the worker group: a recovery attempt, never the root cause.", generic=True),
-    _sig("signal_received",
-         r"Signal (?P<signal_no>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<pid>\d+)",
-         K.CRASH, C.SIGNAL, S.CRITICAL, Blame.NONE, ["received by PID"],
-         "A worker killed by a signal (SIGKILL: OOM killer or scheduler)."),
-    _sig("mp_process_terminated",
-         r"(?:exiting process (?P<local_rank>\d+) with exit code: (?P<exit_code>-?\d+)|"
-         r"process (?P<proc>\d+) terminated with (?:exit code (?P<exit_code__2>-?\d+)|signal (?P<signal>SIG\w+)))",
-         K.CRASH, C.EXIT_CODE, S.WARNING, Blame.NONE, ["terminated with", "exiting process"],
-         "torch.multiprocessing spawn teardown: a consequence of the error above it.", generic=True, flags=re.I,
-         post=_exit_post),
-    _sig("fatal_signal",
-         r"(?:Fatal Python error: (?P<fatal>Segmentation fault|Aborted|Bus error)|\*\*\* (?P<sig_name>SIG\w+) received at time)",
-         K.CRASH, C.SIGNAL, S.CRITICAL, Blame.SELF, ["Fatal Python error", "received at time"],
-         "The process that printed it crashed on a signal."),
+    _sig(
+        "elastic_agent_failed",
+        r"(?:elastic[./]multiprocessing[./]api(?:\.py:\d+\])?:?\s*(?:\[ERROR\]\s*)?)failed"
+        r"(?: \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\))?",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["multiprocessing.api", "multiprocessing/api.py"],
+        "Agent saw a worker fail (1.9-2.0 python logging, 2.1/2.2 bracketed, 2.4+ glog). Names a local rank "
+        "only, so no global-rank blame.",
+        post=_exit_post,
+    ),
+    _sig(
+        "elastic_worker_group_restart",
+        r"Worker group FAILED\. (?P<attempts_left>\d+)/(?P<attempts>\d+) attempts left; will restart worker group",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.INFO,
+        Blame.NONE,
+        ["Worker group FAILED"],
+        "Agent restarts the worker group: a recovery attempt, never the root cause.",
+        generic=True,
+    ),
+    _sig(
+        "signal_received",
+        r"Signal (?P<signal_no>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<pid>\d+)",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["received by PID"],
+        "A worker killed by a signal (SIGKILL: OOM killer or scheduler).",
+    ),
+    _sig(
+        "mp_process_terminated",
+        r"(?:exiting process (?P<local_rank>\d+) with exit code: (?P<exit_code>-?\d+)|"
+        r"process (?P<proc>\d+) terminated with (?:exit code (?P<exit_code__2>-?\d+)|signal (?P<signal>SIG\w+)))",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["terminated with", "exiting process"],
+        "torch.multiprocessing spawn teardown: a consequence of the error above it.",
+        generic=True,
+        flags=re.I,
+        post=_exit_post,
+    ),
+    _sig(
+        "fatal_signal",
+        r"(?:Fatal Python error: (?P<fatal>Segmentation fault|Aborted|Bus error)|\*\*\* (?P<sig_name>SIG\w+) received at time)",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Fatal Python error", "received at time"],
+        "The process that printed it crashed on a signal.",
+    ),
     # ---- CUDA errors, OOM ---------------------------------------------------------------------
-    _sig("cuda_oom",
-         rf"CUDA out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
-         rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{_SIZE}))?",
-         K.OOM, None, S.CRITICAL, Blame.SELF, ["CUDA out of memory"],
-         "CUDA caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
-         "2.2+ 'Including non-PyTorch memory', 2.4+ 'private pools'). The process that printed it is the culprit.",
-         post=_oom_post),
-    _sig("cuda_error_oom",
-         r"CUDA error: out of memory|Cuda failure 'out of memory'",
-         K.OOM, None, S.CRITICAL, Blame.SELF, ["out of memory"],
-         "OOM raised as a CUDA error (outside the caching allocator, e.g. NCCL or cuBLAS workspace)."),
-    _sig("cpu_oom",
-         r"DefaultCPUAllocator: (?:can't|not enough memory)|Out of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:",
-         K.OOM, None, S.CRITICAL, Blame.SELF, ["DefaultCPUAllocator", "Killed process", "oom-kill"],
-         "Host memory exhausted (allocator or the kernel OOM killer on this host)."),
-    _sig("cuda_error",
-         r"CUDA error: (?!out of memory)(?P<cuda_error>[^\n.]+)",
-         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["CUDA error:"],
-         "Sticky CUDA error in this process (illegal address, launch failure, ...); 'uncorrectable ECC' is a "
-         "faulty GPU.", post=_cuda_post),
-    _sig("cuda_runtime_error_legacy",
-         r"cuda runtime error \((?P<cuda_errno>\d+)\) : (?P<cuda_error>[^\n]+?)(?: at |$)",
-         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["cuda runtime error"],
-         "Legacy THC form, e.g. '(39) : uncorrectable ECC error encountered'.", post=_cuda_post),
-    _sig("cublas_cudnn_error",
-         r"(?P<cuda_error>CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|CUDA driver error: [^\n]+)",
-         K.CRASH, C.CUDA_ERROR, S.CRITICAL, Blame.SELF, ["CUBLAS_STATUS_", "CUDNN_STATUS_", "CUDA driver error"],
-         "cuBLAS/cuDNN/driver failure in this process."),
+    _sig(
+        "cuda_oom",
+        rf"CUDA out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
+        rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{_SIZE}))?",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["CUDA out of memory"],
+        "CUDA caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
+        "2.2+ 'Including non-PyTorch memory', 2.4+ 'private pools'). The process that printed it is the culprit.",
+        post=_oom_post,
+    ),
+    _sig(
+        "cuda_error_oom",
+        r"CUDA error: out of memory|Cuda failure 'out of memory'",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["out of memory"],
+        "OOM raised as a CUDA error (outside the caching allocator, e.g. NCCL or cuBLAS workspace).",
+    ),
+    _sig(
+        "cpu_oom",
+        r"DefaultCPUAllocator: (?:can't|not enough memory)|Out of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["DefaultCPUAllocator", "Killed process", "oom-kill"],
+        "Host memory exhausted (allocator or the kernel OOM killer on this host).",
+    ),
+    _sig(
+        "cuda_error",
+        r"CUDA error: (?!out of memory)(?P<cuda_error>[^\n.]+)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["CUDA error:"],
+        "Sticky CUDA error in this process (illegal address, launch failure, ...); 'uncorrectable ECC' is a "
+        "faulty GPU.",
+        post=_cuda_post,
+    ),
+    _sig(
+        "cuda_runtime_error_legacy",
+        r"cuda runtime error \((?P<cuda_errno>\d+)\) : (?P<cuda_error>[^\n]+?)(?: at |$)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["cuda runtime error"],
+        "Legacy THC form, e.g. '(39) : uncorrectable ECC error encountered'.",
+        post=_cuda_post,
+    ),
+    _sig(
+        "cublas_cudnn_error",
+        r"(?P<cuda_error>CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|CUDA driver error: [^\n]+)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["CUBLAS_STATUS_", "CUDNN_STATUS_", "CUDA driver error"],
+        "cuBLAS/cuDNN/driver failure in this process.",
+    ),
     # ---- numerical ------------------------------------------------------------------------------
-    _sig("loss_nan",
-         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?\s*[:=]\s*(?P<value>[-+]?(?:nan|inf))\b",
-         K.NUMERICAL, C.NAN_LOSS, S.WARNING, Blame.NONE, ["nan", "inf"],
-         "A loss or gradient norm printed as nan/inf (Megatron '| grad norm: nan |', HF 'loss': nan, ...).",
-         flags=re.I),
-    _sig("nan_detected",
-         r"(?:Loss is (?:nan|inf)|returned nan values in its \d+th output|Detected (?:NaN|inf)|FloatingPointError|"
-         r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*))",
-         K.NUMERICAL, C.NAN_LOSS, S.WARNING, Blame.NONE, ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations"],
-         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).", flags=re.I),
-    _sig("fp16_overflow",
-         r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
-         r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum",
-         K.NUMERICAL, C.OVERFLOW, S.INFO, Blame.NONE, ["OVERFLOW!", "Gradient overflow", "already at minimum"],
-         "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex). Normal while the "
-         "scale calibrates; critical once the scale is at its minimum.", post=_overflow_post),
+    _sig(
+        "loss_nan",
+        r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?\s*[:=]\s*(?P<value>[-+]?(?:nan|inf))\b",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["nan", "inf"],
+        "A loss or gradient norm printed as nan/inf (Megatron '| grad norm: nan |', HF 'loss': nan, ...).",
+        flags=re.I,
+    ),
+    _sig(
+        "nan_detected",
+        r"(?:Loss is (?:nan|inf)|returned nan values in its \d+th output|Detected (?:NaN|inf)|FloatingPointError|"
+        r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*))",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations"],
+        "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
+        flags=re.I,
+    ),
+    _sig(
+        "fp16_overflow",
+        r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
+        r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum",
+        K.NUMERICAL,
+        C.OVERFLOW,
+        S.INFO,
+        Blame.NONE,
+        ["OVERFLOW!", "Gradient overflow", "already at minimum"],
+        "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex). Normal while the "
+        "scale calibrates; critical once the scale is at its minimum.",
+        post=_overflow_post,
+    ),
     # ---- kernel: Xid, ECC, lost GPU, PCIe, thermal ----------------------------------------------
-    _sig("nvrm_xid",
-         rf"NVRM: Xid \({_PCI}\): (?P<xid>\d+)(?:,[^\n]*?caused by previous Xid (?P<root_xid>\d+))?",
-         K.FAULTY_HOST, C.XID, S.CRITICAL, Blame.SELF, ["NVRM: Xid"],
-         "Driver Xid with the GPU's PCI address; hardware Xids blame the host that logged them, application "
-         "Xids (13, 31, 43, 45, 109) do not; 'caused by previous Xid N' takes N as the cause.", post=_xid_post),
-    _sig("nvrm_fallen_off_bus",
-         rf"(?:NVRM: (?:The NVIDIA GPU {_PCI}[^\n]*?)?)?fallen off the bus",
-         K.FAULTY_HOST, C.GPU_LOST, S.CRITICAL, Blame.SELF, ["fallen off the bus"],
-         "GPU lost (Xid 79 text, or the r570 multi-line 'The NVIDIA GPU <pci> ... has fallen off the bus' "
-         "without an Xid token; the PCI address is taken from the header line above)."),
-    _sig("ecc_uncorrectable",
-         r"(?:uncorrectable ECC error|Double Bit ECC|DBE \(Double Bit Error\)|Row Remapping Failure|"
-         r"uncorrectable (?:memory|DRAM) error)",
-         K.FAULTY_HOST, C.ECC, S.CRITICAL, Blame.SELF, ["ECC", "Row Remapping Failure", "uncorrectable"],
-         "Uncorrectable GPU memory error outside an Xid line.", flags=re.I),
-    _sig("pcie_link_limited",
-         r"(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): (?P<bandwidth>[\d.]+ Gb/s) available PCIe bandwidth, "
-         r"limited by (?P<limited_by>[\d.]+ GT/s PCIe x\d+) link",
-         K.FAULTY_HOST, C.PCIE_DOWNGRADE, S.WARNING, Blame.SELF, ["available PCIe bandwidth"],
-         "Kernel: a PCIe link trained below its capability."),
-    _sig("cpu_thermal_throttle",
-         r"(?:Core|Package) temperature above threshold, cpu clock throttled",
-         K.FAULTY_HOST, C.THERMAL, S.WARNING, Blame.SELF, ["temperature above threshold"],
-         "Kernel: CPU thermal throttling on this host."),
+    _sig(
+        "nvrm_xid",
+        rf"NVRM: Xid \({_PCI}\): (?P<xid>\d+)(?:,[^\n]*?caused by previous Xid (?P<root_xid>\d+))?",
+        K.FAULTY_HOST,
+        C.XID,
+        S.CRITICAL,
+        Blame.SELF,
+        ["NVRM: Xid"],
+        "Driver Xid with the GPU's PCI address; hardware Xids blame the host that logged them, application "
+        "Xids (13, 31, 43, 45, 109) do not; 'caused by previous Xid N' takes N as the cause.",
+        post=_xid_post,
+    ),
+    _sig(
+        "nvrm_fallen_off_bus",
+        rf"(?:NVRM: (?:The NVIDIA GPU {_PCI}[^\n]*?)?)?fallen off the bus",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["fallen off the bus"],
+        "GPU lost (Xid 79 text, or the r570 multi-line 'The NVIDIA GPU <pci> ... has fallen off the bus' "
+        "without an Xid token; the PCI address is taken from the header line above).",
+    ),
+    _sig(
+        "ecc_uncorrectable",
+        r"(?:uncorrectable ECC error|Double Bit ECC|DBE \(Double Bit Error\)|Row Remapping Failure|"
+        r"uncorrectable (?:memory|DRAM) error)",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["ECC", "Row Remapping Failure", "uncorrectable"],
+        "Uncorrectable GPU memory error outside an Xid line.",
+        flags=re.I,
+    ),
+    _sig(
+        "pcie_link_limited",
+        r"(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): (?P<bandwidth>[\d.]+ Gb/s) available PCIe bandwidth, "
+        r"limited by (?P<limited_by>[\d.]+ GT/s PCIe x\d+) link",
+        K.FAULTY_HOST,
+        C.PCIE_DOWNGRADE,
+        S.WARNING,
+        Blame.SELF,
+        ["available PCIe bandwidth"],
+        "Kernel: a PCIe link trained below its capability.",
+    ),
+    _sig(
+        "cpu_thermal_throttle",
+        r"(?:Core|Package) temperature above threshold, cpu clock throttled",
+        K.FAULTY_HOST,
+        C.THERMAL,
+        S.WARNING,
+        Blame.SELF,
+        ["temperature above threshold"],
+        "Kernel: CPU thermal throttling on this host.",
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SIGNATURES}
@@ -558,7 +947,12 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso_ts", re.compile(r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?\s*")),
     ("dmesg_ctime", re.compile(r"^\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s*")),
     ("dmesg_uptime", re.compile(r"^\[\s*\d+\.\d+\]\s*")),
-    ("syslog", re.compile(r"^[A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:(?P<host>[\w.-]+)\s+(?=kernel:|[\w.-]+\[\d+\]:))?")),
+    (
+        "syslog",
+        re.compile(
+            r"^[A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:(?P<host>[\w.-]+)\s+(?=kernel:|[\w.-]+\[\d+\]:))?"
+        ),
+    ),
     ("kernel_tag", re.compile(r"^kernel:\s*")),
     ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
     ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
@@ -566,7 +960,10 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("elastic_tee", re.compile(r"^\[(?P<role>[a-z_]+)(?P<local_rank>\d+)\]:")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
 )
-_NOT_HOSTS = re.compile(r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$", re.I)
+_NOT_HOSTS = re.compile(
+    r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$",
+    re.I,
+)
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")
 _RANK_PREFIX_INNER = re.compile(r"\[rank(?P<rank>\d+)\]:")
 _PG_TAG = re.compile(
@@ -624,8 +1021,16 @@ def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     while i < len(lines):
         start, text = i + 1, lines[i]
         head = _shape(text)
-        while (width and len(lines[i]) == width and not lines[i].endswith("  ") and not _RULE.match(lines[i]) and i + 1 < len(lines)
-               and lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]) and _shape(lines[i + 1]) != head):
+        while (
+            width
+            and len(lines[i]) == width
+            and not lines[i].endswith("  ")
+            and not _RULE.match(lines[i])
+            and i + 1 < len(lines)
+            and lines[i + 1].strip()
+            and not _RECORD_START.match(lines[i + 1])
+            and _shape(lines[i + 1]) != head
+        ):
             i += 1
             text += lines[i]
         out.append((start, text.rstrip()))
@@ -647,7 +1052,12 @@ def _plausible_host(h: str | None) -> bool:
         if h.lower() == "localhost" or h.isdigit() or ".." in h or h.endswith("."):
             return False
         return bool(re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?", h)) and any(c.isalpha() for c in h)
-    return not (ip.is_unspecified or ip.is_loopback or ip.is_multicast or (ip.version == 4 and ip in ipaddress.ip_network("0.0.0.0/8")))
+    return not (
+        ip.is_unspecified
+        or ip.is_loopback
+        or ip.is_multicast
+        or (ip.version == 4 and ip in ipaddress.ip_network("0.0.0.0/8"))
+    )
 
 
 def _parse_ts(raw: str) -> datetime | None:
@@ -690,7 +1100,7 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.ts = rec.ts or _parse_ts(re.sub(r"\s+", " ", g["ctime"]))
             elif name == "grep_file":
                 rec.fields["file"] = g["file"]
-            text = text[m.end():]
+            text = text[m.end() :]
             break
         else:
             return text
@@ -716,7 +1126,7 @@ def clean_lines(text: str) -> Iterator[_Record]:
                     pieces.append((seg[: ray[0].start()], None))
                 for j, m in enumerate(ray):
                     end = ray[j + 1].start() if j + 1 < len(ray) else len(seg)
-                    pieces.append((seg[m.end():end], m))
+                    pieces.append((seg[m.end() : end], m))
             else:
                 pieces.append((seg, None))
             for piece, rm in pieces:
@@ -764,11 +1174,47 @@ def _line_tags(rec: _Record) -> None:
             rec.ts = _parse_ts(_norm_ts(m.group(1)))
 
 
-_INT_FIELDS = {"seq", "xid", "exit_code", "rank", "root_xid", "timeout_ms", "ran_ms", "last_enqueued", "last_completed",
-               "numel_in", "numel_out", "detector_rank", "local_rank", "pid", "ib_status", "ib_opcode", "vendor_err",
-               "peer_port", "errno", "signal_no", "stuck_s", "timeout", "try", "joined", "world_size", "worker_count",
-               "attempts_left", "attempts", "nan_iters", "ds_rank", "barrier_rank", "aborted_rank", "cuda_errno",
-               "mismatch_rank_a", "mismatch_rank_b", "port", "timeout_s", "proc", "gpu"}
+_INT_FIELDS = {
+    "seq",
+    "xid",
+    "exit_code",
+    "rank",
+    "root_xid",
+    "timeout_ms",
+    "ran_ms",
+    "last_enqueued",
+    "last_completed",
+    "numel_in",
+    "numel_out",
+    "detector_rank",
+    "local_rank",
+    "pid",
+    "ib_status",
+    "ib_opcode",
+    "vendor_err",
+    "peer_port",
+    "errno",
+    "signal_no",
+    "stuck_s",
+    "timeout",
+    "try",
+    "joined",
+    "world_size",
+    "worker_count",
+    "attempts_left",
+    "attempts",
+    "nan_iters",
+    "ds_rank",
+    "barrier_rank",
+    "aborted_rank",
+    "cuda_errno",
+    "mismatch_rank_a",
+    "mismatch_rank_b",
+    "port",
+    "timeout_s",
+    "proc",
+    "gpu",
+}
 _COLUMN_FIELDS = ("seq", "op", "xid", "gpu_pci", "exit_code", "peer")
 
 
@@ -784,13 +1230,30 @@ def classify_line(rec: _Record, default_rank: int | None = None, default_host: s
             if s not in cands:
                 cands.append(s)
     cands.sort(key=lambda s: SIGNATURES.index(s))
-    rank, rank_basis = (rec.rank, rec.rank_basis) if rec.rank is not None else (default_rank, "path" if default_rank is not None else None)
+    rank, rank_basis = (
+        (rec.rank, rec.rank_basis)
+        if rec.rank is not None
+        else (default_rank, "path" if default_rank is not None else None)
+    )
     host, host_basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
     events: list[Event] = []
     for sig in cands:
         for m in sig.pattern.finditer(rec.text):
-            ev = Event(rec.line_no, rec.text, sig.name, sig.kind, sig.category, sig.severity, sig.blame, sig.generic,
-                       rank=rank, rank_basis=rank_basis, host=host, host_basis=host_basis, ts=rec.ts)
+            ev = Event(
+                rec.line_no,
+                rec.text,
+                sig.name,
+                sig.kind,
+                sig.category,
+                sig.severity,
+                sig.blame,
+                sig.generic,
+                rank=rank,
+                rank_basis=rank_basis,
+                host=host,
+                host_basis=host_basis,
+                ts=rec.ts,
+            )
             ev.fields.update(rec.fields)
             ev.pg = rec.fields.get("pg")
             for k, v in m.groupdict().items():
@@ -869,7 +1332,12 @@ def _elastic_events(entries: list[_ElasticEntry], no_other: bool, default_host: 
     root_time = roots[0].values.get("time") if roots else None
     other_times = [e.values.get("time") for e in others]
     sole = bool(roots) and (no_other or not others)
-    earliest = bool(roots) and bool(others) and root_time is not None and all(t is not None and t > root_time for t in other_times)
+    earliest = (
+        bool(roots)
+        and bool(others)
+        and root_time is not None
+        and all(t is not None and t > root_time for t in other_times)
+    )
     hosts = {e.values.get("host") for e in entries if e.values.get("host")}
     single_host = next(iter(hosts)) if len(hosts) == 1 else None
     out = []
@@ -878,10 +1346,20 @@ def _elastic_events(entries: list[_ElasticEntry], no_other: bool, default_host: 
         rank_m = re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", v.get("rank", ""))
         exit_m = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", v.get("exitcode", ""))
         is_root = e.section == "root"
-        ev = Event(e.line_no, " | ".join(e.lines), "elastic_root_cause" if is_root else "elastic_failure",
-                   K.CRASH, C.EXIT_CODE, S.CRITICAL, Blame.NONE, False,
-                   rank=int(rank_m.group(1)) if rank_m else None, rank_basis="elastic_entry",
-                   host=v.get("host") or default_host, host_basis="elastic_entry" if v.get("host") else "path")
+        ev = Event(
+            e.line_no,
+            " | ".join(e.lines),
+            "elastic_root_cause" if is_root else "elastic_failure",
+            K.CRASH,
+            C.EXIT_CODE,
+            S.CRITICAL,
+            Blame.NONE,
+            False,
+            rank=int(rank_m.group(1)) if rank_m else None,
+            rank_basis="elastic_entry",
+            host=v.get("host") or default_host,
+            host_basis="elastic_entry" if v.get("host") else "path",
+        )
         if exit_m:
             ev.exit_code = int(exit_m.group(1))
             if exit_m.group(2):
@@ -910,8 +1388,9 @@ def _elastic_events(entries: list[_ElasticEntry], no_other: bool, default_host: 
     return out
 
 
-def parse_records(records: Iterable[_Record], *, default_rank: int | None = None,
-                  default_host: str | None = None) -> list[Event]:
+def parse_records(
+    records: Iterable[_Record], *, default_rank: int | None = None, default_host: str | None = None
+) -> list[Event]:
     events: list[Event] = []
     # ChildFailedError banner state
     section: str | None = None
@@ -977,7 +1456,12 @@ def parse_records(records: Iterable[_Record], *, default_rank: int | None = None
         if mh:
             gpu_header = (rec.line_no, mh.group("gpu_pci").lower())
         for ev in classify_line(rec, default_rank, default_host):
-            if ev.signature == "nvrm_fallen_off_bus" and not ev.gpu_pci and gpu_header and rec.line_no - gpu_header[0] <= 4:
+            if (
+                ev.signature == "nvrm_fallen_off_bus"
+                and not ev.gpu_pci
+                and gpu_header
+                and rec.line_no - gpu_header[0] <= 4
+            ):
                 ev.gpu_pci = gpu_header[1]
                 ev.fields["gpu_pci_from_line"] = gpu_header[0]
             if ev.signature == "nvrm_xid" and ev.xid == 79:
@@ -995,7 +1479,9 @@ def parse_records(records: Iterable[_Record], *, default_rank: int | None = None
     specific = {(e.line_no, e.kind) for e in events if not e.generic and e.kind is not None}
     out, seen = [], set()
     for e in events:
-        if (e.signature == "nvrm_fallen_off_bus" and e.line_no in xid_lines) or (e.generic and (e.line_no, e.kind) in specific):
+        if (e.signature == "nvrm_fallen_off_bus" and e.line_no in xid_lines) or (
+            e.generic and (e.line_no, e.kind) in specific
+        ):
             continue
         key = (e.line_no, e.kind, e.category, e.generic, e.message)
         if e.kind is not None and key in seen:  # two rules saying the same of one line: keep the first
@@ -1008,6 +1494,7 @@ def parse_records(records: Iterable[_Record], *, default_rank: int | None = None
 # ---------------------------------------------------------------------------------------------
 # Tables
 # ---------------------------------------------------------------------------------------------
+
 
 def _to_table(events: list[Event], source: str) -> pa.Table:
     schema = schema_for(SignalKind.LOG_EVENTS)
@@ -1025,12 +1512,23 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
         if ev.generic:
             extra["generic"] = True
         row = {
-            "ts": ev.ts, "source": source, "line_no": ev.line_no, "rank": ev.rank,
+            "ts": ev.ts,
+            "source": source,
+            "line_no": ev.line_no,
+            "rank": ev.rank,
             "kind": ev.kind.value if ev.kind else None,
             "category": ev.category.value if ev.category else None,
-            "severity": ev.severity.value, "signature": ev.signature, "pg": ev.pg, "seq": ev.seq, "op": ev.op,
-            "xid": ev.xid, "gpu_pci": ev.gpu_pci, "exit_code": ev.exit_code, "message": ev.message[:2000],
-            "culprit_rank": ev.culprit_rank, "culprit_host": ev.culprit_host,
+            "severity": ev.severity.value,
+            "signature": ev.signature,
+            "pg": ev.pg,
+            "seq": ev.seq,
+            "op": ev.op,
+            "xid": ev.xid,
+            "gpu_pci": ev.gpu_pci,
+            "exit_code": ev.exit_code,
+            "message": ev.message[:2000],
+            "culprit_rank": ev.culprit_rank,
+            "culprit_host": ev.culprit_host,
             "fields": json.dumps(extra, sort_keys=True, default=str) if extra else None,
         }
         for k in cols:
@@ -1040,8 +1538,7 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
     return table.append_column(HOST_COLUMN, pa.array(hosts, pa.string()))
 
 
-def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None,
-                   host: str | None = None) -> pa.Table:
+def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None, host: str | None = None) -> pa.Table:
     """Classify every line of `text` into a log_events table (plus a `host` column).
 
     `rank`/`host` are what the caller knows from where the text came from (a run dir's

@@ -26,8 +26,10 @@ class RankProc:
 
 
 def ranks_command(run_dir: str) -> str:
-    return (f"cd -- {shlex.quote(run_dir)} 2>/dev/null || exit 3\n"
-            "for f in ranks/rank-*.json; do [ -f \"$f\" ] && cat -- \"$f\" && echo; done; exit 0")
+    return (
+        f"cd -- {shlex.quote(run_dir)} 2>/dev/null || exit 3\n"
+        'for f in ranks/rank-*.json; do [ -f "$f" ] && cat -- "$f" && echo; done; exit 0'
+    )
 
 
 def parse_ranks(output: str, host: str) -> list[RankProc]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 __all__ = ["Section", "new_nonce", "build_script", "split_sections"]
 
@@ -34,7 +34,7 @@ def build_script(commands: Mapping[str, str], nonce: str) -> str:
     """
     if not re.fullmatch(r"[0-9a-f]{8,64}", nonce):
         raise ValueError(f"nonce {nonce!r} must be hex")
-    lines = [f"_tc_sec() {{ printf '\\n@@{nonce} %s %s\\n' \"$1\" \"$2\"; }}"]
+    lines = [f'_tc_sec() {{ printf \'\\n@@{nonce} %s %s\\n\' "$1" "$2"; }}']
     for name, cmd in commands.items():
         if not re.fullmatch(r"[a-z_]+", name):
             raise ValueError(f"section name {name!r} must be [a-z_]+")

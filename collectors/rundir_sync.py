@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from trainctl.schemas import SignalKind
 

@@ -28,10 +28,11 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Generic, Iterable, TypeVar
+from typing import Generic, TypeVar
 
 import paramiko
 
@@ -239,9 +240,13 @@ class _HostKeyBook:
                 Path(files[0]).parent.mkdir(parents=True, exist_ok=True)
                 with open(files[0], "a") as fh:
                     fh.write(f"{name} {key.get_name()} {key.get_base64()}\n")
-                logger.warning("%s: added new host key %s %s to %s", target.alias, key.get_name(), key.fingerprint, files[0])
+                logger.warning(
+                    "%s: added new host key %s %s to %s", target.alias, key.get_name(), key.fingerprint, files[0]
+                )
             else:  # StrictHostKeyChecking no: accepted for this connection only, never saved
-                logger.warning("%s: unknown host key %s accepted (StrictHostKeyChecking no)", target.alias, key.fingerprint)
+                logger.warning(
+                    "%s: unknown host key %s accepted (StrictHostKeyChecking no)", target.alias, key.fingerprint
+                )
 
 
 def _prefer_gcm(t: paramiko.Transport) -> None:
@@ -253,7 +258,7 @@ def _prefer_gcm(t: paramiko.Transport) -> None:
 class SshSession:
     """One authenticated connection to one host, reused for all its commands and transfers."""
 
-    def __init__(self, target: SshTarget, transport: paramiko.Transport, via: "SshSession | None" = None) -> None:
+    def __init__(self, target: SshTarget, transport: paramiko.Transport, via: SshSession | None = None) -> None:
         self.target = target
         self.transport = transport
         self._via = via
@@ -263,7 +268,7 @@ class SshSession:
         if self._via is not None:
             self._via.close()
 
-    def __enter__(self) -> "SshSession":
+    def __enter__(self) -> SshSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -281,8 +286,14 @@ class SshSession:
         """Start `command` and return its stdout as a file object (big transfers: tar, cat)."""
         return ChannelReader(self, self._open(command, stdin), timeout_s)
 
-    def run(self, command: str, *, timeout_s: float, stdin: bytes | None = None,
-            on_stdout: Callable[[bytes], None] | None = None) -> CommandResult:
+    def run(
+        self,
+        command: str,
+        *,
+        timeout_s: float,
+        stdin: bytes | None = None,
+        on_stdout: Callable[[bytes], None] | None = None,
+    ) -> CommandResult:
         """Run `command` (already quoted by its template) and wait for it, at most `timeout_s`.
 
         stdout is returned, or handed chunk by chunk to `on_stdout` (then `stdout` is empty).
@@ -306,9 +317,9 @@ class SshSession:
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
                     # Drain what arrived with the EOF (bounded: a daemonised child may hold stdout).
                     chan.settimeout(max(0.1, deadline - time.monotonic()))
-                    while (chunk := chan.recv(_READ_BYTES)):
+                    while chunk := chan.recv(_READ_BYTES):
                         sink(chunk)
-                    while (chunk := chan.recv_stderr(_READ_BYTES)):
+                    while chunk := chan.recv_stderr(_READ_BYTES):
                         errb.append(chunk)
                     break
                 remaining = deadline - time.monotonic()
@@ -343,12 +354,14 @@ class ChannelReader:
     def read(self, n: int = -1) -> bytes:
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            raise CommandTimeout(f"{self._session.target.alias}: transfer did not finish within {self._timeout_s:g}s; "
-                                 "raise --timeout-s for big run dirs or slow links")
+            raise CommandTimeout(
+                f"{self._session.target.alias}: transfer did not finish within {self._timeout_s:g}s; "
+                "raise --timeout-s for big run dirs or slow links"
+            )
         self._chan.settimeout(remaining)
         try:
             data = self._chan.recv(_READ_BYTES if n is None or n < 0 else min(n, _READ_BYTES))
-        except socket.timeout as exc:
+        except TimeoutError as exc:
             raise CommandTimeout(f"{self._session.target.alias}: transfer stalled past {self._timeout_s:g}s") from exc
         self.bytes_read += len(data)
         return data
@@ -359,7 +372,7 @@ class ChannelReader:
         self._chan.settimeout(max(0.1, self._deadline - time.monotonic()))
         errb = []
         try:
-            while (chunk := self._chan.recv_stderr(_READ_BYTES)):
+            while chunk := self._chan.recv_stderr(_READ_BYTES):
                 errb.append(chunk)
             code = self._chan.recv_exit_status()
         finally:
@@ -417,7 +430,8 @@ class SshClient:
             identities_only=c.get("identitiesonly", "no").lower() == "yes",
             known_hosts_files=kh,
             strict_host_key_checking={"ask": "yes", "off": "no", "false": "no", "true": "yes", "on": "yes"}.get(
-                c.get("stricthostkeychecking", "yes").lower(), c.get("stricthostkeychecking", "yes").lower()),
+                c.get("stricthostkeychecking", "yes").lower(), c.get("stricthostkeychecking", "yes").lower()
+            ),
             host_key_alias=c.get("hostkeyalias"),
             proxy_jump=None if c.get("proxyjump", "none").lower() == "none" else c.get("proxyjump"),
             connect_timeout_s=float(ct) if ct else None,
@@ -432,9 +446,11 @@ class SshClient:
                 return self._connect_once(target)
             except _Transient as exc:
                 if attempt >= self.retries:
-                    raise HostUnreachable(f"{alias}: cannot connect to {target.hostname}:{target.port} ({exc.cause}); "
-                                          f"tried {attempt + 1} times; check the host is up and sshd runs") from exc.cause
-                delay = self.backoff_s * (2 ** attempt) * random.uniform(0.5, 1.5)
+                    raise HostUnreachable(
+                        f"{alias}: cannot connect to {target.hostname}:{target.port} ({exc.cause}); "
+                        f"tried {attempt + 1} times; check the host is up and sshd runs"
+                    ) from exc.cause
+                delay = self.backoff_s * (2**attempt) * random.uniform(0.5, 1.5)
                 logger.info("%s: %s, retrying in %.2fs", alias, exc.cause, delay)
                 time.sleep(delay)
                 attempt += 1
@@ -442,19 +458,24 @@ class SshClient:
     def _sock(self, target: SshTarget, via: SshSession | None, timeout_s: float):
         if via is not None:
             try:
-                return via.transport.open_channel("direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0),
-                                                  timeout=timeout_s)
+                return via.transport.open_channel(
+                    "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout_s
+                )
             except paramiko.ChannelException as exc:
-                raise HostUnreachable(f"{target.alias}: jump host {via.target.alias} cannot reach "
-                                      f"{target.hostname}:{target.port} ({exc})") from exc
+                raise HostUnreachable(
+                    f"{target.alias}: jump host {via.target.alias} cannot reach {target.hostname}:{target.port} ({exc})"
+                ) from exc
         try:
             s = socket.create_connection((target.hostname, target.port), timeout=timeout_s)
         except socket.gaierror as exc:
-            raise HostUnreachable(f"{target.alias}: cannot resolve {target.hostname!r} ({exc.strerror}); "
-                                  "check the name or its HostName in the ssh config") from exc
-        except (socket.timeout, TimeoutError) as exc:
-            raise ConnectTimeout(f"{target.alias}: TCP connect to {target.hostname}:{target.port} timed out "
-                                 f"after {timeout_s:g}s") from exc
+            raise HostUnreachable(
+                f"{target.alias}: cannot resolve {target.hostname!r} ({exc.strerror}); "
+                "check the name or its HostName in the ssh config"
+            ) from exc
+        except TimeoutError as exc:
+            raise ConnectTimeout(
+                f"{target.alias}: TCP connect to {target.hostname}:{target.port} timed out after {timeout_s:g}s"
+            ) from exc
         except (ConnectionRefusedError, ConnectionResetError, OSError) as exc:
             if isinstance(exc, (ConnectionRefusedError, ConnectionResetError)) or exc.errno in (113, 101, 111):
                 raise _Transient(exc) from exc
@@ -484,8 +505,10 @@ class SshClient:
             negotiated = threading.Event()
             t.start_client(event=negotiated)  # returns at once; the transport thread negotiates
             if not negotiated.wait(timeout_s):
-                raise ConnectTimeout(f"{target.alias}: {target.hostname}:{target.port} accepted TCP but finished no "
-                                     f"SSH handshake within {timeout_s:g}s (hung sshd or host?)")
+                raise ConnectTimeout(
+                    f"{target.alias}: {target.hostname}:{target.port} accepted TCP but finished no "
+                    f"SSH handshake within {timeout_s:g}s (hung sshd or host?)"
+                )
             if not t.is_active():
                 exc = t.get_exception() or EOFError("connection closed during the handshake")
                 if isinstance(exc, (EOFError, ConnectionResetError)) or "banner" in str(exc).lower():

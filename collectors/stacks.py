@@ -18,8 +18,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 
@@ -49,13 +50,33 @@ _SPY_FRAME = re.compile(r"^ {4}(\S.*?) \((.+?)(?::(\d+))?\)\s*$")
 _RANK_FILE = re.compile(r"^rank-(\d+)(\.pyspy)?\.txt$")
 
 
-def _row(rank: int, pid: int | None, thread: str, depth: int, func: str, filename: str | None, line: int | None,
-         source: str, ts_ns: int | None) -> dict[str, Any]:
-    return {"ts": ts_ns, "rank": rank, "pid": pid, "thread": thread, "depth": depth, "function": func,
-            "filename": filename, "line": line, "source": source}
+def _row(
+    rank: int,
+    pid: int | None,
+    thread: str,
+    depth: int,
+    func: str,
+    filename: str | None,
+    line: int | None,
+    source: str,
+    ts_ns: int | None,
+) -> dict[str, Any]:
+    return {
+        "ts": ts_ns,
+        "rank": rank,
+        "pid": pid,
+        "thread": thread,
+        "depth": depth,
+        "function": func,
+        "filename": filename,
+        "line": line,
+        "source": source,
+    }
 
 
-def parse_dump_traceback(text: str, *, rank: int, pid: int | None = None, ts_ns: int | None = None) -> list[dict[str, Any]]:
+def parse_dump_traceback(
+    text: str, *, rank: int, pid: int | None = None, ts_ns: int | None = None
+) -> list[dict[str, Any]]:
     """Rows from faulthandler text (innermost frame first, as faulthandler prints them).
 
     faulthandler names threads only by their id, so the thread whose outermost frame is
@@ -102,8 +123,19 @@ def parse_pyspy_dump(text: str, *, rank: int, ts_ns: int | None = None) -> list[
             continue
         fm = _SPY_FRAME.match(raw)
         if fm and thread is not None:
-            rows.append(_row(rank, pid, thread, depth, fm.group(1), fm.group(2),
-                             int(fm.group(3)) if fm.group(3) else None, "py-spy", ts_ns))
+            rows.append(
+                _row(
+                    rank,
+                    pid,
+                    thread,
+                    depth,
+                    fm.group(1),
+                    fm.group(2),
+                    int(fm.group(3)) if fm.group(3) else None,
+                    "py-spy",
+                    ts_ns,
+                )
+            )
             depth += 1
     return rows
 
@@ -130,7 +162,11 @@ def read_stack_files(root: str | os.PathLike[str]) -> pa.Table:
                 except OSError as exc:
                     raise DatasetError(f"{f}: cannot read stack dump ({exc.strerror})") from exc
                 rank = int(m.group(1))
-                new = parse_pyspy_dump(text, rank=rank, ts_ns=ts_ns) if m.group(2) else parse_dump_traceback(text, rank=rank, ts_ns=ts_ns)
+                new = (
+                    parse_pyspy_dump(text, rank=rank, ts_ns=ts_ns)
+                    if m.group(2)
+                    else parse_dump_traceback(text, rank=rank, ts_ns=ts_ns)
+                )
                 if not new:
                     logger.warning("%s: no stack frames found", f)
                 rows.extend(new)
@@ -152,5 +188,7 @@ def pyspy_dump(pid: int, *, timeout_s: float = 30.0) -> str:
     except subprocess.TimeoutExpired as exc:
         raise DatasetError(f"py-spy dump --pid {pid} took more than {timeout_s:g} s") from exc
     if res.returncode != 0:
-        raise DatasetError(f"py-spy dump --pid {pid} failed: {res.stderr.strip() or res.returncode}; check ptrace permission")
+        raise DatasetError(
+            f"py-spy dump --pid {pid} failed: {res.stderr.strip() or res.returncode}; check ptrace permission"
+        )
     return res.stdout

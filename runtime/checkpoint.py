@@ -40,10 +40,11 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 
@@ -91,7 +92,9 @@ def _hash_file(path: Path, algo: str) -> str:
         try:
             import xxhash
         except ImportError as exc:
-            raise CheckpointError(f"{path}: manifest uses xxh3_128 but xxhash is not installed; pip install xxhash") from exc
+            raise CheckpointError(
+                f"{path}: manifest uses xxh3_128 but xxhash is not installed; pip install xxhash"
+            ) from exc
         h = xxhash.xxh3_128()
     else:
         raise CheckpointError(f"{path}: unknown checksum algorithm {algo!r} in the manifest")
@@ -110,6 +113,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 # -- RNG ------------------------------------------------------------------------------------------
+
 
 def _rng_state() -> dict[str, Any]:
     state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
@@ -144,12 +148,13 @@ def _set_rng_state(state: Mapping[str, Any]) -> None:
 
 # -- records --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CheckpointInfo:
     """A complete, verified checkpoint step."""
 
     step: int
-    path: Path               # checkpoints/step-N
+    path: Path  # checkpoints/step-N
     world_size: int
     created_ts_ns: int
     # The dp x tp x pp grid that wrote it ({"dp": 4, "tp": 2, "pp": 1}); {} for checkpoints written
@@ -160,10 +165,10 @@ class CheckpointInfo:
 @dataclass(frozen=True)
 class WriteResult:
     step: int
-    path: Path               # the committed rank directory
+    path: Path  # the committed rank directory
     size_bytes: int
-    snapshot_s: float        # stage 1 part done in the background (overlap mode), else 0
-    write_s: float           # stage 2: write + hash + fsync + rename (background)
+    snapshot_s: float  # stage 1 part done in the background (overlap mode), else 0
+    write_s: float  # stage 2: write + hash + fsync + rename (background)
 
 
 class _SaveStats:
@@ -217,6 +222,7 @@ def _byte_view(t: torch.Tensor):
 
 # -- writer ---------------------------------------------------------------------------------------
 
+
 class AsyncCheckpointer:
     """Per-rank async checkpointer; one background writer thread, reusable host buffers.
 
@@ -235,8 +241,16 @@ class AsyncCheckpointer:
             copies everything inside save().
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, rank: int = 0, world_size: int = 1,
-                 keep_last: int = 2, overlap: bool = True, layout: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        keep_last: int = 2,
+        overlap: bool = True,
+        layout: Mapping[str, int] | None = None,
+    ) -> None:
         if keep_last < 1:
             raise CheckpointError(f"keep_last={keep_last}: keep at least 1 checkpoint")
         self.directory = Path(directory)
@@ -302,8 +316,14 @@ class AsyncCheckpointer:
             if self._current is not None:
                 self._current.update_wait_s += time.perf_counter() - t0
 
-    def save(self, step: int, model: torch.nn.Module | Mapping[str, Any], optimizer: torch.optim.Optimizer | None = None,
-             *, extra: Mapping[str, Any] | None = None) -> SaveHandle:
+    def save(
+        self,
+        step: int,
+        model: torch.nn.Module | Mapping[str, Any],
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        extra: Mapping[str, Any] | None = None,
+    ) -> SaveHandle:
         """Snapshot (or start the overlapped snapshot), write in the background; returns at once."""
         stats = _SaveStats()
         t0 = time.perf_counter()
@@ -329,8 +349,13 @@ class AsyncCheckpointer:
             eager = [j for j in jobs if not (overlap and j[2])]
             deferred = [j for j in jobs if overlap and j[2]]
             self._copy(eager)
-            skeleton["meta"] = {"step": int(step), "rng": _rng_state(), "extra": dict(extra or {}),
-                                "rank": self.rank, "world_size": self.world_size}
+            skeleton["meta"] = {
+                "step": int(step),
+                "rng": _rng_state(),
+                "extra": dict(extra or {}),
+                "rank": self.rank,
+                "world_size": self.world_size,
+            }
             stream = None
             if deferred and any(src.is_cuda for _, src, _ in deferred):
                 stream = torch.cuda.Stream()
@@ -356,7 +381,7 @@ class AsyncCheckpointer:
         finally:
             self._executor.shutdown(wait=True)
 
-    def __enter__(self) -> "AsyncCheckpointer":
+    def __enter__(self) -> AsyncCheckpointer:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -381,10 +406,16 @@ class AsyncCheckpointer:
         with open(tmp / "tensors.bin", "wb", buffering=0) as f:
             for buf in buffers:
                 view = _byte_view(buf)
-                index.append({"offset": offset, "nbytes": int(view.nbytes), "dtype": str(buf.dtype).removeprefix("torch."),
-                              "shape": list(buf.shape)})
+                index.append(
+                    {
+                        "offset": offset,
+                        "nbytes": int(view.nbytes),
+                        "dtype": str(buf.dtype).removeprefix("torch."),
+                        "shape": list(buf.shape),
+                    }
+                )
                 for i in range(0, view.nbytes, _CHUNK):
-                    chunk = view[i:i + _CHUNK]
+                    chunk = view[i : i + _CHUNK]
                     f.write(chunk)
                     h.update(chunk)
                 offset += int(view.nbytes)
@@ -394,11 +425,17 @@ class AsyncCheckpointer:
             torch.save({"skeleton": skeleton, "index": index}, f)
             f.flush()
             os.fsync(f.fileno())
-        files["skeleton.pt"] = {"size_bytes": (tmp / "skeleton.pt").stat().st_size,
-                                "checksum": _hash_file(tmp / "skeleton.pt", self._algo)}
+        files["skeleton.pt"] = {
+            "size_bytes": (tmp / "skeleton.pt").stat().st_size,
+            "checksum": _hash_file(tmp / "skeleton.pt", self._algo),
+        }
         manifest = {
-            "format_version": CHECKPOINT_FORMAT_VERSION, "step": step, "rank": self.rank,
-            "world_size": self.world_size, "created_ts_ns": time.time_ns(), "checksum_algo": self._algo,
+            "format_version": CHECKPOINT_FORMAT_VERSION,
+            "step": step,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "created_ts_ns": time.time_ns(),
+            "checksum_algo": self._algo,
             "files": files,
         }
         if self.layout:
@@ -421,10 +458,17 @@ class AsyncCheckpointer:
         _fsync_dir(step_dir)
         _fsync_dir(self.directory)
         size = sum(v["size_bytes"] for v in files.values())
-        res = WriteResult(step=step, path=final, size_bytes=size, snapshot_s=snapshot_s,
-                          write_s=time.perf_counter() - t0 - snapshot_s)
-        logger.info("checkpoint committed step=%d rank=%d bytes=%d snapshot_s=%.2f write_s=%.2f",
-                    step, self.rank, size, snapshot_s, res.write_s)
+        res = WriteResult(
+            step=step, path=final, size_bytes=size, snapshot_s=snapshot_s, write_s=time.perf_counter() - t0 - snapshot_s
+        )
+        logger.info(
+            "checkpoint committed step=%d rank=%d bytes=%d snapshot_s=%.2f write_s=%.2f",
+            step,
+            self.rank,
+            size,
+            snapshot_s,
+            res.write_s,
+        )
         self._prune()
         return res
 
@@ -464,6 +508,7 @@ def _drop_foreign_ranks(step_dir: Path, world_size: int) -> None:
 
 # -- reading --------------------------------------------------------------------------------------
 
+
 def _step_dirs(directory: Path) -> list[tuple[int, Path]]:
     if not directory.is_dir():
         return []
@@ -484,7 +529,9 @@ def _read_manifest(rank_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: unreadable manifest ({exc}); delete {rank_dir}") from exc
     if m.get("format_version") != CHECKPOINT_FORMAT_VERSION:
-        raise CheckpointError(f"{path}: format_version {m.get('format_version')!r}, expected {CHECKPOINT_FORMAT_VERSION}")
+        raise CheckpointError(
+            f"{path}: format_version {m.get('format_version')!r}, expected {CHECKPOINT_FORMAT_VERSION}"
+        )
     return m
 
 
@@ -498,21 +545,27 @@ def verify_rank_dir(rank_dir: str | os.PathLike[str], *, verify_checksums: bool 
             raise CheckpointError(f"{p}: listed in the manifest but missing; the checkpoint is damaged")
         size = p.stat().st_size
         if size != rec["size_bytes"]:
-            raise CheckpointError(f"{p}: {size} bytes, manifest says {rec['size_bytes']}; the file is truncated or damaged")
+            raise CheckpointError(
+                f"{p}: {size} bytes, manifest says {rec['size_bytes']}; the file is truncated or damaged"
+            )
         if verify_checksums:
             got = _hash_file(p, m["checksum_algo"])
             if got != rec["checksum"]:
-                raise CheckpointError(f"{p}: {m['checksum_algo']} {got} does not match the manifest's {rec['checksum']}")
+                raise CheckpointError(
+                    f"{p}: {m['checksum_algo']} {got} does not match the manifest's {rec['checksum']}"
+                )
     return m
 
 
 def _is_complete(step_dir: Path, *, verify: bool) -> str | None:
     """None if complete, else why not (for the log)."""
-    ranks = {int(m.group(1)): d for d in step_dir.iterdir() if (m := _RANK_RE.match(d.name))} if step_dir.is_dir() else {}
+    ranks = (
+        {int(m.group(1)): d for d in step_dir.iterdir() if (m := _RANK_RE.match(d.name))} if step_dir.is_dir() else {}
+    )
     if not ranks:
         return "no committed rank directories"
     world = None
-    for r, d in sorted(ranks.items()):
+    for _, d in sorted(ranks.items()):
         try:
             m = verify_rank_dir(d, verify_checksums=verify)
         except CheckpointError as exc:
@@ -533,8 +586,13 @@ def latest_complete(directory: str | os.PathLike[str], *, verify: bool = True) -
         why = _is_complete(d, verify=verify)
         if why is None:
             m = _read_manifest(d / "rank-0")
-            return CheckpointInfo(step=step, path=d, world_size=int(m["world_size"]), created_ts_ns=int(m["created_ts_ns"]),
-                                  layout={k: int(v) for k, v in (m.get("layout") or {}).items()})
+            return CheckpointInfo(
+                step=step,
+                path=d,
+                world_size=int(m["world_size"]),
+                created_ts_ns=int(m["created_ts_ns"]),
+                layout={k: int(v) for k, v in (m.get("layout") or {}).items()},
+            )
         logger.warning("checkpoint %s skipped: %s", d, why)
     return None
 
@@ -556,7 +614,9 @@ def read_rank_state(rank_dir: str | os.PathLike[str]) -> dict[str, Any]:
             f.seek(rec["offset"])
             got = f.readinto(view) if view.nbytes else 0
             if got != rec["nbytes"]:
-                raise CheckpointError(f"{rank_dir / 'tensors.bin'}: short read at offset {rec['offset']}; the file is truncated")
+                raise CheckpointError(
+                    f"{rank_dir / 'tensors.bin'}: short read at offset {rec['offset']}; the file is truncated"
+                )
             tensors.append(t)
 
     def fill(obj: Any) -> Any:
@@ -614,8 +674,14 @@ def load_checkpoint(
     return LoadedCheckpoint(step=int(meta["step"]), path=step_path, extra=dict(meta.get("extra", {})))
 
 
-def resume(directory: str | os.PathLike[str], model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None,
-           *, rank: int = 0, **kwargs: Any) -> LoadedCheckpoint | None:
+def resume(
+    directory: str | os.PathLike[str],
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None = None,
+    *,
+    rank: int = 0,
+    **kwargs: Any,
+) -> LoadedCheckpoint | None:
     """Load the newest complete checkpoint into model/optimizer, or return None if there is none."""
     info = latest_complete(directory)
     if info is None:

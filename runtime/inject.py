@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Union
 
 from trainctl.errors import InputError
 
@@ -96,11 +96,14 @@ class Xid:
         return f"xid:host={self.host},code={self.code},step={self.step}"
 
 
-Drill = Union[Straggler, Hang, Crash, NanLoss, Xid]
+Drill = Straggler | Hang | Crash | NanLoss | Xid
 
 # kind -> (record, {param: (type, required)})
 _KINDS: dict[str, tuple[type, dict[str, tuple[type, bool]]]] = {
-    "straggler": (Straggler, {"rank": (int, True), "factor": (float, True), "phase": (str, False), "start_step": (int, False)}),
+    "straggler": (
+        Straggler,
+        {"rank": (int, True), "factor": (float, True), "phase": (str, False), "start_step": (int, False)},
+    ),
     "hang": (Hang, {"rank": (int, True), "step": (int, True)}),
     "crash": (Crash, {"rank": (int, True), "step": (int, True)}),
     "nan": (NanLoss, {"rank": (int, True), "step": (int, True)}),
@@ -155,7 +158,7 @@ def parse_specs(specs: Iterable[str]) -> tuple[Drill, ...]:
     return tuple(parse_spec(s) for s in specs)
 
 
-def from_env(environ: "os._Environ[str] | dict[str, str] | None" = None) -> tuple[Drill, ...]:
+def from_env(environ: os._Environ[str] | dict[str, str] | None = None) -> tuple[Drill, ...]:
     """Drills from TRAINCTL_INJECT (a JSON list of spec strings set by `trainctl launch`)."""
     raw = (environ if environ is not None else os.environ).get(ENV_VAR, "")
     if not raw.strip():
@@ -163,9 +166,11 @@ def from_env(environ: "os._Environ[str] | dict[str, str] | None" = None) -> tupl
     try:
         specs = json.loads(raw)
     except ValueError as exc:
-        raise InputError(f"{ENV_VAR}={raw!r} is not a JSON list of drill specs ({exc}); `trainctl launch --inject` sets it") from exc
+        raise InputError(
+            f"{ENV_VAR}={raw!r} is not a JSON list of drill specs ({exc}); `trainctl launch --inject` sets it"
+        ) from exc
     if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
-        raise InputError(f"{ENV_VAR}={raw!r} must be a JSON list of strings like [\"straggler:rank=2,factor=1.5\"]")
+        raise InputError(f'{ENV_VAR}={raw!r} must be a JSON list of strings like ["straggler:rank=2,factor=1.5"]')
     return parse_specs(specs)
 
 

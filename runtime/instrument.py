@@ -23,7 +23,8 @@ import os
 import queue
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -132,7 +133,9 @@ class TimelineSpool:
             }
         )
         try:
-            dataset.write_table(self.run_dir, SignalKind.TIMELINE, self.host, table, part=f"rank{self.rank}-{self._chunk:05d}")
+            dataset.write_table(
+                self.run_dir, SignalKind.TIMELINE, self.host, table, part=f"rank{self.rank}-{self._chunk:05d}"
+            )
             self._chunk += 1
             self.written_rows += n
         except Exception as exc:  # never let the spool take training down

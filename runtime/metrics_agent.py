@@ -24,9 +24,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -100,7 +101,9 @@ class NvmlSampler:
                 except n.NVMLError as exc:
                     logger.debug("GPU %d: Xid events not delivered by NVML (%s)", i, exc)
         except n.NVMLError as exc:
-            logger.info("NVML event sets unavailable (%s): the xid column stays null; Xids still reach the kernel log", exc)
+            logger.info(
+                "NVML event sets unavailable (%s): the xid column stays null; Xids still reach the kernel log", exc
+            )
             self._events = None
         return count
 
@@ -163,8 +166,13 @@ class NvmlSampler:
         n = self.nvml
 
         def pages() -> int:
-            return sum(len(n.nvmlDeviceGetRetiredPages(h, c)) for c in (
-                n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR))
+            return sum(
+                len(n.nvmlDeviceGetRetiredPages(h, c))
+                for c in (
+                    n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                    n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+                )
+            )
 
         def rows() -> int:  # Ampere and later remap rows instead of retiring pages
             corr, unc, _pending, _failed = n.nvmlDeviceGetRemappedRows(h)
@@ -180,7 +188,11 @@ class NvmlSampler:
         total, seen = 0, False
         for link in self._links[i]:
             for counter in (n.NVML_NVLINK_ERROR_DL_CRC_FLIT, n.NVML_NVLINK_ERROR_DL_CRC_DATA):
-                v = self._get(i, f"nvlink_crc_{link}_{counter}", lambda: n.nvmlDeviceGetNvLinkErrorCounter(h, link, counter))
+                v = self._get(
+                    i,
+                    f"nvlink_crc_{link}_{counter}",
+                    lambda link=link, counter=counter: n.nvmlDeviceGetNvLinkErrorCounter(h, link, counter),
+                )
                 if v is not None:
                     total, seen = total + int(v), True
         return total if seen else None
@@ -318,9 +330,14 @@ class HostSampler:
         used, total = parse_meminfo(self._read("meminfo"))
         rx, tx = parse_net_dev(self._read("net/dev"))
         row: dict[str, Any] = {
-            "ts": ts_ns, "mem_used_bytes": used, "mem_total_bytes": total,
-            "load1": parse_loadavg(self._read("loadavg")), "gpu_count": gpu_count,
-            "cpu_util_pct": None, "net_rx_bytes_per_s": None, "net_tx_bytes_per_s": None,
+            "ts": ts_ns,
+            "mem_used_bytes": used,
+            "mem_total_bytes": total,
+            "load1": parse_loadavg(self._read("loadavg")),
+            "gpu_count": gpu_count,
+            "cpu_util_pct": None,
+            "net_rx_bytes_per_s": None,
+            "net_tx_bytes_per_s": None,
         }
         if self._prev is not None:
             pts, pcpu, prx, ptx = self._prev
@@ -360,8 +377,14 @@ class AgentStats:
 class MetricsAgent:
     """Samples every `interval_s`, flushes parts every `flush_s`; `run()` blocks until stopped."""
 
-    def __init__(self, config: AgentConfig, *, nvml: Any = None, proc_root: str | os.PathLike[str] = "/proc",
-                 clock_ns: Callable[[], int] = time.time_ns) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        nvml: Any = None,
+        proc_root: str | os.PathLike[str] = "/proc",
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.config = config
         self._nvml_module = nvml
         self.host_sampler = HostSampler(proc_root)
@@ -401,7 +424,10 @@ class MetricsAgent:
     def flush(self) -> None:
         cfg = self.config
         stamp = f"{os.getpid()}-{self._seq:06d}"
-        for kind, rows, attr in ((SignalKind.GPU_METRICS, self._gpu_rows, "gpu_rows"), (SignalKind.HOST_METRICS, self._host_rows, "host_rows")):
+        for kind, rows, attr in (
+            (SignalKind.GPU_METRICS, self._gpu_rows, "gpu_rows"),
+            (SignalKind.HOST_METRICS, self._host_rows, "host_rows"),
+        ):
             if not rows:
                 continue
             table = pa.Table.from_pylist(rows, schema=schema_for(kind))
@@ -449,8 +475,9 @@ class BackgroundAgent:
         return self.agent.stats
 
 
-def start_background(out_dir: str | os.PathLike[str], host: str, *, interval_s: float = 1.0, flush_s: float = 10.0,
-                     nvml: Any = None) -> BackgroundAgent:
+def start_background(
+    out_dir: str | os.PathLike[str], host: str, *, interval_s: float = 1.0, flush_s: float = 10.0, nvml: Any = None
+) -> BackgroundAgent:
     """Start one agent in a daemon thread beside a run (the launcher calls this once per host)."""
     agent = MetricsAgent(AgentConfig(Path(out_dir), host, interval_s, flush_s), nvml=nvml)
     stop = threading.Event()

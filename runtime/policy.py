@@ -29,9 +29,10 @@ Rules, first match wins (each names the findings it rests on):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from trainctl.findings import Category, Finding, FindingKind
 
@@ -58,16 +59,20 @@ class Trigger(str, Enum):
 class Action:
     kind: ActionKind
     reason: str
-    hosts: tuple[str, ...] = ()              # hosts to evict (EVICT_AND_RELAUNCH only)
-    evidence: tuple[Finding, ...] = ()       # the findings this decision rests on
+    hosts: tuple[str, ...] = ()  # hosts to evict (EVICT_AND_RELAUNCH only)
+    evidence: tuple[Finding, ...] = ()  # the findings this decision rests on
     restarts_used: int = 0
     max_restarts: int = 0
-    rule: str = ""                           # which rule fired (for logs and tests)
+    rule: str = ""  # which rule fired (for logs and tests)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind.value, "reason": self.reason, "hosts": list(self.hosts), "rule": self.rule,
-            "restarts_used": self.restarts_used, "max_restarts": self.max_restarts,
+            "kind": self.kind.value,
+            "reason": self.reason,
+            "hosts": list(self.hosts),
+            "rule": self.rule,
+            "restarts_used": self.restarts_used,
+            "max_restarts": self.max_restarts,
             "evidence": [f.to_dict() for f in self.evidence],
         }
 
@@ -78,9 +83,14 @@ USER_CODE_ERROR_RE = re.compile(
     r"|can't open file|No module named"
 )
 HARDWARE_CATEGORIES = frozenset({Category.XID, Category.ECC, Category.GPU_LOST, Category.UNREACHABLE})
-SOFTWARE_FAULT_KINDS = frozenset({
-    FindingKind.CRASH, FindingKind.HUNG_COLLECTIVE, FindingKind.NETWORK_ERROR, FindingKind.RENDEZVOUS_ERROR,
-})
+SOFTWARE_FAULT_KINDS = frozenset(
+    {
+        FindingKind.CRASH,
+        FindingKind.HUNG_COLLECTIVE,
+        FindingKind.NETWORK_ERROR,
+        FindingKind.RENDEZVOUS_ERROR,
+    }
+)
 CONFIG_ERROR_KINDS = frozenset({FindingKind.OOM, FindingKind.NUMERICAL})
 
 
@@ -114,8 +124,10 @@ def _is_user_code_error(f: Finding) -> bool:
 
 
 def _is_hardware(f: Finding, min_conf: float) -> bool:
-    return f.confidence >= min_conf and bool(f.hosts) and (
-        f.kind is FindingKind.FAULTY_HOST or f.category in HARDWARE_CATEGORIES
+    return (
+        f.confidence >= min_conf
+        and bool(f.hosts)
+        and (f.kind is FindingKind.FAULTY_HOST or f.category in HARDWARE_CATEGORIES)
     )
 
 
@@ -150,43 +162,79 @@ def decide(
 
     user = tuple(f for f in findings if _is_user_code_error(f))
     if user:
-        return Action(ActionKind.STOP_AND_REPORT,
-                      f"user code error, a restart would fail the same way: {user[0].summary}",
-                      evidence=user, rule="user_code_error", **budget)
+        return Action(
+            ActionKind.STOP_AND_REPORT,
+            f"user code error, a restart would fail the same way: {user[0].summary}",
+            evidence=user,
+            rule="user_code_error",
+            **budget,
+        )
 
     hw = tuple(f for f in findings if _is_hardware(f, evict_min_confidence))
     if hw:
         hosts = _hosts_of(hw)
-        return Action(ActionKind.EVICT_AND_RELAUNCH,
-                      f"hardware fault on {', '.join(hosts)}: {hw[0].summary}",
-                      hosts=hosts, evidence=hw, rule="hardware_fault", **budget)
+        return Action(
+            ActionKind.EVICT_AND_RELAUNCH,
+            f"hardware fault on {', '.join(hosts)}: {hw[0].summary}",
+            hosts=hosts,
+            evidence=hw,
+            rule="hardware_fault",
+            **budget,
+        )
 
     config = tuple(f for f in findings if f.kind in CONFIG_ERROR_KINDS)
     if config:
-        return Action(ActionKind.STOP_AND_REPORT,
-                      f"configuration error ({config[0].kind.value}), same config fails the same way: {config[0].summary}",
-                      evidence=config, rule="config_error", **budget)
+        return Action(
+            ActionKind.STOP_AND_REPORT,
+            f"configuration error ({config[0].kind.value}), same config fails the same way: {config[0].summary}",
+            evidence=config,
+            rule="config_error",
+            **budget,
+        )
 
     soft = tuple(f for f in findings if f.kind in SOFTWARE_FAULT_KINDS)
-    repeat = tuple(f for f in soft if f.kind in (FindingKind.HUNG_COLLECTIVE, FindingKind.CRASH) and f.hosts
-                   and f.confidence >= evict_min_confidence
-                   and all(counts.get(h, 0) + 1 >= repeat_evict_after for h in f.hosts))
+    repeat = tuple(
+        f
+        for f in soft
+        if f.kind in (FindingKind.HUNG_COLLECTIVE, FindingKind.CRASH)
+        and f.hosts
+        and f.confidence >= evict_min_confidence
+        and all(counts.get(h, 0) + 1 >= repeat_evict_after for h in f.hosts)
+    )
     if repeat:
         hosts = _hosts_of(repeat)
-        return Action(ActionKind.EVICT_AND_RELAUNCH,
-                      f"{', '.join(hosts)} blamed for {repeat_evict_after} faults in this run: {repeat[0].summary}",
-                      hosts=hosts, evidence=repeat, rule="repeat_offender", **budget)
+        return Action(
+            ActionKind.EVICT_AND_RELAUNCH,
+            f"{', '.join(hosts)} blamed for {repeat_evict_after} faults in this run: {repeat[0].summary}",
+            hosts=hosts,
+            evidence=repeat,
+            rule="repeat_offender",
+            **budget,
+        )
 
     if soft or trigger in (Trigger.CRASH, Trigger.HANG):
         what = soft[0].summary if soft else f"{trigger.value} with no diagnosis"
         if restarts_used < max_restarts:
-            return Action(ActionKind.RESTART_IN_PLACE,
-                          f"software fault, restart {restarts_used + 1}/{max_restarts}: {what}",
-                          evidence=soft, rule="software_fault", **budget)
-        return Action(ActionKind.STOP_AND_REPORT,
-                      f"restart budget exhausted ({restarts_used}/{max_restarts} used): {what}",
-                      evidence=soft, rule="restarts_exhausted", **budget)
+            return Action(
+                ActionKind.RESTART_IN_PLACE,
+                f"software fault, restart {restarts_used + 1}/{max_restarts}: {what}",
+                evidence=soft,
+                rule="software_fault",
+                **budget,
+            )
+        return Action(
+            ActionKind.STOP_AND_REPORT,
+            f"restart budget exhausted ({restarts_used}/{max_restarts} used): {what}",
+            evidence=soft,
+            rule="restarts_exhausted",
+            **budget,
+        )
 
-    return Action(ActionKind.CONTINUE, f"nothing actionable on a {trigger.value} check"
-                  + (f" ({len(findings)} finding(s) reported)" if findings else ""),
-                  evidence=findings, rule="continue", **budget)
+    return Action(
+        ActionKind.CONTINUE,
+        f"nothing actionable on a {trigger.value} check"
+        + (f" ({len(findings)} finding(s) reported)" if findings else ""),
+        evidence=findings,
+        rule="continue",
+        **budget,
+    )

@@ -27,9 +27,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from trainctl.errors import PlaybookError
 
@@ -114,19 +115,34 @@ class ProbeVerdict:
             return f"collective self-test: {','.join(self.failing_hosts)} failed to complete collectives"
         if self.slow_hosts:
             worst = max(self.intra_host_s.values(), default=0.0)
-            return (f"collective self-test over {len(self.hosts)} hosts ({self.backend}): slow host(s) "
-                    f"{','.join(self.slow_hosts)} (bisection; neighbour pairs blamed {','.join(self.pair_blamed) or 'none'}; "
-                    f"slowest intra-host all-to-all {worst:.3f}s)")
+            return (
+                f"collective self-test over {len(self.hosts)} hosts ({self.backend}): slow host(s) "
+                f"{','.join(self.slow_hosts)} (bisection; neighbour pairs blamed {','.join(self.pair_blamed) or 'none'}; "
+                f"slowest intra-host all-to-all {worst:.3f}s)"
+            )
         return f"collective self-test over {len(self.hosts)} hosts ({self.backend}): no slow or failing host"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"hosts": list(self.hosts), "slow_hosts": list(self.slow_hosts), "failing_hosts": list(self.failing_hosts),
-                "intra_host_s": dict(self.intra_host_s), "pair_s": dict(self.pair_s), "bisection": [dict(b) for b in self.bisection],
-                "pair_blamed": list(self.pair_blamed), "backend": self.backend, "summary": self.summary()}
+        return {
+            "hosts": list(self.hosts),
+            "slow_hosts": list(self.slow_hosts),
+            "failing_hosts": list(self.failing_hosts),
+            "intra_host_s": dict(self.intra_host_s),
+            "pair_s": dict(self.pair_s),
+            "bisection": [dict(b) for b in self.bisection],
+            "pair_blamed": list(self.pair_blamed),
+            "backend": self.backend,
+            "summary": self.summary(),
+        }
 
 
-def localize(intra_s: Mapping[str, float], pair_s: Mapping[tuple[str, str], float],
-             bisection_rounds: Sequence[Mapping[str, Any]], hosts: Sequence[str], **kw: float) -> tuple[list[str], list[str]]:
+def localize(
+    intra_s: Mapping[str, float],
+    pair_s: Mapping[tuple[str, str], float],
+    bisection_rounds: Sequence[Mapping[str, Any]],
+    hosts: Sequence[str],
+    **kw: float,
+) -> tuple[list[str], list[str]]:
     """(slow hosts, hosts blamed by the pair test). Bisection's final singletons win; with no
     bisection (nothing slow) the intra-host outliers are reported."""
     _, blamed = pair_suspects(pair_s, **kw)
@@ -224,14 +240,20 @@ def _worker(out_path: str, size_bytes: int, iters: int, slow_factor: float, min_
         times = gather_max(mine)
         # a half is slow against the clean baseline (the fastest pair), not against its sibling:
         # when both halves hold a bad host both stay in the frontier
-        slow = [hv for hv in halves if times["|".join(hv)] > baseline * slow_factor and times["|".join(hv)] - baseline > min_delta_s]
+        slow = [
+            hv
+            for hv in halves
+            if times["|".join(hv)] > baseline * slow_factor and times["|".join(hv)] - baseline > min_delta_s
+        ]
         rounds.append({"halves": halves, "times_s": times, "slow": slow})
         frontier = slow
     if rank == 0:
         slow_hosts, blamed = localize(intra, pairs, rounds, hosts, slow_factor=slow_factor, min_delta_s=min_delta_s)
         if not rounds and len(involved) == 1:
             slow_hosts = sorted(involved)
-        verdict = ProbeVerdict(tuple(hosts), tuple(slow_hosts), (), intra, pair_s, tuple(rounds), tuple(blamed), backend)
+        verdict = ProbeVerdict(
+            tuple(hosts), tuple(slow_hosts), (), intra, pair_s, tuple(rounds), tuple(blamed), backend
+        )
         Path(out_path).write_text(json.dumps(verdict.to_dict(), indent=2))
     dist.barrier()
     dist.destroy_process_group()
@@ -240,12 +262,37 @@ def _worker(out_path: str, size_bytes: int, iters: int, slow_factor: float, min_
 # ---------------------------------------------------------------- starting torchrun per host
 
 
-def torchrun_argv(*, nnodes: int, node_rank: int, nproc_per_host: int, master_addr: str, master_port: int,
-                  out_path: str, size_bytes: int, iters: int, python: str = sys.executable) -> list[str]:
+def torchrun_argv(
+    *,
+    nnodes: int,
+    node_rank: int,
+    nproc_per_host: int,
+    master_addr: str,
+    master_port: int,
+    out_path: str,
+    size_bytes: int,
+    iters: int,
+    python: str = sys.executable,
+) -> list[str]:
     """The command each host runs; over SSH only the way it is started changes."""
-    return [python, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--node-rank={node_rank}",
-            f"--nproc-per-node={nproc_per_host}", f"--master-addr={master_addr}", f"--master-port={master_port}",
-            "-m", "trainctl.runtime.probe", "--out", out_path, "--size-bytes", str(size_bytes), "--iters", str(iters)]
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--node-rank={node_rank}",
+        f"--nproc-per-node={nproc_per_host}",
+        f"--master-addr={master_addr}",
+        f"--master-port={master_port}",
+        "-m",
+        "trainctl.runtime.probe",
+        "--out",
+        out_path,
+        "--size-bytes",
+        str(size_bytes),
+        "--iters",
+        str(iters),
+    ]
 
 
 def _free_port() -> int:
@@ -254,9 +301,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_local_probe(hosts: Sequence[str], *, nproc_per_host: int = 1, size_bytes: int = 1 << 20, iters: int = 5,
-                    slow_host: str | None = None, slow_delay_s: float = 0.2, workdir: str | os.PathLike[str] = "probe-out",
-                    timeout_s: float = 600) -> ProbeVerdict:
+def run_local_probe(
+    hosts: Sequence[str],
+    *,
+    nproc_per_host: int = 1,
+    size_bytes: int = 1 << 20,
+    iters: int = 5,
+    slow_host: str | None = None,
+    slow_delay_s: float = 0.2,
+    workdir: str | os.PathLike[str] = "probe-out",
+    timeout_s: float = 600,
+) -> ProbeVerdict:
     """Run the self-test over simulated hosts: one torchrun agent per host on this machine."""
     work = Path(workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -271,9 +326,25 @@ def run_local_probe(hosts: Sequence[str], *, nproc_per_host: int = 1, size_bytes
                 env["TRAINCTL_PROBE_SLOW_HOST"] = slow_host
                 env["TRAINCTL_PROBE_SLOW_DELAY_S"] = str(slow_delay_s)
             log = open(work / f"{h}.log", "wb")
-            argv = torchrun_argv(nnodes=len(hosts), node_rank=i, nproc_per_host=nproc_per_host, master_addr="127.0.0.1",
-                                 master_port=port, out_path=str(out_path), size_bytes=size_bytes, iters=iters)
-            procs.append((h, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work, start_new_session=True), log))
+            argv = torchrun_argv(
+                nnodes=len(hosts),
+                node_rank=i,
+                nproc_per_host=nproc_per_host,
+                master_addr="127.0.0.1",
+                master_port=port,
+                out_path=str(out_path),
+                size_bytes=size_bytes,
+                iters=iters,
+            )
+            procs.append(
+                (
+                    h,
+                    subprocess.Popen(
+                        argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work, start_new_session=True
+                    ),
+                    log,
+                )
+            )
         deadline = time.monotonic() + timeout_s
         failed: list[str] = []
         for h, p, _ in procs:
@@ -294,11 +365,21 @@ def run_local_probe(hosts: Sequence[str], *, nproc_per_host: int = 1, size_bytes
                     p.wait()
             log.close()
     if not out_path.is_file():
-        raise ProbeError(f"collective self-test produced no result (hosts that failed or timed out: {','.join(failed) or 'none'}); "
-                         f"see the torchrun logs in {work}")
+        raise ProbeError(
+            f"collective self-test produced no result (hosts that failed or timed out: {','.join(failed) or 'none'}); "
+            f"see the torchrun logs in {work}"
+        )
     d = json.loads(out_path.read_text())
-    return ProbeVerdict(tuple(d["hosts"]), tuple(d["slow_hosts"]), tuple(failed), d["intra_host_s"], d["pair_s"],
-                        tuple(d["bisection"]), tuple(d["pair_blamed"]), d["backend"])
+    return ProbeVerdict(
+        tuple(d["hosts"]),
+        tuple(d["slow_hosts"]),
+        tuple(failed),
+        d["intra_host_s"],
+        d["pair_s"],
+        tuple(d["bisection"]),
+        tuple(d["pair_blamed"]),
+        d["backend"],
+    )
 
 
 def _main(argv: Sequence[str] | None = None) -> None:

@@ -18,8 +18,8 @@ sharding rules; `source_rank` refuses with both layouts in the message. Pure: no
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from trainctl.errors import CheckpointError
 
@@ -43,7 +43,7 @@ class GridLayout:
         return self.dp * self.tp * self.pp
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, int]) -> "GridLayout":
+    def from_mapping(cls, m: Mapping[str, int]) -> GridLayout:
         return cls(dp=int(m["dp"]), tp=int(m.get("tp", 1)), pp=int(m.get("pp", 1)))
 
     def to_dict(self) -> dict[str, int]:
@@ -62,7 +62,8 @@ def source_rank(saved: GridLayout, current: GridLayout, rank: int) -> int:
         raise CheckpointError(
             f"checkpoint layout {saved.describe()} cannot be resumed as {current.describe()}: only the data-parallel "
             f"degree may change (tp and pp shards would need resharding); relaunch with tp={saved.tp} pp={saved.pp} "
-            "or start from a fresh --checkpoint-dir")
+            "or start from a fresh --checkpoint-dir"
+        )
     if not 0 <= rank < current.world_size:
         raise CheckpointError(f"rank {rank} is not in layout {current.describe()}")
     pp_index, rest = divmod(rank, current.dp * current.tp)
@@ -70,8 +71,14 @@ def source_rank(saved: GridLayout, current: GridLayout, rank: int) -> int:
     return pp_index * (saved.dp * saved.tp) + (dp_index % saved.dp) * saved.tp + tp_index
 
 
-def checkpoint_source_rank(saved_layout: Mapping[str, int] | None, saved_world_size: int, current: GridLayout,
-                           rank: int, *, where: str = "checkpoint") -> int:
+def checkpoint_source_rank(
+    saved_layout: Mapping[str, int] | None,
+    saved_world_size: int,
+    current: GridLayout,
+    rank: int,
+    *,
+    where: str = "checkpoint",
+) -> int:
     """`source_rank` for a checkpoint's manifest (its `layout`, absent before trainctl recorded it).
 
     A manifest without a layout can only be resumed by the same world size (rank r reads rank r):
@@ -80,11 +87,14 @@ def checkpoint_source_rank(saved_layout: Mapping[str, int] | None, saved_world_s
     if saved_layout:
         saved = GridLayout.from_mapping(saved_layout)
         if saved.world_size != saved_world_size:
-            raise CheckpointError(f"{where}: manifest layout {saved.describe()} disagrees with its world_size "
-                                  f"{saved_world_size}; the checkpoint is damaged")
+            raise CheckpointError(
+                f"{where}: manifest layout {saved.describe()} disagrees with its world_size "
+                f"{saved_world_size}; the checkpoint is damaged"
+            )
         return source_rank(saved, current, rank)
     if saved_world_size == current.world_size:
         return rank
     raise CheckpointError(
         f"{where} was written by {saved_world_size} ranks with no layout in its manifest (an older trainctl), this run "
-        f"is {current.describe()}: cannot map ranks; relaunch with {saved_world_size} ranks or a fresh --checkpoint-dir")
+        f"is {current.describe()}: cannot map ranks; relaunch with {saved_world_size} ranks or a fresh --checkpoint-dir"
+    )

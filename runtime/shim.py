@@ -26,8 +26,9 @@ import runpy
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from trainctl.rundir import atomic_write_text, fr_dump_dir
 
@@ -59,7 +60,13 @@ class ShimState:
         from trainctl.runtime.instrument import Recorder
 
         self.server = debug_server.start(self.run_dir, self.rank)
-        body = {"rank": self.rank, "local_rank": self.local_rank, "host": self.host, "pid": os.getpid(), "world_size": self.world}
+        body = {
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "host": self.host,
+            "pid": os.getpid(),
+            "world_size": self.world,
+        }
         atomic_write_text(Path(self.run_dir) / "ranks" / f"rank-{self.rank}.json", json.dumps(body))
         self.hb = Heartbeat(self.run_dir, self.rank, self.host)
         self.hb.beat(0, "compute")
@@ -190,7 +197,7 @@ class _TimedIterator:
     def __init__(self, it: Any, state: ShimState) -> None:
         self._it, self._state = it, state
 
-    def __iter__(self) -> "_TimedIterator":
+    def __iter__(self) -> _TimedIterator:
         return self
 
     def __len__(self) -> int:

@@ -23,9 +23,10 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -223,9 +224,18 @@ class CAME(torch.optim.Optimizer):
     update disagrees with its momentum. Vectors fall back to unfactored moments.
     """
 
-    def __init__(self, params: Any, lr: float = 2e-4, betas: tuple[float, float, float] = (0.9, 0.999, 0.9999),
-                 eps: tuple[float, float] = (1e-30, 1e-16), clip_threshold: float = 1.0, weight_decay: float = 0.0) -> None:
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, clip_threshold=clip_threshold, weight_decay=weight_decay))
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 2e-4,
+        betas: tuple[float, float, float] = (0.9, 0.999, 0.9999),
+        eps: tuple[float, float] = (1e-30, 1e-16),
+        clip_threshold: float = 1.0,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            params, dict(lr=lr, betas=betas, eps=eps, clip_threshold=clip_threshold, weight_decay=weight_decay)
+        )
 
     @staticmethod
     def _rms(x: torch.Tensor) -> torch.Tensor:
@@ -295,14 +305,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=None, help="default 3e-3 (AdamW) / 1e-3 (CAME)")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--peak-tflops", type=float, default=None, help="per-rank peak for MFU (default: see CPU_HZ / GPU_PEAK_FLOPS)")
+    p.add_argument(
+        "--peak-tflops", type=float, default=None, help="per-rank peak for MFU (default: see CPU_HZ / GPU_PEAK_FLOPS)"
+    )
     p.add_argument("--no-instrument", action="store_true", help="no timeline (for overhead A/B)")
     p.add_argument("--checkpoint-every", type=int, default=0, help="async checkpoint every N steps (0 = never)")
-    p.add_argument("--checkpoint-dir", default=None,
-                   help="where checkpoints go and resume reads from (default RUN_DIR/checkpoints); multi-host runs "
-                        "pass a directory on storage every host shares, so a replacement host can restore any rank")
-    p.add_argument("--ab-block", type=int, default=0,
-                   help="overhead A/B: alternate instrumented / not every N steps; rank 0 writes ab_overhead.json")
+    p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="where checkpoints go and resume reads from (default RUN_DIR/checkpoints); multi-host runs "
+        "pass a directory on storage every host shares, so a replacement host can restore any rank",
+    )
+    p.add_argument(
+        "--ab-block",
+        type=int,
+        default=0,
+        help="overhead A/B: alternate instrumented / not every N steps; rank 0 writes ab_overhead.json",
+    )
     return p.parse_args(argv)
 
 
@@ -322,10 +341,17 @@ def redirect_output_to_rank_log(run_dir: str, host: str, rank: int) -> None:
 
 def write_error_file(run_dir: str, rank: int, exc: BaseException) -> None:
     """errors/rank-R.json in torchelastic's error-file format (torchrun also gets its own copy via @record)."""
-    body = {"message": {"message": f"{type(exc).__name__}: {exc}", "extraInfo": {
-        "py_callstack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        # timestamp_ns (beyond torchelastic's seconds) orders failures within the same second
-        "timestamp": str(int(time.time())), "timestamp_ns": str(time.time_ns())}}}
+    body = {
+        "message": {
+            "message": f"{type(exc).__name__}: {exc}",
+            "extraInfo": {
+                "py_callstack": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+                # timestamp_ns (beyond torchelastic's seconds) orders failures within the same second
+                "timestamp": str(int(time.time())),
+                "timestamp_ns": str(time.time_ns()),
+            },
+        }
+    }
     try:
         atomic_write_text(error_file_path(run_dir, rank), json.dumps(body))
     except OSError:
@@ -336,7 +362,13 @@ def rank_context() -> tuple[str, str, int, int, int]:
     """(run_dir, host, rank, local_rank, world_size) from torchrun's and trainctl's environment."""
     run_dir = os.environ.get("TRAINCTL_RUN_DIR") or os.path.abspath("runs/adhoc")
     host = os.environ.get("TRAINCTL_HOST") or os.uname().nodename.split(".")[0]
-    return run_dir, host, int(os.environ.get("RANK", 0)), int(os.environ.get("LOCAL_RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    return (
+        run_dir,
+        host,
+        int(os.environ.get("RANK", 0)),
+        int(os.environ.get("LOCAL_RANK", 0)),
+        int(os.environ.get("WORLD_SIZE", 1)),
+    )
 
 
 def write_rank_file(run_dir: str, host: str, rank: int, local_rank: int, world: int) -> None:
@@ -356,7 +388,10 @@ def peak_flops_per_rank(device: torch.device, override_tflops: float | None) -> 
     cores = os.cpu_count() or 1
     sharing = int(os.environ.get("TRAINCTL_RANKS_ON_MACHINE") or os.environ.get("LOCAL_WORLD_SIZE") or 1)
     peak = cores * CPU_HZ * CPU_FLOP_PER_CYCLE / max(1, sharing)
-    return peak, f"CPU: {cores} cores x {CPU_HZ / 1e9:.1f} GHz x {CPU_FLOP_PER_CYCLE} FLOP/cycle shared by {sharing} ranks"
+    return (
+        peak,
+        f"CPU: {cores} cores x {CPU_HZ / 1e9:.1f} GHz x {CPU_FLOP_PER_CYCLE} FLOP/cycle shared by {sharing} ranks",
+    )
 
 
 def straggle(drill: inject.Straggler | None, phase: str, step: int, t0_ns: int) -> None:
@@ -367,8 +402,12 @@ def straggle(drill: inject.Straggler | None, phase: str, step: int, t0_ns: int) 
         time.sleep((drill.factor - 1.0) * own_ns / 1e9)
 
 
-XID_MESSAGES = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected on GPU.",
-                94: "Contained ECC error.", 95: "Uncontained ECC error."}
+XID_MESSAGES = {
+    79: "GPU has fallen off the bus.",
+    48: "An uncorrectable double bit error (DBE) has been detected on GPU.",
+    94: "Contained ECC error.",
+    95: "Uncontained ECC error.",
+}
 
 
 def drill_kernel_log_path(run_dir: str) -> Path:
@@ -382,15 +421,19 @@ def lose_gpu(run_dir: str, host: str, rank: int, local_rank: int, drill: inject.
     then the rank fails the way CUDA fails a process whose device vanished."""
     if local_rank == 0:
         ts = time.strftime("%Y-%m-%dT%H:%M:%S,000000+00:00", time.gmtime())
-        line = (f"{ts} NVRM: Xid (PCI:0000:18:00): {drill.code}, pid={os.getpid()}, name=python, "
-                f"{XID_MESSAGES.get(drill.code, 'Graphics Exception.')}\n")
+        line = (
+            f"{ts} NVRM: Xid (PCI:0000:18:00): {drill.code}, pid={os.getpid()}, name=python, "
+            f"{XID_MESSAGES.get(drill.code, 'Graphics Exception.')}\n"
+        )
         path = drill_kernel_log_path(run_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as fh:
             fh.write(line)
     log.error("rank %d on %s: xid drill (code %d) at step %d", rank, host, drill.code, step)
-    raise RuntimeError("CUDA error: unspecified launch failure\nCUDA kernel errors might be asynchronously reported "
-                       "at some other API call, so the stacktrace below might be incorrect.")
+    raise RuntimeError(
+        "CUDA error: unspecified launch failure\nCUDA kernel errors might be asynchronously reported "
+        "at some other API call, so the stacktrace below might be incorrect."
+    )
 
 
 def hang_forever(rank: int, step: int) -> None:
@@ -399,8 +442,13 @@ def hang_forever(rank: int, step: int) -> None:
         time.sleep(1.0)
 
 
-def resume_from(latest: checkpoint.CheckpointInfo, grid: rank_map.GridLayout, rank: int, model: nn.Module,
-                opt: torch.optim.Optimizer) -> int:
+def resume_from(
+    latest: checkpoint.CheckpointInfo,
+    grid: rank_map.GridLayout,
+    rank: int,
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+) -> int:
     """Restore this rank from the newest complete checkpoint, also one written at another dp; the step.
 
     A checkpoint written by a larger (or smaller) data-parallel degree with the same tp is read
@@ -411,13 +459,18 @@ def resume_from(latest: checkpoint.CheckpointInfo, grid: rank_map.GridLayout, ra
     only from its own seeded data generator, so they do not steer training).
     """
     try:
-        src = rank_map.checkpoint_source_rank(latest.layout, latest.world_size, grid, rank, where=f"checkpoint {latest.path}")
+        src = rank_map.checkpoint_source_rank(
+            latest.layout, latest.world_size, grid, rank, where=f"checkpoint {latest.path}"
+        )
     except CheckpointError as exc:
         raise SystemExit(str(exc)) from exc
     loaded = checkpoint.load_checkpoint(latest, model, opt, rank=src, verify_checksums=False)
     if rank == 0:
-        saved = (rank_map.GridLayout.from_mapping(latest.layout).describe() if latest.layout
-                 else f"{latest.world_size} ranks")
+        saved = (
+            rank_map.GridLayout.from_mapping(latest.layout).describe()
+            if latest.layout
+            else f"{latest.world_size} ranks"
+        )
         how = "" if latest.world_size == grid.world_size else f" (written by {saved}, resumed as {grid.describe()})"
         print(f"resumed from checkpoint step {loaded.step}: {latest.path}{how}", flush=True)
     return loaded.step
@@ -457,7 +510,9 @@ def train(args: argparse.Namespace) -> int:
     dp_index = rank // args.tp
 
     torch.manual_seed(args.seed)  # same init on every rank; tp shards are then made distinct
-    model = GPT(args.vocab, args.d_model, args.layers, args.heads, args.max_seq + args.min_seq, args.tp, tp_group).to(device)
+    model = GPT(args.vocab, args.d_model, args.layers, args.heads, args.max_seq + args.min_seq, args.tp, tp_group).to(
+        device
+    )
     with torch.no_grad():
         gen = torch.Generator().manual_seed(args.seed + 1 + rank % args.tp)
         for name, p in model.named_parameters():
@@ -470,20 +525,34 @@ def train(args: argparse.Namespace) -> int:
         opt = torch.optim.AdamW(params, lr=args.lr or 3e-3)
 
     hb = Heartbeat(run_dir, rank, host)
-    rec = Recorder(run_dir, rank=rank, local_rank=local_rank, host=host, device=device, heartbeat=hb, enabled=not args.no_instrument)
+    rec = Recorder(
+        run_dir,
+        rank=rank,
+        local_rank=local_rank,
+        host=host,
+        device=device,
+        heartbeat=hb,
+        enabled=not args.no_instrument,
+    )
     n_params = sum(p.numel() for p in params) * args.tp  # whole model (tp shards)
     peak, peak_note = peak_flops_per_rank(device, args.peak_tflops)
     flops_per_token = 6 * n_params  # dense-model approximation; attention over short segments is small
     if rank == 0:
-        print(f"trainctl trainer: world={world} tp={args.tp} dp={topo.dp} params={n_params} optimizer={args.optimizer} "
-              f"tokens/step/replica={args.tokens_per_step} device={device.type}; MFU peak assumption: {peak_note}", flush=True)
+        print(
+            f"trainctl trainer: world={world} tp={args.tp} dp={topo.dp} params={n_params} optimizer={args.optimizer} "
+            f"tokens/step/replica={args.tokens_per_step} device={device.type}; MFU peak assumption: {peak_note}",
+            flush=True,
+        )
 
     data_gen = torch.Generator().manual_seed(args.seed * 1000 + dp_index)  # tp peers see the same batch
     start_step = 0
     ckpt_dir = args.checkpoint_dir or str(Path(run_dir) / "checkpoints")
     grid = rank_map.GridLayout(dp=topo.dp, tp=args.tp, pp=1)
-    ckpt = (checkpoint.AsyncCheckpointer(ckpt_dir, rank=rank, world_size=world, layout=grid.to_dict())
-            if args.checkpoint_every else None)
+    ckpt = (
+        checkpoint.AsyncCheckpointer(ckpt_dir, rank=rank, world_size=world, layout=grid.to_dict())
+        if args.checkpoint_every
+        else None
+    )
     if ckpt is not None:
         latest = checkpoint.latest_complete(ckpt_dir)
         if latest is not None:
@@ -507,8 +576,10 @@ def train(args: argparse.Namespace) -> int:
             with rec.phase("step"):
                 with rec.phase("data"):
                     t0 = time.perf_counter_ns()
-                    tokens, targets, positions, mask = (t.to(device, non_blocking=True) for t in packed_batch(
-                        data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq))
+                    tokens, targets, positions, mask = (
+                        t.to(device, non_blocking=True)
+                        for t in packed_batch(data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq)
+                    )
                     straggle(straggler, "data", step, t0)
                 _take_tp_ns()
                 with rec.phase("forward"):
@@ -535,7 +606,7 @@ def train(args: argparse.Namespace) -> int:
                         off = 0
                         for p in params:
                             n = p.numel()
-                            p.grad.copy_(flat[off:off + n].view_as(p.grad))
+                            p.grad.copy_(flat[off : off + n].view_as(p.grad))
                             off += n
                 with rec.phase("optimizer"):
                     t0 = time.perf_counter_ns()
@@ -546,7 +617,12 @@ def train(args: argparse.Namespace) -> int:
                 rec.move_time("backward", "communication", tp_backward_ns)
             rec.end_step(step, tokens=args.tokens_per_step)
             if loss_log is not None:
-                loss_log.write(json.dumps({"step": step + 1, "loss": loss.item(), "attempt": os.environ.get("TRAINCTL_ATTEMPT", "1")}) + "\n")
+                loss_log.write(
+                    json.dumps(
+                        {"step": step + 1, "loss": loss.item(), "attempt": os.environ.get("TRAINCTL_ATTEMPT", "1")}
+                    )
+                    + "\n"
+                )
                 loss_log.flush()
             if ckpt is not None and (step + 1) % args.checkpoint_every == 0:
                 ckpt.save(step + 1, model, opt)  # step + 1 steps are done: resume starts at that index
@@ -558,8 +634,11 @@ def train(args: argparse.Namespace) -> int:
                 tps = window_tokens / dt  # this replica's tokens/s (tp peers share the batch)
                 job_tps = tps * topo.dp
                 mfu = tps * flops_per_token / (peak * args.tp)
-                print(f"step {step + 1}/{args.steps} loss {loss.item():.4f} step_ms {(time.perf_counter_ns() - step_t0) / 1e6:.1f} "
-                      f"tokens/s {job_tps:.0f} mfu {100 * mfu:.2f}%", flush=True)
+                print(
+                    f"step {step + 1}/{args.steps} loss {loss.item():.4f} step_ms {(time.perf_counter_ns() - step_t0) / 1e6:.1f} "
+                    f"tokens/s {job_tps:.0f} mfu {100 * mfu:.2f}%",
+                    flush=True,
+                )
                 window_t0, window_tokens = time.perf_counter(), 0
         dist.barrier()
         if ckpt is not None:
@@ -588,7 +667,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return train(args)
     except BaseException as exc:
-        if not isinstance(exc, (KeyboardInterrupt, SystemExit)) or isinstance(exc, SystemExit) and exc.code not in (0, None):
+        if (
+            not isinstance(exc, (KeyboardInterrupt, SystemExit))
+            or isinstance(exc, SystemExit)
+            and exc.code not in (0, None)
+        ):
             write_error_file(run_dir, rank, exc)
         raise
 

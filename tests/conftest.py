@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
+# The sshd_cluster fixture (real sshd test hosts on loopback) for every test that asks for it.
+pytest_plugins = ["sshd"]
+
 
 @dataclass(frozen=True)
 class CliResult:
@@ -20,7 +23,11 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None, cwd: str 
     """Run `trainctl ARGS` as a user would: a separate process, real stdout/stderr and exit code."""
     proc = subprocess.run(
         [sys.executable, "-c", "from trainctl.cli.app import main; main()", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

@@ -35,9 +35,9 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import pytest
 
@@ -171,7 +171,7 @@ class SshdCluster:
         return out
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def __enter__(self) -> "SshdCluster":
+    def __enter__(self) -> SshdCluster:
         self.start()
         return self
 
@@ -235,9 +235,23 @@ class SshdCluster:
         # Own mount namespace: the host's private root appears at the shared remote_root path.
         script = 'mount --bind "$1" "$2" && exec "$3" -D -e -f "$4"'
         h.proc = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-             str(h.root), str(self.remote_root), SSHD, str(cfg)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                script,
+                "sh",
+                str(h.root),
+                str(self.remote_root),
+                SSHD,
+                str(cfg),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
         log.close()
 
@@ -269,7 +283,9 @@ class SshdCluster:
                 continue
             while True:
                 if h.proc.poll() is not None:
-                    raise RuntimeError(f"sshd for {h.name} exited {h.proc.returncode}: {(h.dir / 'sshd.log').read_text()[-2000:]}")
+                    raise RuntimeError(
+                        f"sshd for {h.name} exited {h.proc.returncode}: {(h.dir / 'sshd.log').read_text()[-2000:]}"
+                    )
                 try:
                     with socket.create_connection((h.address, h.port), timeout=1) as c:
                         if c.recv(64).startswith(b"SSH-"):

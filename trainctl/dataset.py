@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
@@ -93,7 +94,9 @@ def conform(table: pa.Table, kind: SignalKind | str, *, where: str = "table") ->
                         f"expected {field.type} ({exc})"
                     ) from exc
             if not field.nullable and col.null_count:
-                raise SchemaMismatch(f"{where}: column {field.name!r} of {kind.value} holds nulls, expected {field.type} not null")
+                raise SchemaMismatch(
+                    f"{where}: column {field.name!r} of {kind.value} holds nulls, expected {field.type} not null"
+                )
             cols.append(col)
         elif field.nullable:
             cols.append(pa.nulls(table.num_rows, field.type))
@@ -181,7 +184,9 @@ def _check_schema(part: PartFile, actual: pa.Schema) -> pa.Schema:
     meta = actual.metadata or {}
     kind_meta = meta.get(META_KIND)
     if kind_meta is not None and kind_meta.decode() != part.kind.value:
-        raise SchemaMismatch(f"{part.path}: holds kind {kind_meta.decode()!r} but sits in the {part.kind.value!r} folder")
+        raise SchemaMismatch(
+            f"{part.path}: holds kind {kind_meta.decode()!r} but sits in the {part.kind.value!r} folder"
+        )
     version = meta.get(META_VERSION)
     if version is not None and version.decode() != str(SCHEMA_VERSION):
         raise SchemaMismatch(
@@ -192,7 +197,9 @@ def _check_schema(part: PartFile, actual: pa.Schema) -> pa.Schema:
         idx = actual.get_field_index(field.name)
         if idx < 0:
             if not field.nullable:
-                raise SchemaMismatch(f"{part.path}: required column {field.name!r} is missing, expected type {field.type}")
+                raise SchemaMismatch(
+                    f"{part.path}: required column {field.name!r} is missing, expected type {field.type}"
+                )
             continue
         got = actual.field(idx).type
         if not _compatible(got, field.type):
@@ -225,7 +232,9 @@ def read_table(
         try:
             t = pq.read_table(part.path)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise DatasetError(f"{part.path}: cannot read Parquet data ({exc}); re-collect this host or delete the file") from exc
+            raise DatasetError(
+                f"{part.path}: cannot read Parquet data ({exc}); re-collect this host or delete the file"
+            ) from exc
         t = conform(t, kind, where=str(part.path))
         if columns is not None:
             t = t.select([c for c in columns if c != HOST_COLUMN])
@@ -261,7 +270,7 @@ def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.F
     by_path = {str(p.path): p for p in parts}
     for frag in ds.get_fragments():
         part = by_path[frag.path]
-        _check_schema(part, _read_footer(part, lambda: frag.metadata).schema.to_arrow_schema())
+        _check_schema(part, _read_footer(part, lambda frag=frag: frag.metadata).schema.to_arrow_schema())
     return ds
 
 

@@ -8,9 +8,10 @@ any change to the JSON shape.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = [
     "FINDINGS_SCHEMA_VERSION",
@@ -139,7 +140,7 @@ class Finding:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Finding":
+    def from_dict(cls, d: Mapping[str, Any]) -> Finding:
         return cls(
             kind=FindingKind(d["kind"]),
             severity=Severity(d["severity"]),
@@ -183,7 +184,7 @@ class Report:
         return json.dumps(self.to_dict(), indent=indent)
 
     @classmethod
-    def from_json(cls, text: str) -> "Report":
+    def from_json(cls, text: str) -> Report:
         d = json.loads(text)
         if d.get("schema_version") != FINDINGS_SCHEMA_VERSION:
             raise ValueError(f"findings schema_version {d.get('schema_version')!r}, expected {FINDINGS_SCHEMA_VERSION}")

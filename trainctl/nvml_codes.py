@@ -7,7 +7,7 @@ analyzer agree on the bits without one importing the other.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["GPU_IDLE", "SW_POWER_CAP", "HW_SLOWDOWN", "SW_THERMAL", "HW_THERMAL", "HW_POWER_BRAKE", "THROTTLE_BITS"]
 

@@ -21,9 +21,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from trainctl.errors import DatasetError
 
@@ -88,7 +89,7 @@ class RunInfo:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RunInfo":
+    def from_dict(cls, d: Mapping[str, Any]) -> RunInfo:
         return cls(
             run_id=str(d["run_id"]),
             world_size=int(d["world_size"]),
@@ -132,7 +133,9 @@ def read_run_info(run_dir: str | os.PathLike[str]) -> RunInfo | None:
     try:
         return RunInfo.from_dict(json.loads(path.read_text()))
     except (ValueError, KeyError, TypeError) as exc:
-        raise DatasetError(f"{path}: not a valid trainctl run.json ({exc!r}); it is written by `trainctl launch`") from exc
+        raise DatasetError(
+            f"{path}: not a valid trainctl run.json ({exc!r}); it is written by `trainctl launch`"
+        ) from exc
 
 
 def is_run_dir(path: str | os.PathLike[str]) -> bool:

@@ -12,8 +12,8 @@ nullable column entirely (the reader fills it with nulls), but never a required 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum
-from typing import Mapping
 
 import pyarrow as pa
 
@@ -162,7 +162,9 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         # CUDA error names its rank; a watchdog timeout names only its reporter, so no culprit.
         _f("culprit_rank", pa.int32()),
         _f("culprit_host", pa.string()),
-        _f("fields", pa.string()),  # JSON object: other extracted fields (peer, timeout_ms, culprit_basis, generic, ...)
+        _f(
+            "fields", pa.string()
+        ),  # JSON object: other extracted fields (peer, timeout_ms, culprit_basis, generic, ...)
     ],
     # Python stacks of live ranks (py-spy dump, faulthandler/dump_traceback, FR frames).
     SignalKind.STACKS: [

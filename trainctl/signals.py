@@ -7,8 +7,8 @@ that accept a Dataset aggregate it with DuckDB before touching pandas).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Union
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -18,7 +18,7 @@ from trainctl.schemas import SignalKind
 
 __all__ = ["TableLike", "Signals", "to_table"]
 
-TableLike = Union[pa.Table, pads.Dataset]
+TableLike = pa.Table | pads.Dataset
 
 
 def to_table(t: TableLike) -> pa.Table:

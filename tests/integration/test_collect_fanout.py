@@ -5,7 +5,6 @@ from __future__ import annotations
 import paramiko
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.collectors.ssh import CommandTimeout, SshClient, error_type_of, fan_out
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd, pytest.mark.timeout(60)]
@@ -38,8 +37,10 @@ def test_proxyjump_reaches_a_host_through_another(sshd_cluster) -> None:
     cluster = sshd_cluster(2)
     n2 = cluster.hosts["node02"]
     with open(cluster.ssh_config, "a") as f:
-        f.write(f"Host behind\n  HostName {n2.address}\n  Port {n2.port}\n  User root\n  IdentityFile {cluster.client_key}\n"
-                f"  UserKnownHostsFile {cluster.known_hosts}\n  ProxyJump node01\n")
+        f.write(
+            f"Host behind\n  HostName {n2.address}\n  Port {n2.port}\n  User root\n  IdentityFile {cluster.client_key}\n"
+            f"  UserKnownHostsFile {cluster.known_hosts}\n  ProxyJump node01\n"
+        )
     (cluster.host_root("node02") / "who").write_text("node02")
     client = SshClient(ssh_config=cluster.ssh_config, use_agent=False)
     with client.connect("behind") as s:

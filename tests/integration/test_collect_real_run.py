@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl import dataset
 from trainctl.rundir import read_run_info
 
@@ -57,15 +56,37 @@ def split_by_host(run_dir: Path, cluster, remote_run: Path) -> dict[str, list[st
 
 
 def launch(cli, run_dir: Path, *extra: str, expect: int):
-    res = cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "2", "--run-dir", str(run_dir),
-              *extra, timeout=240)
+    res = cli(
+        "launch",
+        "--local",
+        "--hosts-local",
+        "2",
+        "--nproc-per-node",
+        "2",
+        "--run-dir",
+        str(run_dir),
+        *extra,
+        timeout=240,
+    )
     assert res.code == expect, res.stdout + res.stderr
     return res
 
 
 def collect_and_diagnose(cli, cluster, remote_run: Path, out: Path) -> tuple[dict, dict]:
-    res = cli("collect", str(remote_run), "--hosts", "node[01-03]", "--out", str(out),
-              "--ssh-config", str(cluster.ssh_config), "--connect-timeout-s", "3", "--json", timeout=120)
+    res = cli(
+        "collect",
+        str(remote_run),
+        "--hosts",
+        "node[01-03]",
+        "--out",
+        str(out),
+        "--ssh-config",
+        str(cluster.ssh_config),
+        "--connect-timeout-s",
+        "3",
+        "--json",
+        timeout=120,
+    )
     assert res.code == 0, res.stderr  # one host of three failing is not fatal by default
     summary = json.loads(res.stdout)
     assert summary["failed_hosts"] == ["node03"]
@@ -129,7 +150,8 @@ def test_straggler_run_collected_over_ssh_diagnoses_the_same_rank(sshd_cluster, 
     assert set(placed["node01"]) | set(placed["node02"]) <= back
     status = dataset.read_table(out, "collection_status").to_pylist()
     assert {(r["kind"], r["ok"], r["rows"]) for r in status if r["host"] == "node02" and r["kind"] == "timeline"} == {
-        ("timeline", True, sum(1 for r in sorted_rows(local, "timeline") if r["host"] == "node02"))}
+        ("timeline", True, sum(1 for r in sorted_rows(local, "timeline") if r["host"] == "node02"))
+    }
     assert {r["error_type"] for r in status if r["host"] == "node03"} == {"unreachable"}
     assert summary["hosts"] == 3
 
@@ -140,7 +162,11 @@ def test_hung_run_collected_over_ssh_names_the_hung_rank_and_host(sshd_cluster, 
     # Exit 5: the launcher saw no progress for 5 s, dumped Flight Recorder traces and stacks, stopped the run.
     launch(cli, local, "--inject", "hang:rank=3,step=8", "--hang-timeout", "5", "--", "--steps", "30", expect=5)
     assert sorted(p.relative_to(local).as_posix() for p in (local / "fr").rglob("*.json")) == [
-        "fr/node01/rank-0.json", "fr/node01/rank-1.json", "fr/node02/rank-2.json", "fr/node02/rank-3.json"]
+        "fr/node01/rank-0.json",
+        "fr/node01/rank-1.json",
+        "fr/node02/rank-2.json",
+        "fr/node02/rank-3.json",
+    ]
     cluster = sshd_cluster({"node01": "ok", "node02": "ok", "node03": "unreachable"})
     remote_run = cluster.remote_root / "runs" / local.name
     placed = split_by_host(local, cluster, remote_run)

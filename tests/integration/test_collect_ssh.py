@@ -17,7 +17,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl import dataset
 from trainctl.inventory import parse_hosts
 from trainctl.ops.collect import CollectOptions, collect, parse_kinds
@@ -31,37 +30,75 @@ COLLECT_OWN = {"collection_status", "host_facts", "kernel", ".trainctl-collect"}
 
 def make_run(cluster, hosts=HOSTS, *, slow_rank: int = 3, steps: int = 20) -> Path:
     """A 2-ranks-per-host run dir on each host (what `trainctl launch` leaves), rank `slow_rank` slow."""
-    info = RunInfo("r-test", 2 * len(hosts), 2, tuple(HostRanks(h, (2 * i, 2 * i + 1)) for i, h in enumerate(hosts)),
-                   groups={"dp": (tuple(range(2 * len(hosts))),)}, layout={"dp": 2 * len(hosts), "tp": 1, "pp": 1})
+    info = RunInfo(
+        "r-test",
+        2 * len(hosts),
+        2,
+        tuple(HostRanks(h, (2 * i, 2 * i + 1)) for i, h in enumerate(hosts)),
+        groups={"dp": (tuple(range(2 * len(hosts))),)},
+        layout={"dp": 2 * len(hosts), "tp": 1, "pp": 1},
+    )
     for i, h in enumerate(hosts):
         run = cluster.host_root(h) / "run"
         write_run_info(run, info)  # every host has run.json; the dataset takes it from the first
         for rank in (2 * i, 2 * i + 1):
             dur = [(150 if rank == slow_rank else 100) * 1_000_000 + 1000 * s for s in range(steps)]
-            t = pa.table({"rank": [rank] * steps, "local_rank": [rank % 2] * steps, "step": list(range(steps)),
-                          "phase": ["forward"] * steps, "duration_ns": dur, "source": ["perf_counter"] * steps})
+            t = pa.table(
+                {
+                    "rank": [rank] * steps,
+                    "local_rank": [rank % 2] * steps,
+                    "step": list(range(steps)),
+                    "phase": ["forward"] * steps,
+                    "duration_ns": dur,
+                    "source": ["perf_counter"] * steps,
+                }
+            )
             dataset.write_table(run, "timeline", h, t, part=f"rank{rank}-0")
-            for sub, name, text in (("logs/" + h, f"rank-{rank}.log", f"step 0 rank {rank}\n"),
-                                    ("heartbeats", f"rank-{rank}.json", json.dumps({"rank": rank, "host": h, "step": steps})),
-                                    ("ranks", f"rank-{rank}.json", json.dumps({"rank": rank, "host": h, "pid": 999999}))):
+            for sub, name, text in (
+                ("logs/" + h, f"rank-{rank}.log", f"step 0 rank {rank}\n"),
+                ("heartbeats", f"rank-{rank}.json", json.dumps({"rank": rank, "host": h, "step": steps})),
+                ("ranks", f"rank-{rank}.json", json.dumps({"rank": rank, "host": h, "pid": 999999})),
+            ):
                 (run / sub).mkdir(parents=True, exist_ok=True)
                 (run / sub / name).write_text(text)
     return cluster.remote_root / "run"
 
 
 def collect_cli(cli, cluster, run: Path, out: Path, *extra: str, hosts: str = "node[01-03]"):
-    return cli("collect", str(run), "--hosts", hosts, "--out", str(out), "--ssh-config", str(cluster.ssh_config),
-               "--json", *extra, timeout=120)
+    return cli(
+        "collect",
+        str(run),
+        "--hosts",
+        hosts,
+        "--out",
+        str(out),
+        "--ssh-config",
+        str(cluster.ssh_config),
+        "--json",
+        *extra,
+        timeout=120,
+    )
 
 
 def collect_inproc(cluster, run: Path, out: Path, spec: str = "node[01-03]", kinds: str | None = None):
     """The same ops entry point the CLI calls, in-process (saves a CLI start on this 2-core box)."""
-    return collect(CollectOptions(run_dir=str(run), out=out, hosts=tuple(h.name for h in parse_hosts(spec)),
-                                  kinds=parse_kinds([kinds] if kinds else None), ssh_config=str(cluster.ssh_config)))
+    return collect(
+        CollectOptions(
+            run_dir=str(run),
+            out=out,
+            hosts=tuple(h.name for h in parse_hosts(spec)),
+            kinds=parse_kinds([kinds] if kinds else None),
+            ssh_config=str(cluster.ssh_config),
+        )
+    )
 
 
 def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] not in COLLECT_OWN}
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and p.relative_to(root).parts[0] not in COLLECT_OWN
+    }
 
 
 @pytest.mark.timeout(120)
@@ -94,12 +131,15 @@ def test_three_hosts_give_the_run_dirs_tables_and_rerun_fetches_nothing(sshd_clu
         r = cli("diagnose", str(path), "--json", "--fail-on", "never")
         assert r.code == 0, r.stderr
         return [f for f in json.loads(r.stdout)["findings"] if f["kind"] != "missing_data"]
+
     assert findings(out) == findings(merged)
 
     # Re-run: nothing changed, nothing fetched; then one changed log is the only transfer.
     again = collect_inproc(cluster, run, out)
     assert (again.files_fetched, again.bytes_fetched, again.failed_hosts) == (0, 0, [])
-    (cluster.host_root("node02") / "run" / "logs" / "node02" / "rank-3.log").write_text("step 0 rank 3\nstep 1 rank 3\n")
+    (cluster.host_root("node02") / "run" / "logs" / "node02" / "rank-3.log").write_text(
+        "step 0 rank 3\nstep 1 rank 3\n"
+    )
     third = collect_inproc(cluster, run, out)
     assert third.files_fetched == 1 and [r.files_fetched for r in third.reports] == [0, 1, 0]
     assert (out / "logs" / "node02" / "rank-3.log").read_text().endswith("step 1 rank 3\n")
@@ -107,8 +147,16 @@ def test_three_hosts_give_the_run_dirs_tables_and_rerun_fetches_nothing(sshd_clu
 
 @pytest.mark.timeout(150)
 def test_bad_hosts_are_recorded_and_do_not_spoil_the_others(sshd_cluster, cli, tmp_path: Path) -> None:
-    modes = {"node01": "ok", "node02": "ok", "node03": "unreachable", "node04": "refuse_key",
-             "node05": "changed_key", "node06": "silent", "node07": "ok", "node08": "unknown_key"}
+    modes = {
+        "node01": "ok",
+        "node02": "ok",
+        "node03": "unreachable",
+        "node04": "refuse_key",
+        "node05": "changed_key",
+        "node06": "silent",
+        "node07": "ok",
+        "node08": "unknown_key",
+    }
     cluster = sshd_cluster(modes)
     run = make_run(cluster, ["node01", "node02"])  # node07 is up but has no run dir
     out = tmp_path / "ds"
@@ -128,7 +176,11 @@ def test_bad_hosts_are_recorded_and_do_not_spoil_the_others(sshd_cluster, cli, t
     assert ("timeline", False, "no_run_dir") in by_host["node07"] and ("kernel_log", True, None) in by_host["node07"]
     errors = {r["host"]: r["error"] for r in status if r["kind"] == "timeline"}
     assert "CHANGED" in errors["node05"] and "ssh-keygen -R" in errors["node05"]
-    assert "unknown" in errors["node08"] and "ssh-keyscan -p" in errors["node08"] and "--accept-new-host-keys" in errors["node08"]
+    assert (
+        "unknown" in errors["node08"]
+        and "ssh-keyscan -p" in errors["node08"]
+        and "--accept-new-host-keys" in errors["node08"]
+    )
     # The good hosts' data is complete.
     assert dataset.read_table(out, "timeline").num_rows == 4 * 20
     assert sorted(p.name for p in (out / "logs").rglob("*.log")) == [f"rank-{r}.log" for r in range(4)]
@@ -139,11 +191,28 @@ def test_bad_hosts_are_recorded_and_do_not_spoil_the_others(sshd_cluster, cli, t
     unreachable = sorted(f["hosts"][0] for f in diag["findings"] if f["kind"] == "faulty_host")
     assert unreachable == ["node03", "node06"]
     assert {h for f in diag["findings"] if f["kind"] == "missing_data" for h in f["hosts"]} >= {
-        "node03", "node04", "node05", "node06", "node07", "node08"}
+        "node03",
+        "node04",
+        "node05",
+        "node06",
+        "node07",
+        "node08",
+    }
 
     # Past --max-failed-hosts: exit 1 with one line naming the count and the first error.
-    strict = collect_cli(cli, cluster, run, tmp_path / "ds2", "--connect-timeout-s", "2", "--max-failed-hosts", "2",
-                         "--kinds", "timeline", hosts="node01,node03,node04,node05")
+    strict = collect_cli(
+        cli,
+        cluster,
+        run,
+        tmp_path / "ds2",
+        "--connect-timeout-s",
+        "2",
+        "--max-failed-hosts",
+        "2",
+        "--kinds",
+        "timeline",
+        hosts="node01,node03,node04,node05",
+    )
     assert strict.code == 1
     assert "3 of 4 hosts failed (node03, node04, node05), more than --max-failed-hosts 2" in strict.stderr
 
@@ -152,7 +221,9 @@ def test_bad_hosts_are_recorded_and_do_not_spoil_the_others(sshd_cluster, cli, t
 def test_accept_new_host_keys_saves_the_key_and_changed_keys_stay_refused(sshd_cluster, cli, tmp_path: Path) -> None:
     cluster = sshd_cluster({"node01": "unknown_key", "node02": "changed_key"})
     run = make_run(cluster, ["node01", "node02"])
-    res = collect_cli(cli, cluster, run, tmp_path / "ds", "--accept-new-host-keys", "--kinds", "timeline", hosts="node01,node02")
+    res = collect_cli(
+        cli, cluster, run, tmp_path / "ds", "--accept-new-host-keys", "--kinds", "timeline", hosts="node01,node02"
+    )
     summary = json.loads(res.stdout)
     assert summary["failed_hosts"] == ["node02"]
     h = cluster.hosts["node01"]
@@ -184,8 +255,13 @@ def test_live_stacks_of_running_ranks_via_py_spy(sshd_cluster, tmp_path: Path) -
     # The sshd sessions find py-spy on PATH, as on a training host where it is installed.
     cluster = sshd_cluster(2, env={"PATH": f"{pyspy_bin}:/usr/local/bin:/usr/bin:/bin"})
     run = cluster.remote_root / "run"
-    rank = subprocess.Popen([sys.executable, "-c", "import time\ndef train_step_stuck():\n    while True: time.sleep(0.05)\n"
-                             "train_step_stuck()\n"])
+    rank = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\ndef train_step_stuck():\n    while True: time.sleep(0.05)\ntrain_step_stuck()\n",
+        ]
+    )
     try:
         for h, procs in (("node01", [(0, rank.pid), (1, 2**22 + 7)]), ("node02", [(2, rank.pid)])):
             ranks = cluster.host_root(h) / "run" / "ranks"
@@ -194,15 +270,20 @@ def test_live_stacks_of_running_ranks_via_py_spy(sshd_cluster, tmp_path: Path) -
                 (ranks / f"rank-{r}.json").write_text(json.dumps({"rank": r, "host": h, "pid": pid}))
         # node02's rank file claims node01: a pid is only meaningful on its own host, so it is skipped.
         (cluster.host_root("node02") / "run" / "ranks" / "rank-2.json").write_text(
-            json.dumps({"rank": 2, "host": "node01", "pid": rank.pid}))
+            json.dumps({"rank": 2, "host": "node01", "pid": rank.pid})
+        )
         out = tmp_path / "ds"
         res = collect_inproc(cluster, run, out, "node01,node02", kinds="pyspy")
     finally:
         rank.kill()
         rank.wait()
     assert res.failed_hosts == []
-    assert sorted(str(p.relative_to(out)) for p in (out / "stacks").rglob("*.txt")) == ["stacks/node01/rank-0.pyspy.txt"]
+    assert sorted(str(p.relative_to(out)) for p in (out / "stacks").rglob("*.txt")) == [
+        "stacks/node01/rank-0.pyspy.txt"
+    ]
     text = (out / "stacks" / "node01" / "rank-0.pyspy.txt").read_text()
     assert f"Process {rank.pid}" in text and "train_step_stuck" in text
-    rows = {(r["host"], r["kind"]): (r["ok"], r["rows"]) for r in dataset.read_table(out, "collection_status").to_pylist()}
+    rows = {
+        (r["host"], r["kind"]): (r["ok"], r["rows"]) for r in dataset.read_table(out, "collection_status").to_pylist()
+    }
     assert rows == {("node01", "pyspy"): (True, 1), ("node02", "pyspy"): (True, 0)}

@@ -6,13 +6,13 @@ import subprocess
 
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
-
 pytestmark = [pytest.mark.slow, pytest.mark.sshd, pytest.mark.timeout(60)]
 
 
 def _ssh(cluster, host, *cmd):
-    return subprocess.run(["ssh", "-F", str(cluster.ssh_config), host, *cmd], capture_output=True, text=True, timeout=20)
+    return subprocess.run(
+        ["ssh", "-F", str(cluster.ssh_config), host, *cmd], capture_output=True, text=True, timeout=20
+    )
 
 
 def test_each_host_sees_its_own_files_at_the_same_path(sshd_cluster):

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import alive, processes_mentioning  # noqa: E402 (tests/ is on sys.path)
 
 from trainctl.rundir import read_run_info
-from procs import alive, processes_mentioning  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "ddp_train.py"
@@ -34,8 +34,20 @@ def _rank_pids(run: Path) -> dict[int, int]:
 def test_live_hang_in_data_loading_is_detected_dumped_and_diagnosed(cli, tmp_path: Path) -> None:
     assert "trainctl" not in SCRIPT.read_text().replace("no trainctl import", "")
     run = tmp_path / "run"
-    r = cli("launch", "--local", "--nproc-per-node", "4", "--hang-timeout", str(HANG_TIMEOUT_S), "--run-dir", run,
-            "--", SCRIPT, *ARGS, timeout=140)
+    r = cli(
+        "launch",
+        "--local",
+        "--nproc-per-node",
+        "4",
+        "--hang-timeout",
+        str(HANG_TIMEOUT_S),
+        "--run-dir",
+        run,
+        "--",
+        SCRIPT,
+        *ARGS,
+        timeout=140,
+    )
     assert r.code == 5, r.stderr
     assert "hang detected: no rank made progress" in r.stderr
 
@@ -84,8 +96,23 @@ def test_live_hang_in_data_loading_is_detected_dumped_and_diagnosed(cli, tmp_pat
 @pytest.mark.timeout(150)
 def test_keep_hung_leaves_the_run_up_after_the_dump(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    cmd = [sys.executable, "-c", "from trainctl.cli.app import main; main()", "launch", "--local", "--nproc-per-node", "4",
-           "--hang-timeout", str(HANG_TIMEOUT_S), "--keep-hung", "--run-dir", str(run), "--", str(SCRIPT), *ARGS]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from trainctl.cli.app import main; main()",
+        "launch",
+        "--local",
+        "--nproc-per-node",
+        "4",
+        "--hang-timeout",
+        str(HANG_TIMEOUT_S),
+        "--keep-hung",
+        "--run-dir",
+        str(run),
+        "--",
+        str(SCRIPT),
+        *ARGS,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -106,7 +133,7 @@ def test_keep_hung_leaves_the_run_up_after_the_dump(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        for pid in (_rank_pids(run).values() if (run / "ranks" / "rank-3.json").exists() else []):
+        for pid in _rank_pids(run).values() if (run / "ranks" / "rank-3.json").exists() else []:
             if alive(pid):  # only this test's ranks (torchrun gives each its own session)
                 try:
                     os.killpg(pid, signal.SIGKILL)

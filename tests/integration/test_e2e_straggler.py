@@ -33,7 +33,9 @@ def _launched(cli, tmp_path_factory, name: str, *args: str) -> tuple[Path, str]:
     """Launch once per module (several tests read the same run)."""
     if name not in _runs:
         run = tmp_path_factory.mktemp(name) / "run"
-        r = cli("launch", "--local", *args[: args.index("--")], "--run-dir", run, *args[args.index("--"):], timeout=150)
+        r = cli(
+            "launch", "--local", *args[: args.index("--")], "--run-dir", run, *args[args.index("--") :], timeout=150
+        )
         assert r.code == 0, r.stderr[-3000:]
         _runs[name] = (run, r.stderr)
     return _runs[name]
@@ -52,8 +54,14 @@ def _script_args(*extra: str) -> tuple[str, ...]:
 @pytest.mark.timeout(150)
 def test_plain_ddp_script_slow_input_pipeline_is_a_data_straggler(cli, tmp_path_factory) -> None:
     assert "trainctl" not in SCRIPT.read_text().replace("no trainctl import", "")
-    run, _ = _launched(cli, tmp_path_factory, "script-slow", "--nproc-per-node", "4",
-                       *_script_args("--slow-data-rank", "1", "--slow-data-s", str(SLOW_S)))
+    run, _ = _launched(
+        cli,
+        tmp_path_factory,
+        "script-slow",
+        "--nproc-per-node",
+        "4",
+        *_script_args("--slow-data-rank", "1", "--slow-data-s", str(SLOW_S)),
+    )
     fs = _stragglers(cli, run)
     assert [(f["ranks"], f["hosts"]) for f in fs] == [([1], ["node01"])], fs
     f = fs[0]
@@ -66,16 +74,18 @@ def test_plain_ddp_script_slow_input_pipeline_is_a_data_straggler(cli, tmp_path_
 
 @pytest.mark.timeout(150)
 def test_clean_plain_ddp_script_on_two_simulated_hosts_has_no_straggler(cli, tmp_path_factory) -> None:
-    run, _ = _launched(cli, tmp_path_factory, "script-clean", "--hosts-local", "2", "--nproc-per-node", "2",
-                       *_script_args())
+    run, _ = _launched(
+        cli, tmp_path_factory, "script-clean", "--hosts-local", "2", "--nproc-per-node", "2", *_script_args()
+    )
     assert [h.host for h in read_run_info(run).hosts] == ["node01", "node02"]
     assert _stragglers(cli, run) == []
 
 
 @pytest.mark.timeout(150)
 def test_clean_reference_trainer_has_no_straggler(cli, tmp_path_factory) -> None:
-    run, _ = _launched(cli, tmp_path_factory, "ref-clean", "--hosts-local", "2", "--nproc-per-node", "2",
-                       "--", "--steps", REF_STEPS)
+    run, _ = _launched(
+        cli, tmp_path_factory, "ref-clean", "--hosts-local", "2", "--nproc-per-node", "2", "--", "--steps", REF_STEPS
+    )
     assert _stragglers(cli, run) == []
 
 

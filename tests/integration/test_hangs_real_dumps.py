@@ -29,8 +29,13 @@ def scenario(tmp_path_factory):
         if name not in _cache:
             d = tmp_path_factory.mktemp(name)
             env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo"}
-            res = subprocess.run([sys.executable, str(SCENARIO), name, str(d), *extra], capture_output=True,
-                                 text=True, timeout=240, env=env)
+            res = subprocess.run(
+                [sys.executable, str(SCENARIO), name, str(d), *extra],
+                capture_output=True,
+                text=True,
+                timeout=240,
+                env=env,
+            )
             assert res.returncode == 0, res.stderr[-3000:]
             _cache[name] = d
         return _cache[name]
@@ -107,7 +112,10 @@ def test_two_ranks_one_collective_behind_from_json_dumps(scenario, cli) -> None:
     f = _only(fs, "hung_collective")
     assert f["ranks"] == [2, 3] and f["hosts"] == ["node02"]
     assert (f["evidence"]["seq"], f["evidence"]["op"], f["evidence"]["waiting_ranks"]) == (4, "all_reduce", [0, 1])
-    assert f["evidence"]["stack"] == {"2": "read_shard(), hang_scenario.py:44", "3": "read_shard(), hang_scenario.py:44"}
+    assert f["evidence"]["stack"] == {
+        "2": "read_shard(), hang_scenario.py:44",
+        "3": "read_shard(), hang_scenario.py:44",
+    }
 
 
 @pytest.mark.timeout(300)
@@ -159,8 +167,12 @@ def test_stock_analyzer_crashes_on_gloo_dumps_where_trainctl_answers(scenario, c
     src = scenario("never_joins")
     for p in (src / "fr").glob("*/rank-*.pkl"):
         shutil.copy(p, tmp_path / f"trace_{p.stem.split('-')[1]}")
-    stock = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(tmp_path), "-p", "trace_"],
-                           capture_output=True, text=True, timeout=120)
+    stock = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(tmp_path), "-p", "trace_"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert stock.returncode != 0 and "KeyError" in stock.stderr
     _, fs = _diagnose(cli, tmp_path)
     assert _only(fs, "hung_collective")["ranks"] == [3]

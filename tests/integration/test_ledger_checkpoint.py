@@ -5,19 +5,24 @@ damage is a real truncated or bit-flipped file. Nothing about the checkpoint cod
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 import torch
 
 from trainctl.errors import CheckpointError
-from trainctl.runtime.checkpoint import AsyncCheckpointer, latest_complete, load_checkpoint, read_rank_state, resume, verify_rank_dir
+from trainctl.runtime.checkpoint import (
+    AsyncCheckpointer,
+    latest_complete,
+    load_checkpoint,
+    read_rank_state,
+    resume,
+    verify_rank_dir,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -167,8 +172,7 @@ def test_killed_writer_never_yields_half_checkpoint(tmp_path, where) -> None:
     tmp_dirs = list(d.glob(".tmp-step-2-rank-0-*"))
     assert len(tmp_dirs) == 1  # the half-written step is on disk...
     written = {p.name for p in tmp_dirs[0].iterdir()}
-    assert written == ({"tensors.bin", "skeleton.pt", "manifest.json"} if where == "before_commit"
-                       else {"tensors.bin"})
+    assert written == ({"tensors.bin", "skeleton.pt", "manifest.json"} if where == "before_commit" else {"tensors.bin"})
     if where == "mid_write":
         assert (tmp_dirs[0] / "tensors.bin").stat().st_size == 512 * 512 * 4 + 512 * 4
     assert not (d / "step-2" / "rank-0").exists()

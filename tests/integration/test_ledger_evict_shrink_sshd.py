@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from sshd import sshd_cluster  # noqa: F401  (fixture)
-from trainctl.ops.quarantine import Ledger
 from procs import TRAINCTL, alive, stop_group  # noqa: E402 (tests/ is on sys.path)
+
+from trainctl.ops.quarantine import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 
@@ -28,12 +27,40 @@ def test_evict_node_relaunch_shrinks_without_spares(sshd_cluster, cli, tmp_path)
     env = {**os.environ, "TRAINCTL_HOME": str(tmp_path / "home")}
     steps, every, hang_rank, hang_step = 10, 2, 2, 5
     sup = subprocess.Popen(
-        [TRAINCTL, "launch", "--hosts", "node01,node02,node03", "--nproc-per-node", "1",
-         "--ssh-config", str(cluster.ssh_config), "--run-dir", str(run_dir), "--remote-run-dir", str(cluster.remote_root / "run"),
-         "--env", "GLOO_SOCKET_IFNAME=lo", "--steps", str(steps), "--checkpoint-every", str(every),
-         "--checkpoint-dir", str(shared), "--hang-timeout", "0",
-         "--inject", f"hang:rank={hang_rank},step={hang_step}", "--", "--log-every", "1"],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "launch.err", "wb"), start_new_session=True)
+        [
+            TRAINCTL,
+            "launch",
+            "--hosts",
+            "node01,node02,node03",
+            "--nproc-per-node",
+            "1",
+            "--ssh-config",
+            str(cluster.ssh_config),
+            "--run-dir",
+            str(run_dir),
+            "--remote-run-dir",
+            str(cluster.remote_root / "run"),
+            "--env",
+            "GLOO_SOCKET_IFNAME=lo",
+            "--steps",
+            str(steps),
+            "--checkpoint-every",
+            str(every),
+            "--checkpoint-dir",
+            str(shared),
+            "--hang-timeout",
+            "0",
+            "--inject",
+            f"hang:rank={hang_rank},step={hang_step}",
+            "--",
+            "--log-every",
+            "1",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "launch.err", "wb"),
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 150
         while cluster.rank_files("heartbeats").get(hang_rank, {}).get("step") != hang_step:
@@ -47,15 +74,39 @@ def test_evict_node_relaunch_shrinks_without_spares(sshd_cluster, cli, tmp_path)
         assert len(pids) == 3
 
         # --dry-run shows the same plan the relaunch will execute, and changes nothing
-        r = cli("evict-node", victim, "--reason", "hung rank", "--run", run_dir, "--relaunch", "--dry-run", "--json",
-                env=env, timeout=60)
+        r = cli(
+            "evict-node",
+            victim,
+            "--reason",
+            "hung rank",
+            "--run",
+            run_dir,
+            "--relaunch",
+            "--dry-run",
+            "--json",
+            env=env,
+            timeout=60,
+        )
         assert r.code == 0, r.stderr
         dry = json.loads(r.stdout)["relaunch"]
         assert dry["kind"] == "shrink" and dry["hosts"] == survivors and dry["layout"] == {"dp": 2, "tp": 1, "pp": 1}
         assert Ledger(tmp_path / "home").entries() == {} and sup.poll() is None
 
-        r = cli("evict-node", victim, "--reason", "hung rank", "--run", run_dir, "--relaunch", "--yes", "--json",
-                "--wait-timeout", "200", env=env, timeout=260)
+        r = cli(
+            "evict-node",
+            victim,
+            "--reason",
+            "hung rank",
+            "--run",
+            run_dir,
+            "--relaunch",
+            "--yes",
+            "--json",
+            "--wait-timeout",
+            "200",
+            env=env,
+            timeout=260,
+        )
         assert r.code == 0, r.stderr[-4000:]
         doc = json.loads(r.stdout)
         rl = doc["relaunch"]

@@ -23,8 +23,26 @@ def _losses(run: Path) -> dict[int, float]:
 
 
 def _launch(cli, run: Path, ckpt: Path, hosts: int, *extra: str):
-    return cli("launch", "--local", "--hosts-local", str(hosts), "--nproc-per-node", "2", "--run-dir", run,
-               "--steps", "16", "--checkpoint-every", "4", "--checkpoint-dir", ckpt, "--", "--log-every", "1", *extra)
+    return cli(
+        "launch",
+        "--local",
+        "--hosts-local",
+        str(hosts),
+        "--nproc-per-node",
+        "2",
+        "--run-dir",
+        run,
+        "--steps",
+        "16",
+        "--checkpoint-every",
+        "4",
+        "--checkpoint-dir",
+        ckpt,
+        "--",
+        "--log-every",
+        "1",
+        *extra,
+    )
 
 
 @pytest.mark.timeout(150)
@@ -44,8 +62,10 @@ def test_dp_shrink_resumes_from_larger_world_with_loss_continuity(cli, tmp_path:
     r = _launch(cli, b, ckpt_b, 1)
     assert r.code == 0, r.stderr[-3000:]
     log0 = next(b.glob("logs/*/rank-0.log")).read_text()
-    assert ("resumed from checkpoint step 12: " in log0
-            and "(written by dp=2 x tp=2 x pp=1 (4 ranks), resumed as dp=1 x tp=2 x pp=1 (2 ranks))" in log0), log0
+    assert (
+        "resumed from checkpoint step 12: " in log0
+        and "(written by dp=2 x tp=2 x pp=1 (4 ranks), resumed as dp=1 x tp=2 x pp=1 (2 ranks))" in log0
+    ), log0
     shrunk = _losses(b)
     assert sorted(shrunk) == [13, 14, 15, 16]  # the step counter continues
     # Step 13's loss is computed before any update of the smaller world: identical weights and batch.
@@ -66,6 +86,8 @@ def test_dp_shrink_resumes_from_larger_world_with_loss_continuity(cli, tmp_path:
     assert r.code != 0
     # every rank refuses; the first to exit may take the other down before it writes its error file
     errs = [json.loads(p.read_text())["message"]["message"] for p in sorted((c / "errors").glob("rank-*.json"))]
-    assert errs and all("checkpoint layout dp=2 x tp=2 x pp=1 (4 ranks) cannot be resumed as "
-                        "dp=2 x tp=1 x pp=1 (2 ranks)" in e for e in errs), errs
+    assert errs and all(
+        "checkpoint layout dp=2 x tp=2 x pp=1 (4 ranks) cannot be resumed as dp=2 x tp=1 x pp=1 (2 ranks)" in e
+        for e in errs
+    ), errs
     assert not (c / "loss.jsonl").exists() or not (c / "loss.jsonl").read_text().strip()

@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.collectors.ssh import SshClient
 from trainctl.ops.remote import RemoteHosts
 
@@ -28,10 +27,21 @@ def test_start_stream_poll_and_stop_per_host(sshd_cluster, tmp_path):
     with RemoteHosts(SshClient(ssh_config=cluster.ssh_config)) as hosts:
         # node01: prints its host's private file, then exits 7; node02: runs until stopped, with a child.
         (cluster.host_root("node01") / "who").write_text("node01\n")
-        done = hosts.start("node01", "job", ["sh", "-c", 'cat "$1"; echo "$X"; exit 7', "sh", str(cluster.remote_root / "who")],
-                           log_path=log, env={"X": "quoted $(x) ;|"}, local_log=tmp_path / "agent-node01.log")
-        forever = hosts.start("node02", "job", ["sh", "-c", "sleep 300 & echo started; wait"], log_path=log,
-                              local_log=tmp_path / "agent-node02.log")
+        done = hosts.start(
+            "node01",
+            "job",
+            ["sh", "-c", 'cat "$1"; echo "$X"; exit 7', "sh", str(cluster.remote_root / "who")],
+            log_path=log,
+            env={"X": "quoted $(x) ;|"},
+            local_log=tmp_path / "agent-node01.log",
+        )
+        forever = hosts.start(
+            "node02",
+            "job",
+            ["sh", "-c", "sleep 300 & echo started; wait"],
+            log_path=log,
+            local_log=tmp_path / "agent-node02.log",
+        )
         st = _wait(hosts, done)
         assert (st.alive, st.exit_code, st.killed) == (False, 7, False)
         assert hosts.poll(forever).alive

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.ops.quarantine import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
@@ -29,11 +28,40 @@ def test_xid_on_node02_evicts_it_and_resumes_on_the_spare(sshd_cluster, cli, tmp
     shared = tmp_path / "shared-ckpt"  # outside remote_root: every host sees it (shared storage)
     run_dir = tmp_path / "sup"
     steps, every, fault_step = 10, 3, 7
-    r = cli("launch", "--hosts", "node01,node02,node03", "--spares", "node04", "--nproc-per-node", "1",
-            "--ssh-config", cluster.ssh_config, "--run-dir", run_dir, "--remote-run-dir", cluster.remote_root / "run",
-            "--env", "GLOO_SOCKET_IFNAME=lo", "--steps", steps, "--checkpoint-every", every, "--checkpoint-dir", shared,
-            "--hang-timeout", "60", "--inject", f"xid:host=node02,code=79,step={fault_step}", "--",
-            "--log-every", "1", "--tp", "1", env=_env(tmp_path), timeout=280)
+    r = cli(
+        "launch",
+        "--hosts",
+        "node01,node02,node03",
+        "--spares",
+        "node04",
+        "--nproc-per-node",
+        "1",
+        "--ssh-config",
+        cluster.ssh_config,
+        "--run-dir",
+        run_dir,
+        "--remote-run-dir",
+        cluster.remote_root / "run",
+        "--env",
+        "GLOO_SOCKET_IFNAME=lo",
+        "--steps",
+        steps,
+        "--checkpoint-every",
+        every,
+        "--checkpoint-dir",
+        shared,
+        "--hang-timeout",
+        "60",
+        "--inject",
+        f"xid:host=node02,code=79,step={fault_step}",
+        "--",
+        "--log-every",
+        "1",
+        "--tp",
+        "1",
+        env=_env(tmp_path),
+        timeout=280,
+    )
     assert r.code == 0, r.stderr[-4000:]
     ev = _events(run_dir)
     attempts = [e for e in ev if e["event"] == "attempt_started"]
@@ -73,9 +101,29 @@ def test_bad_user_script_stops_without_retries(sshd_cluster, cli, tmp_path):
     script = tmp_path / "train_bad.py"
     script.write_text("import torch\nimport trainctl_no_such_module  # a typo: ImportError on every rank\n")
     run_dir = tmp_path / "sup"
-    r = cli("launch", "--hosts", "node01,node02", "--nproc-per-node", "1", "--max-restarts", "3",
-            "--ssh-config", cluster.ssh_config, "--run-dir", run_dir, "--remote-run-dir", cluster.remote_root / "run",
-            "--env", "GLOO_SOCKET_IFNAME=lo", "--hang-timeout", "60", "--", script, env=_env(tmp_path), timeout=140)
+    r = cli(
+        "launch",
+        "--hosts",
+        "node01,node02",
+        "--nproc-per-node",
+        "1",
+        "--max-restarts",
+        "3",
+        "--ssh-config",
+        cluster.ssh_config,
+        "--run-dir",
+        run_dir,
+        "--remote-run-dir",
+        cluster.remote_root / "run",
+        "--env",
+        "GLOO_SOCKET_IFNAME=lo",
+        "--hang-timeout",
+        "60",
+        "--",
+        script,
+        env=_env(tmp_path),
+        timeout=140,
+    )
     assert r.code == 4, r.stderr[-3000:]
     ev = _events(run_dir)
     assert len([e for e in ev if e["event"] == "attempt_started"]) == 1

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from sshd import sshd_cluster  # noqa: F401  (fixture)
-from trainctl.ops.quarantine import Ledger
 from procs import TRAINCTL, alive, stop_group  # noqa: E402 (tests/ is on sys.path)
+
+from trainctl.ops.quarantine import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 
@@ -35,12 +34,44 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
     env = {**os.environ, "TRAINCTL_HOME": str(tmp_path / "home")}
     steps, every, hang_rank, hang_step = 10, 2, 1, 5
     sup = subprocess.Popen(
-        [TRAINCTL, "launch", "--hosts", "node01,node02,node03", "--spares", "node04", "--nproc-per-node", "1",
-         "--ssh-config", str(cluster.ssh_config), "--run-dir", str(run_dir), "--remote-run-dir", str(cluster.remote_root / "run"),
-         "--env", "GLOO_SOCKET_IFNAME=lo", "--steps", str(steps), "--checkpoint-every", str(every),
-         "--checkpoint-dir", str(shared), "--hang-timeout", "0",
-         "--inject", f"hang:rank={hang_rank},step={hang_step}", "--", "--log-every", "1", "--tp", "1"],
-        env=env, stdout=subprocess.PIPE, stderr=open(tmp_path / "launch.err", "wb"), start_new_session=True)
+        [
+            TRAINCTL,
+            "launch",
+            "--hosts",
+            "node01,node02,node03",
+            "--spares",
+            "node04",
+            "--nproc-per-node",
+            "1",
+            "--ssh-config",
+            str(cluster.ssh_config),
+            "--run-dir",
+            str(run_dir),
+            "--remote-run-dir",
+            str(cluster.remote_root / "run"),
+            "--env",
+            "GLOO_SOCKET_IFNAME=lo",
+            "--steps",
+            str(steps),
+            "--checkpoint-every",
+            str(every),
+            "--checkpoint-dir",
+            str(shared),
+            "--hang-timeout",
+            "0",
+            "--inject",
+            f"hang:rank={hang_rank},step={hang_step}",
+            "--",
+            "--log-every",
+            "1",
+            "--tp",
+            "1",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "launch.err", "wb"),
+        start_new_session=True,
+    )
     try:
         # wait for the hang: the drill rank's heartbeat reaches the step, nobody moves after it
         deadline = time.monotonic() + 150
@@ -68,7 +99,9 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         assert Ledger(tmp_path / "home").entries() == {}
         assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.jsonl"))
         assert sup.poll() is None and all(alive(p) for p in pids.values())
-        assert {f for f in _files(run_dir) if not f.startswith("logs/")} == {f for f in before if not f.startswith("logs/")}
+        assert {f for f in _files(run_dir) if not f.startswith("logs/")} == {
+            f for f in before if not f.startswith("logs/")
+        }
         assert not any((cluster.host_root(n) / "run" / "fr").exists() for n in cluster.names)  # no dump taken
 
         # (b) --yes: collect, diagnose, evict, relaunch from the checkpoint, finish
@@ -103,10 +136,20 @@ def test_hung_collective_runbook_live(sshd_cluster, cli, tmp_path):
         assert culprit in entries[culprit].finding["hosts"]
         # the audit log: every step with its evidence
         audit = [json.loads(x) for x in (Path(res["audit"])).read_text().splitlines()]
-        assert [a["step"] for a in audit if a["event"] == "step"] == ["collect", "diagnose", "notify", "confirm", "evict"]
+        assert [a["step"] for a in audit if a["event"] == "step"] == [
+            "collect",
+            "diagnose",
+            "notify",
+            "confirm",
+            "evict",
+        ]
         by = {a["step"]: a for a in audit if a["event"] == "step"}
         assert by["diagnose"]["outputs"]["culprit"]["kind"] in ("hung_collective", "collective_mismatch")
-        assert by["evict"]["outputs"]["relaunch"]["exit_code"] == 0 and by["evict"]["command"][:3] == ["trainctl", "evict-node", culprit]
+        assert by["evict"]["outputs"]["relaunch"]["exit_code"] == 0 and by["evict"]["command"][:3] == [
+            "trainctl",
+            "evict-node",
+            culprit,
+        ]
         assert audit[-1]["event"] == "end" and audit[-1]["completed"] is True
     finally:
         stop_group(sup)

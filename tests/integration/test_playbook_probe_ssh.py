@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
 from trainctl.ops.playbook import RunOptions, parse_runbook, run_runbook
 from trainctl.ops.probe_remote import run_remote_probe
 
@@ -20,8 +18,16 @@ ENV = {"GLOO_SOCKET_IFNAME": "lo"}
 def test_probe_over_ssh_names_the_slow_host_and_no_one_when_clean(sshd_cluster, tmp_path):
     cluster = sshd_cluster(4)
     work = str(cluster.remote_root / "probe")  # the same path names each host's own files
-    v = run_remote_probe(HOSTS, workdir=work, ssh_config=str(cluster.ssh_config), slow_host="node03", slow_delay_s=0.2,
-                         iters=5, env=ENV, timeout_s=200)
+    v = run_remote_probe(
+        HOSTS,
+        workdir=work,
+        ssh_config=str(cluster.ssh_config),
+        slow_host="node03",
+        slow_delay_s=0.2,
+        iters=5,
+        env=ENV,
+        timeout_s=200,
+    )
     assert v.hosts == tuple(HOSTS) and v.failing_hosts == ()
     assert v.slow_hosts == ("node03",), v.to_dict()
     # every host ran its own torchrun agent: each log is on its own host only
@@ -34,7 +40,8 @@ def test_probe_over_ssh_names_the_slow_host_and_no_one_when_clean(sshd_cluster, 
 @pytest.mark.timeout(200)
 def test_runbook_probe_step_with_local_false(sshd_cluster, tmp_path):
     cluster = sshd_cluster(4)
-    book = parse_runbook(f"""
+    book = parse_runbook(
+        f"""
 name: probe-ssh
 description: probe real hosts
 steps:
@@ -44,10 +51,12 @@ steps:
       local: false
       hosts: {json.dumps(HOSTS)}
       ssh_config: {cluster.ssh_config}
-      workdir: {cluster.remote_root / 'probe'}
+      workdir: {cluster.remote_root / "probe"}
       slow_host: node02
       env: {{GLOO_SOCKET_IFNAME: lo}}
-""", "probe-ssh.yaml")
+""",
+        "probe-ssh.yaml",
+    )
     run = tmp_path / "run"
     run.mkdir()
     res = run_runbook(book, run, RunOptions(yes=True, incident_id="inc-probe"))

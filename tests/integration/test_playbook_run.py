@@ -12,14 +12,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-import pytest
-
 import pyarrow as pa
+import pytest
 
 from trainctl.dataset import write_table
 from trainctl.ops.playbook import read_audit
-from trainctl.schemas import SignalKind, schema_for
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
+from trainctl.schemas import SignalKind, schema_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -27,15 +26,31 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     run = tmp_path / "run"
-    write_run_info(run, RunInfo(run_id="r-test-0001", world_size=4, nproc_per_node=1,
-                                hosts=tuple(HostRanks(f"node0{i + 1}", (i,)) for i in range(4))))
+    write_run_info(
+        run,
+        RunInfo(
+            run_id="r-test-0001",
+            world_size=4,
+            nproc_per_node=1,
+            hosts=tuple(HostRanks(f"node0{i + 1}", (i,)) for i in range(4)),
+        ),
+    )
     # A real timeline table per host (identical ranks: nothing for an analyzer to flag).
     for i in range(4):
-        cols = {"rank": [i] * 3, "local_rank": [0] * 3, "step": [1, 2, 3], "phase": ["step"] * 3,
-                "start_ts": [1_000_000_000 * s for s in (1, 2, 3)], "duration_ns": [900_000_000] * 3,
-                "tokens": [4096] * 3, "source": ["perf_counter"] * 3}
+        cols = {
+            "rank": [i] * 3,
+            "local_rank": [0] * 3,
+            "step": [1, 2, 3],
+            "phase": ["step"] * 3,
+            "start_ts": [1_000_000_000 * s for s in (1, 2, 3)],
+            "duration_ns": [900_000_000] * 3,
+            "tokens": [4096] * 3,
+            "source": ["perf_counter"] * 3,
+        }
         schema = schema_for(SignalKind.TIMELINE)
-        write_table(run, SignalKind.TIMELINE, f"node0{i + 1}", pa.Table.from_pydict(cols, schema=schema), part=f"rank{i}-0")
+        write_table(
+            run, SignalKind.TIMELINE, f"node0{i + 1}", pa.Table.from_pydict(cols, schema=schema), part=f"rank{i}-0"
+        )
     return run
 
 
@@ -128,11 +143,22 @@ def test_dry_run_plans_destructive_steps_without_running_them(cli, run_dir: Path
     assert steps["notify"]["status"] == "planned" and hook.bodies == []
     assert steps["evict"]["status"] == "planned"
     assert steps["evict"]["decision"] == "would run if confirm.answer (depends on confirm); destructive: needs --yes"
-    assert steps["evict"]["command"] == ["trainctl", "evict-node", "node02", "--reason", "test", "--run", str(run_dir.resolve()), "--json"]
+    assert steps["evict"]["command"] == [
+        "trainctl",
+        "evict-node",
+        "node02",
+        "--reason",
+        "test",
+        "--run",
+        str(run_dir.resolve()),
+        "--json",
+    ]
     assert _tree(run_dir) == before
 
 
-def test_real_run_writes_every_step_to_the_audit_and_resume_skips_completed(cli, run_dir: Path, env, tmp_path: Path, hook) -> None:
+def test_real_run_writes_every_step_to_the_audit_and_resume_skips_completed(
+    cli, run_dir: Path, env, tmp_path: Path, hook
+) -> None:
     book = tmp_path / "book.yaml"
     # First attempt: the webhook is down (closed port) so notify fails and the runbook stops.
     dead = _Hook()
@@ -153,16 +179,45 @@ def test_real_run_writes_every_step_to_the_audit_and_resume_skips_completed(cli,
     r2 = cli("playbook", "run", book, "--run", run_dir, "--resume", incident, "--json", env=env)
     assert r2.code == 0, r2.stderr
     steps = json.loads(r2.stdout)["steps"]
-    assert [(s["step"], s["status"]) for s in steps] == [("diagnose", "ok"), ("notify", "ok"), ("confirm", "ok"), ("evict", "skipped")]
+    assert [(s["step"], s["status"]) for s in steps] == [
+        ("diagnose", "ok"),
+        ("notify", "ok"),
+        ("confirm", "ok"),
+        ("evict", "skipped"),
+    ]
     assert steps[0]["decision"].startswith(f"completed earlier in {incident}")
     assert steps[2]["outputs"] == {"answer": False} and steps[2]["decision"] == "unattended: took the default (no)"
-    assert hook.bodies == [{"runbook": "notify-test", "incident": incident, "run": str(run_dir.resolve()), "message": "run r-test-0001: 0 findings"}]
+    assert hook.bodies == [
+        {
+            "runbook": "notify-test",
+            "incident": incident,
+            "run": str(run_dir.resolve()),
+            "message": "run r-test-0001: 0 findings",
+        }
+    ]
 
     records = read_audit(audit)
-    assert [r["event"] for r in records] == ["start", "step", "step", "end", "resume", "step", "step", "step", "step", "end"]
+    assert [r["event"] for r in records] == [
+        "start",
+        "step",
+        "step",
+        "end",
+        "resume",
+        "step",
+        "step",
+        "step",
+        "step",
+        "end",
+    ]
     steps_rec = [r for r in records if r["event"] == "step"]
     assert [(r["step"], r["status"]) for r in steps_rec] == [
-        ("diagnose", "ok"), ("notify", "failed"), ("diagnose", "ok"), ("notify", "ok"), ("confirm", "ok"), ("evict", "skipped")]
+        ("diagnose", "ok"),
+        ("notify", "failed"),
+        ("diagnose", "ok"),
+        ("notify", "ok"),
+        ("confirm", "ok"),
+        ("evict", "skipped"),
+    ]
     diag = steps_rec[0]
     assert diag["command"] == ["trainctl", "diagnose", str(run_dir.resolve()), "--json", "--fail-on", "never"]
     assert diag["exit_code"] == 0 and diag["outputs"]["findings"] == [] and diag["duration_s"] > 0
@@ -174,14 +229,22 @@ def test_real_run_writes_every_step_to_the_audit_and_resume_skips_completed(cli,
 
 def test_destructive_step_without_yes_refuses_in_a_non_interactive_run(cli, run_dir: Path, env, tmp_path: Path) -> None:
     book = tmp_path / "evict.yaml"
-    book.write_text("name: evict-test\ndescription: x\nsteps:\n  - id: diagnose\n    type: diagnose\n"
-                    "  - id: evict\n    type: evict-node\n    with: {hosts: [node02], reason: drill}\n")
+    book.write_text(
+        "name: evict-test\ndescription: x\nsteps:\n  - id: diagnose\n    type: diagnose\n"
+        "  - id: evict\n    type: evict-node\n    with: {hosts: [node02], reason: drill}\n"
+    )
     r = cli("playbook", "run", book, "--run", run_dir, env=env)
     assert r.code == 1
-    assert "step 'evict' would evict node02, which is destructive, and this run is not interactive; rerun with --yes" in r.stderr
+    assert (
+        "step 'evict' would evict node02, which is destructive, and this run is not interactive; rerun with --yes"
+        in r.stderr
+    )
     (incident,) = [p.name for p in (run_dir / "incidents").iterdir()]
     records = read_audit(run_dir / "incidents" / incident / "audit.jsonl")
-    assert [(r.get("step"), r.get("status")) for r in records if r["event"] == "step"] == [("diagnose", "ok"), ("evict", "refused")]
+    assert [(r.get("step"), r.get("status")) for r in records if r["event"] == "step"] == [
+        ("diagnose", "ok"),
+        ("evict", "refused"),
+    ]
     assert not (tmp_path / "home").exists()  # evict-node never ran: no ledger
 
 
@@ -189,7 +252,16 @@ def test_list_and_show(cli) -> None:
     r = cli("playbook", "list", "--json")
     assert r.code == 0, r.stderr
     names = [b["name"] for b in json.loads(r.stdout)]
-    assert names == ["crash-loop", "faulty-host", "hung-collective", "missing-data", "nan-loss", "network-error", "oom", "straggler"]
+    assert names == [
+        "crash-loop",
+        "faulty-host",
+        "hung-collective",
+        "missing-data",
+        "nan-loss",
+        "network-error",
+        "oom",
+        "straggler",
+    ]
     show = cli("playbook", "show", "hung-collective")
     assert show.code == 0 and show.stdout.startswith("name: hung-collective\n")
     bad = cli("playbook", "show", "nope")

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from sshd import sshd_cluster  # noqa: F401  (fixture)
-
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 
 
@@ -23,11 +21,34 @@ def test_straggler_from_step_300_is_a_fail_slow_incident_and_the_run_continues(s
     # The supervisor polls heartbeats at 1 Hz and takes its baseline after its first observation;
     # on a quiet machine a step takes ~15 ms, so the slowdown must start seconds into training.
     start, steps = 300, 450
-    r = cli("launch", "--hosts", "node01,node02", "--nproc-per-node", "1",
-            "--ssh-config", cluster.ssh_config, "--run-dir", run_dir, "--remote-run-dir", cluster.remote_root / "run",
-            "--env", "GLOO_SOCKET_IFNAME=lo", "--steps", steps, "--hang-timeout", "90",
-            "--inject", f"straggler:rank=1,factor=8,phase=forward,start_step={start}", "--",
-            "--log-every", "50", "--tp", "1", env={**os.environ, "TRAINCTL_HOME": str(tmp_path / "home")}, timeout=260)
+    r = cli(
+        "launch",
+        "--hosts",
+        "node01,node02",
+        "--nproc-per-node",
+        "1",
+        "--ssh-config",
+        cluster.ssh_config,
+        "--run-dir",
+        run_dir,
+        "--remote-run-dir",
+        cluster.remote_root / "run",
+        "--env",
+        "GLOO_SOCKET_IFNAME=lo",
+        "--steps",
+        steps,
+        "--hang-timeout",
+        "90",
+        "--inject",
+        f"straggler:rank=1,factor=8,phase=forward,start_step={start}",
+        "--",
+        "--log-every",
+        "50",
+        "--tp",
+        "1",
+        env={**os.environ, "TRAINCTL_HOME": str(tmp_path / "home")},
+        timeout=260,
+    )
     assert r.code == 0, r.stderr[-4000:]
     ev = [json.loads(x) for x in (run_dir / "supervisor.jsonl").read_text().splitlines()]
     slow = [e for e in ev if e["event"] == "fault_detected" and e["trigger"] == "fail_slow"]
@@ -41,6 +62,10 @@ def test_straggler_from_step_300_is_a_fail_slow_incident_and_the_run_continues(s
     assert decisions[0]["trigger"] == "fail_slow"
     # nothing was stopped or relaunched: one attempt ran every step
     assert len([e for e in ev if e["event"] == "attempt_started"]) == 1
-    loss = [json.loads(x) for n in cluster.names if (cluster.host_root(n) / "run" / "loss.jsonl").is_file()
-            for x in (cluster.host_root(n) / "run" / "loss.jsonl").read_text().splitlines()]
+    loss = [
+        json.loads(x)
+        for n in cluster.names
+        if (cluster.host_root(n) / "run" / "loss.jsonl").is_file()
+        for x in (cluster.host_root(n) / "run" / "loss.jsonl").read_text().splitlines()
+    ]
     assert [x["step"] for x in loss] == list(range(1, steps + 1))

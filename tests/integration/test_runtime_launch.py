@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from procs import alive, processes_mentioning  # noqa: E402 (tests/ is on sys.path)
 
 from trainctl import dataset
 from trainctl.rundir import read_run_info
-from procs import alive, processes_mentioning  # noqa: E402 (tests/ is on sys.path)
 
 pytestmark = pytest.mark.slow
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
@@ -48,8 +48,22 @@ def test_unmodified_ddp_script_gets_compute_and_wait(cli, tmp_path: Path) -> Non
     script = FIXTURES / "ddp_train.py"
     assert "trainctl" not in script.read_text().replace("no trainctl import", "")
     run = tmp_path / "run"
-    r = cli("launch", "--local", "--nproc-per-node", "4", "--run-dir", run, "--", script, "--steps", "25",
-            "--slow-rank", "2", "--slow-s", "0.03")
+    r = cli(
+        "launch",
+        "--local",
+        "--nproc-per-node",
+        "4",
+        "--run-dir",
+        run,
+        "--",
+        script,
+        "--steps",
+        "25",
+        "--slow-rank",
+        "2",
+        "--slow-s",
+        "0.03",
+    )
     assert r.code == 0, r.stderr
     t = dataset.read_table(run, "timeline").to_pandas()
     for phase in ("compute", "wait", "step", "data"):
@@ -71,8 +85,21 @@ def test_unmodified_ddp_script_gets_compute_and_wait(cli, tmp_path: Path) -> Non
 @pytest.mark.timeout(120)
 def test_crash_drill_names_root_cause_rank(cli, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    r = cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "2", "--run-dir", run,
-            "--inject", "crash:rank=1,step=3", "--", "--steps", "30")
+    r = cli(
+        "launch",
+        "--local",
+        "--hosts-local",
+        "2",
+        "--nproc-per-node",
+        "2",
+        "--run-dir",
+        run,
+        "--inject",
+        "crash:rank=1,step=3",
+        "--",
+        "--steps",
+        "30",
+    )
     assert r.code == 4, r.stderr
     assert "Root Cause (first observed failure):" in r.stderr
     assert "  rank      : 1 (local_rank: 1)" in r.stderr
@@ -84,8 +111,23 @@ def test_crash_drill_names_root_cause_rank(cli, tmp_path: Path) -> None:
 @pytest.mark.timeout(150)
 def test_hang_drill_dumps_every_rank_then_tree_is_gone(cli, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    r = cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "2", "--run-dir", run,
-            "--inject", "hang:rank=3,step=4", "--hang-timeout", "5", "--", "--steps", "200")
+    r = cli(
+        "launch",
+        "--local",
+        "--hosts-local",
+        "2",
+        "--nproc-per-node",
+        "2",
+        "--run-dir",
+        run,
+        "--inject",
+        "hang:rank=3,step=4",
+        "--hang-timeout",
+        "5",
+        "--",
+        "--steps",
+        "200",
+    )
     assert r.code == 5, r.stderr
     assert "hang detected" in r.stderr
     info = read_run_info(run)

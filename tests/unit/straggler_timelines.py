@@ -8,7 +8,7 @@ the time it waited for the slowest rank of that step. That is what makes the wai
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -65,7 +65,9 @@ def make_timeline(
     slow_phases = [phase] if isinstance(phase, str) else list(phase)
     for p in slow_phases:
         assert p in base, f"phase {p} is not in the {shape} shape"
-    tok = np.full((ranks, steps), 4096, dtype=np.int64) if tokens is None else tokens(rng, ranks, steps).astype(np.int64)
+    tok = (
+        np.full((ranks, steps), 4096, dtype=np.int64) if tokens is None else tokens(rng, ranks, steps).astype(np.int64)
+    )
     tok_scale = tok / tok.mean()
     step_idx = np.arange(steps)
 
@@ -80,7 +82,9 @@ def make_timeline(
             for r, s in (rank_scale or {}).items():
                 d[r] *= s
         dur[p] = d
-    in_window = np.ones(steps, dtype=bool) if slow_steps is None else (step_idx >= slow_steps[0]) & (step_idx < slow_steps[1])
+    in_window = (
+        np.ones(steps, dtype=bool) if slow_steps is None else (step_idx >= slow_steps[0]) & (step_idx < slow_steps[1])
+    )
     for r in slow:
         for p in slow_phases:
             dur[p][r, in_window] *= factor

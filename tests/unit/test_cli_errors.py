@@ -31,8 +31,13 @@ def test_truncated_parquet(cli, tmp_path) -> None:
     import pyarrow as pa
 
     from trainctl import dataset
-    p = dataset.write_table(tmp_path, "timeline", "n1", pa.table({
-        "rank": pa.array([0], pa.int32()), "step": [1], "phase": ["forward"], "duration_ns": [5]}))
+
+    p = dataset.write_table(
+        tmp_path,
+        "timeline",
+        "n1",
+        pa.table({"rank": pa.array([0], pa.int32()), "step": [1], "phase": ["forward"], "duration_ns": [5]}),
+    )
     p.write_bytes(p.read_bytes()[:30])
     line = _one_clean_line(cli("diagnose", tmp_path))
     assert f"{p}: not a readable Parquet file" in line

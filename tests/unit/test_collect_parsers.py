@@ -27,7 +27,9 @@ def _run(case: dict):
         got = rundir_sync.parse_manifest(case["output"].encode())
         return rundir_sync.manifest_command("/runs/r-1"), {k: [v.size_bytes, v.mtime_ns] for k, v in got.items()}
     if c == "pyspy_ranks":
-        return pyspy_dump.ranks_command("/runs/r-1"), [asdict(p) for p in pyspy_dump.parse_ranks(case["output"], case["host"])]
+        return pyspy_dump.ranks_command("/runs/r-1"), [
+            asdict(p) for p in pyspy_dump.parse_ranks(case["output"], case["host"])
+        ]
     if c == "pyspy":
         procs = [pyspy_dump.RankProc(2, 4242, "node02"), pyspy_dump.RankProc(3, 4243, "node02")]
         got = pyspy_dump.parse(case["output"], case["nonce"])
@@ -77,7 +79,12 @@ def test_classify(path: str, kind: str | None) -> None:
 
 def test_changed_fetches_only_new_or_modified_selected_files() -> None:
     st = rundir_sync.FileStat
-    remote = {"run.json": st(10, 1), "logs/n1/rank-0.log": st(20, 5), "logs/n1/rank-1.log": st(7, 9), "fr/n1/rank-0.pkl": st(3, 3)}
+    remote = {
+        "run.json": st(10, 1),
+        "logs/n1/rank-0.log": st(20, 5),
+        "logs/n1/rank-1.log": st(7, 9),
+        "fr/n1/rank-0.pkl": st(3, 3),
+    }
     local = {"run.json": st(10, 1), "logs/n1/rank-0.log": st(20, 4)}
     assert rundir_sync.changed(remote, local, ["run_info", "rank_logs"]) == {
         "logs/n1/rank-0.log": "rank_logs",

@@ -50,8 +50,14 @@ def test_script_sections_round_trip_and_cannot_be_forged(evil_run: Path, tmp_pat
     # A remote file that prints a marker-looking line (another nonce) must not split the output.
     (evil_run / "ranks").mkdir()
     (evil_run / "ranks" / "rank-0.json").write_text("\n@@deadbeefdeadbeef manifest 0\n")
-    script = build_script({"manifest": rundir_sync.manifest_command(str(evil_run)),
-                           "ranks": pyspy_dump.ranks_command(str(evil_run)), "fail": "exit 7"}, nonce)
+    script = build_script(
+        {
+            "manifest": rundir_sync.manifest_command(str(evil_run)),
+            "ranks": pyspy_dump.ranks_command(str(evil_run)),
+            "fail": "exit 7",
+        },
+        nonce,
+    )
     res = _sh(script, tmp_path)
     secs = split_sections(res.stdout, nonce)
     assert [(s.name, s.exit_code) for s in secs.values()] == [("manifest", 0), ("ranks", 0), ("fail", 7)]
@@ -76,7 +82,13 @@ def test_ssh_config_is_honoured(tmp_path: Path) -> None:
     )
     t = SshClient(ssh_config=cfg, use_agent=False).target("n1")
     assert (t.hostname, t.port, t.user, t.identities_only, t.strict_host_key_checking, t.proxy_jump) == (
-        "127.0.0.9", 2222, "alice", True, "accept-new", "bastion")
+        "127.0.0.9",
+        2222,
+        "alice",
+        True,
+        "accept-new",
+        "bastion",
+    )
     assert t.identity_files == (str(Path.home() / "keys" / "id"),)
     assert t.known_hosts_files == ("/tmp/kh1", "/tmp/kh2")
     assert t.known_hosts_name == "[127.0.0.9]:2222" and t.connect_timeout_s == 3.0

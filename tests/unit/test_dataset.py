@@ -10,12 +10,14 @@ from trainctl.schemas import SCHEMA_VERSION, SignalKind, schema_for
 
 
 def _timeline(n: int = 4) -> pa.Table:
-    return pa.table({
-        "rank": pa.array(range(n), pa.int32()),
-        "step": pa.array([1] * n, pa.int64()),
-        "phase": ["forward"] * n,
-        "duration_ns": pa.array([100 * (i + 1) for i in range(n)], pa.int64()),
-    })
+    return pa.table(
+        {
+            "rank": pa.array(range(n), pa.int32()),
+            "step": pa.array([1] * n, pa.int64()),
+            "phase": ["forward"] * n,
+            "duration_ns": pa.array([100 * (i + 1) for i in range(n)], pa.int64()),
+        }
+    )
 
 
 def test_every_kind_has_versioned_schema_with_units() -> None:

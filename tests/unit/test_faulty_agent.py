@@ -76,33 +76,78 @@ class FakeNvml:
             raise pynvml.NVMLError(self.init_error)
 
     def nvmlShutdown(self): ...
-    def nvmlDeviceGetCount(self): return len(self.gpus)
-    def nvmlDeviceGetHandleByIndex(self, i): return i
-    def nvmlDeviceGetIndex(self, h): return h
-    def nvmlDeviceGetUUID(self, h): return self._v(h, "uuid")
-    def nvmlDeviceGetPciInfo(self, h): return types.SimpleNamespace(busId=self._v(h, "bus"))
-    def nvmlDeviceGetUtilizationRates(self, h): return types.SimpleNamespace(gpu=self._v(h, "util"), memory=self._v(h, "mem_util"))
-    def nvmlDeviceGetMemoryInfo(self, h): return types.SimpleNamespace(used=self._v(h, "mem_used"), total=self._v(h, "mem_total"), free=0)
-    def nvmlDeviceGetPowerUsage(self, h): return self._v(h, "power_mw")
-    def nvmlDeviceGetEnforcedPowerLimit(self, h): return self._v(h, "limit_mw")
-    def nvmlDeviceGetTemperature(self, h, sensor): return self._v(h, "temp")
-    def nvmlDeviceGetClockInfo(self, h, clk): return self._v(h, "sm_clock")
-    def nvmlDeviceGetMaxClockInfo(self, h, clk): return self._v(h, "sm_clock_max")
-    def nvmlDeviceGetCurrPcieLinkGeneration(self, h): return self._v(h, "gen")
-    def nvmlDeviceGetMaxPcieLinkGeneration(self, h): return self._v(h, "gen_max")
-    def nvmlDeviceGetCurrPcieLinkWidth(self, h): return self._v(h, "width")
-    def nvmlDeviceGetMaxPcieLinkWidth(self, h): return self._v(h, "width_max")
-    def nvmlDeviceGetTotalEccErrors(self, h, err_type, counter): return self._v(h, "ecc")[(err_type, counter)]
-    def nvmlDeviceGetRetiredPages(self, h, cause): return self._v(h, "retired")[cause]
-    def nvmlDeviceGetRemappedRows(self, h): return self._v(h, "remapped")
+    def nvmlDeviceGetCount(self):
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetIndex(self, h):
+        return h
+
+    def nvmlDeviceGetUUID(self, h):
+        return self._v(h, "uuid")
+
+    def nvmlDeviceGetPciInfo(self, h):
+        return types.SimpleNamespace(busId=self._v(h, "bus"))
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return types.SimpleNamespace(gpu=self._v(h, "util"), memory=self._v(h, "mem_util"))
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return types.SimpleNamespace(used=self._v(h, "mem_used"), total=self._v(h, "mem_total"), free=0)
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self._v(h, "power_mw")
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return self._v(h, "limit_mw")
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        return self._v(h, "temp")
+
+    def nvmlDeviceGetClockInfo(self, h, clk):
+        return self._v(h, "sm_clock")
+
+    def nvmlDeviceGetMaxClockInfo(self, h, clk):
+        return self._v(h, "sm_clock_max")
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h):
+        return self._v(h, "gen")
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h):
+        return self._v(h, "gen_max")
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h):
+        return self._v(h, "width")
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h):
+        return self._v(h, "width_max")
+
+    def nvmlDeviceGetTotalEccErrors(self, h, err_type, counter):
+        return self._v(h, "ecc")[(err_type, counter)]
+
+    def nvmlDeviceGetRetiredPages(self, h, cause):
+        return self._v(h, "retired")[cause]
+
+    def nvmlDeviceGetRemappedRows(self, h):
+        return self._v(h, "remapped")
+
     def nvmlDeviceGetNvLinkState(self, h, link):
         links = self._v(h, "links")
         if link not in links:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return pynvml.NVML_FEATURE_ENABLED
-    def nvmlDeviceGetNvLinkErrorCounter(self, h, link, counter): return self._v(h, "links")[link][counter]
-    def nvmlDeviceGetCurrentClocksEventReasons(self, h): return self._v(h, "throttle")
-    def nvmlEventSetCreate(self): return "event-set"
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, h, link, counter):
+        return self._v(h, "links")[link][counter]
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self._v(h, "throttle")
+
+    def nvmlEventSetCreate(self):
+        return "event-set"
+
     def nvmlEventSetFree(self, s): ...
     def nvmlDeviceRegisterEvents(self, h, types_, s): ...
     def nvmlEventSetWait_v2(self, s, timeout_ms):
@@ -113,12 +158,24 @@ class FakeNvml:
 
 def h100(**over) -> dict:
     g = {
-        "uuid": "GPU-5b3c1a2e-0000-4f4b-9a7c-1234567890ab", "bus": b"00000000:18:00.0",
-        "util": 97, "mem_util": 41, "mem_used": 71_000_000_000, "mem_total": 85_899_345_920,
-        "power_mw": 612_345, "limit_mw": 700_000, "temp": 64, "sm_clock": 1980, "sm_clock_max": 1980,
-        "gen": 5, "gen_max": 5, "width": 16, "width_max": 16,
+        "uuid": "GPU-5b3c1a2e-0000-4f4b-9a7c-1234567890ab",
+        "bus": b"00000000:18:00.0",
+        "util": 97,
+        "mem_util": 41,
+        "mem_used": 71_000_000_000,
+        "mem_total": 85_899_345_920,
+        "power_mw": 612_345,
+        "limit_mw": 700_000,
+        "temp": 64,
+        "sm_clock": 1980,
+        "sm_clock_max": 1980,
+        "gen": 5,
+        "gen_max": 5,
+        "width": 16,
+        "width_max": 16,
         "ecc": {(1, 0): 0, (1, 1): 2, (0, 0): 3, (0, 1): 118},  # (uncorrected|corrected, volatile|aggregate)
-        "retired": None, "remapped": (1, 2, False, False),
+        "retired": None,
+        "remapped": (1, 2, False, False),
         "links": {0: {2: 5, 3: 1}, 1: {2: 0, 3: 2}},
         "throttle": 0x4,
     }
@@ -137,13 +194,26 @@ def test_nvml_fields_map_to_gpu_metrics_columns_with_units() -> None:
     assert r0["power_w"] == pytest.approx(612.345) and r0["power_limit_w"] == 700.0
     assert r0["pci_bus_id"] == "00000000:18:00.0"
     assert (r0["sm_util_pct"], r0["mem_util_pct"], r0["temp_c"]) == (97.0, 41.0, 64.0)
-    assert (r0["pcie_link_gen"], r0["pcie_link_gen_max"], r0["pcie_link_width"], r0["pcie_link_width_max"]) == (5, 5, 16, 16)
+    assert (r0["pcie_link_gen"], r0["pcie_link_gen_max"], r0["pcie_link_width"], r0["pcie_link_width_max"]) == (
+        5,
+        5,
+        16,
+        16,
+    )
     assert (r0["ecc_sbe_volatile"], r0["ecc_dbe_volatile"], r0["ecc_sbe_total"], r0["ecc_dbe_total"]) == (3, 0, 118, 2)
     assert r0["retired_pages"] == 3  # retired pages unsupported (Ampere+): remapped rows 1 + 2
     assert r0["nvlink_crc_errors_total"] == 5 + 1 + 0 + 2  # CRC FLIT + CRC DATA over the two active links
     assert r0["throttle_reasons"] == 0x4 and r0["xid"] is None
     # Unsupported fields are nulls, not zeros.
-    for col in ("nvlink_crc_errors_total", "ecc_dbe_total", "ecc_sbe_volatile", "retired_pages", "throttle_reasons", "pci_bus_id", "pcie_link_gen_max"):
+    for col in (
+        "nvlink_crc_errors_total",
+        "ecc_dbe_total",
+        "ecc_sbe_volatile",
+        "retired_pages",
+        "throttle_reasons",
+        "pci_bus_id",
+        "pcie_link_gen_max",
+    ):
         assert r1[col] is None, col
     assert r1["power_w"] == pytest.approx(612.345)
 
@@ -161,7 +231,12 @@ def test_xid_events_are_recorded_on_their_gpu_and_stay() -> None:
 def test_lost_gpu_drops_out_and_gpu_count_falls(tmp_path: Path) -> None:
     fake = FakeNvml([h100(), h100()])
     proc = _proc(tmp_path)
-    agent = MetricsAgent(AgentConfig(tmp_path / "out", "gpuhost"), nvml=fake, proc_root=proc, clock_ns=iter([10**18, 10**18 + 10**9]).__next__)
+    agent = MetricsAgent(
+        AgentConfig(tmp_path / "out", "gpuhost"),
+        nvml=fake,
+        proc_root=proc,
+        clock_ns=iter([10**18, 10**18 + 10**9]).__next__,
+    )
     agent._open_nvml()
     agent.sample_once()
     fake.lost.add(1)  # the GPU falls off the bus: every call now answers GPU_IS_LOST
@@ -185,7 +260,9 @@ def test_without_nvml_one_line_and_host_metrics_only(tmp_path: Path, caplog: pyt
     h = read_table(tmp_path / "out", "host_metrics")
     assert h.num_rows == 5
     assert not (tmp_path / "out" / "gpu_metrics").exists()
-    assert len({p.name for p in (tmp_path / "out" / "host_metrics" / "host=cpuhost").iterdir()}) >= 2  # flushed in parts
+    assert (
+        len({p.name for p in (tmp_path / "out" / "host_metrics" / "host=cpuhost").iterdir()}) >= 2
+    )  # flushed in parts
 
 
 def _proc(root: Path, stat: str = PROC_STAT, net: str = NET_DEV) -> Path:

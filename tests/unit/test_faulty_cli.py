@@ -10,12 +10,34 @@ from trainctl.dataset import hosts_present, read_table
 
 def test_fleet_sim_then_diagnose(cli, tmp_path: Path) -> None:
     out = tmp_path / "fleet"
-    r = cli("fleet-sim", "--hosts", "6", "--gpus", "2", "--minutes", "5", "--fault", "power_brake@node04:90",
-            "--fault", "xid95@2:120", "--quirk", "fleet_pause:200", "--quirk", "warm_host@node05", "--out", out, "--seed", "5")
+    r = cli(
+        "fleet-sim",
+        "--hosts",
+        "6",
+        "--gpus",
+        "2",
+        "--minutes",
+        "5",
+        "--fault",
+        "power_brake@node04:90",
+        "--fault",
+        "xid95@2:120",
+        "--quirk",
+        "fleet_pause:200",
+        "--quirk",
+        "warm_host@node05",
+        "--out",
+        out,
+        "--seed",
+        "5",
+    )
     assert r.code == 0, r.stderr
     assert "faulty: node02, node04" in r.stdout
     labels = json.loads((out / "fleet_labels.json").read_text())
-    assert [(f["kind"], f["host"], f["onset_s"]) for f in labels["faults"]] == [("power_brake", "node04", 90.0), ("xid95", "node02", 120.0)]
+    assert [(f["kind"], f["host"], f["onset_s"]) for f in labels["faults"]] == [
+        ("power_brake", "node04", 90.0),
+        ("xid95", "node02", 120.0),
+    ]
     assert hosts_present(out) == [f"node0{i}" for i in range(1, 7)]
     assert read_table(out, "gpu_metrics").num_rows == 6 * 2 * 300
 

@@ -12,7 +12,16 @@ import pytest
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import XID_TABLE, find_faulty_hosts, xid_info
 from trainctl.findings import Category, FindingKind, Severity
-from trainctl.ops.fleet_sim import FAULT_KINDS, QUIRK_KINDS, FaultSpec, FleetScenario, QuirkSpec, parse_fault, parse_quirk, simulate
+from trainctl.ops.fleet_sim import (
+    FAULT_KINDS,
+    QUIRK_KINDS,
+    FaultSpec,
+    FleetScenario,
+    QuirkSpec,
+    parse_fault,
+    parse_quirk,
+    simulate,
+)
 
 HOSTS, GPUS, SECONDS = 8, 4, 360
 
@@ -26,7 +35,9 @@ def _analyze(sc: FleetScenario, **kw):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_each_fault_names_its_host_and_category(kind: str, seed: int) -> None:
     findings, r = _analyze(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec(kind, "node03", 150),), seed=seed))
-    assert [(f.kind, f.hosts, f.category) for f in findings] == [(FindingKind.FAULTY_HOST, ("node03",), Category(FAULT_KINDS[kind]))]
+    assert [(f.kind, f.hosts, f.category) for f in findings] == [
+        (FindingKind.FAULTY_HOST, ("node03",), Category(FAULT_KINDS[kind]))
+    ]
     f = findings[0]
     # Detected after the onset, within the documented rules' delays (persistence 60 s, continuity 60 s).
     detected = f.evidence["detected_ts"]
@@ -49,18 +60,32 @@ def test_clean_fleet_has_no_findings(seed: int) -> None:
 
 def test_two_faults_among_quirks() -> None:
     sc = FleetScenario(
-        16, GPUS, 480, seed=7,
+        16,
+        GPUS,
+        480,
+        seed=7,
         faults=(FaultSpec("nvlink_crc", "node04", 120), FaultSpec("cpu_contention", "node11", 200)),
-        quirks=(QuirkSpec("fleet_pause", None, 300), QuirkSpec("sw_power_cap", "node05"), QuirkSpec("old_ecc", "node06"),
-                QuirkSpec("low_crc", "node07"), QuirkSpec("pcie_idle", "node08"), QuirkSpec("warm_host", "node09"),
-                QuirkSpec("blips", "node10")),
+        quirks=(
+            QuirkSpec("fleet_pause", None, 300),
+            QuirkSpec("sw_power_cap", "node05"),
+            QuirkSpec("old_ecc", "node06"),
+            QuirkSpec("low_crc", "node07"),
+            QuirkSpec("pcie_idle", "node08"),
+            QuirkSpec("warm_host", "node09"),
+            QuirkSpec("blips", "node10"),
+        ),
     )
     findings, _ = _analyze(sc)
-    assert sorted((f.hosts[0], f.category.value) for f in findings) == [("node04", "nvlink"), ("node11", "metric_outlier")]
+    assert sorted((f.hosts[0], f.category.value) for f in findings) == [
+        ("node04", "nvlink"),
+        ("node11", "metric_outlier"),
+    ]
 
 
 def test_evidence_names_gpu_values_and_xids() -> None:
-    findings, r = _analyze(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("xid64", "node05", 100, gpu=2),), seed=3))
+    findings, r = _analyze(
+        FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("xid64", "node05", 100, gpu=2),), seed=3)
+    )
     (f,) = findings
     assert f.severity is Severity.CRITICAL and f.category is Category.ECC
     sigs = f.evidence["signals"]
@@ -71,7 +96,9 @@ def test_evidence_names_gpu_values_and_xids() -> None:
 
 
 def test_gpu_lost_cites_count_drop_and_silent_gpu() -> None:
-    findings, _ = _analyze(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("gpu_lost", "node02", 100, gpu=1),), seed=0))
+    findings, _ = _analyze(
+        FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("gpu_lost", "node02", 100, gpu=1),), seed=0)
+    )
     (f,) = findings
     assert f.category is Category.GPU_LOST
     sigs = f.evidence["signals"]
@@ -96,18 +123,29 @@ def test_tiny_fleet_skips_comparison() -> None:
 
 def test_log_xids_and_unreachable_collection() -> None:
     # Unreachable hosts come from analyzers/coverage.py; consolidate folds them in per host.
-    logs = pa.table({
-        "ts": pa.array([1_795_305_700 * 10**9] * 3, pa.timestamp("ns", tz="UTC")),
-        "host": ["node01", "node02", "node02"],
-        "source": ["kernel/node01/dmesg.txt", "kernel/node02/dmesg.txt", "kernel/node02/dmesg.txt"],
-        "line_no": [10, 4, 5],
-        "xid": pa.array([79, 13, 13], pa.int32()),
-        "message": ["NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.",
-                    "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception", "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception"],
-    })
-    status = pa.table({"host": ["node03", "node03", "node04"], "kind": ["timeline", "gpu_metrics", "timeline"],
-                       "ok": [False, False, False], "error_type": ["unreachable", "unreachable", "no_run_dir"],
-                       "error": ["ssh node03:22: timed out", "ssh node03:22: timed out", "no timeline parts"]})
+    logs = pa.table(
+        {
+            "ts": pa.array([1_795_305_700 * 10**9] * 3, pa.timestamp("ns", tz="UTC")),
+            "host": ["node01", "node02", "node02"],
+            "source": ["kernel/node01/dmesg.txt", "kernel/node02/dmesg.txt", "kernel/node02/dmesg.txt"],
+            "line_no": [10, 4, 5],
+            "xid": pa.array([79, 13, 13], pa.int32()),
+            "message": [
+                "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.",
+                "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception",
+                "NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception",
+            ],
+        }
+    )
+    status = pa.table(
+        {
+            "host": ["node03", "node03", "node04"],
+            "kind": ["timeline", "gpu_metrics", "timeline"],
+            "ok": [False, False, False],
+            "error_type": ["unreachable", "unreachable", "no_run_dir"],
+            "error": ["ssh node03:22: timed out", "ssh node03:22: timed out", "no timeline parts"],
+        }
+    )
     from trainctl.analyzers import run_analyzers
     from trainctl.schemas import SignalKind
     from trainctl.signals import Signals
@@ -149,7 +187,9 @@ def test_host_metrics_only_and_lazy_dataset(tmp_path) -> None:
 
     r = simulate(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("cpu_contention", "node06", 120),), seed=4))
     # CPU-only fleet (no NVML anywhere): host metrics alone still name the host.
-    assert [(f.hosts, f.category) for f in find_faulty_hosts(None, r.host_metrics)] == [(("node06",), Category.METRIC_OUTLIER)]
+    assert [(f.hosts, f.category) for f in find_faulty_hosts(None, r.host_metrics)] == [
+        (("node06",), Category.METRIC_OUTLIER)
+    ]
     # Read lazily from Parquet as diagnose does for big tables: same answer.
     write_fleet(r, tmp_path)
     lazy = find_faulty_hosts(open_dataset(tmp_path, "gpu_metrics"), open_dataset(tmp_path, "host_metrics"))

@@ -10,16 +10,27 @@ from trainctl.findings import Category, Finding, FindingKind, Report, Severity, 
 
 def test_json_matches_design_shape() -> None:
     f = Finding(
-        FindingKind.STRAGGLER, Severity.WARNING, "rank 5 on node03 is slow", Category.COMPUTE,
-        hosts=("node03",), ranks=(5,), confidence=0.93,
+        FindingKind.STRAGGLER,
+        Severity.WARNING,
+        "rank 5 on node03 is slow",
+        Category.COMPUTE,
+        hosts=("node03",),
+        ranks=(5,),
+        confidence=0.93,
         evidence={"slowdown": np.float64(1.48), "phase": "forward", "steps": (120, 400)},
     )
     d = json.loads(Report("r-1", (f,)).to_json())
     assert d["schema_version"] == 1 and d["run_id"] == "r-1"
     assert d["findings"][0] == {
-        "kind": "straggler", "severity": "warning", "category": "compute", "hosts": ["node03"],
-        "ranks": [5], "confidence": 0.93, "summary": "rank 5 on node03 is slow",
-        "evidence": {"slowdown": 1.48, "phase": "forward", "steps": [120, 400]}, "playbook": "straggler",
+        "kind": "straggler",
+        "severity": "warning",
+        "category": "compute",
+        "hosts": ["node03"],
+        "ranks": [5],
+        "confidence": 0.93,
+        "summary": "rank 5 on node03 is slow",
+        "evidence": {"slowdown": 1.48, "phase": "forward", "steps": [120, 400]},
+        "playbook": "straggler",
     }
     assert Report.from_json(Report("r-1", (f,)).to_json()).findings[0].ranks == (5,)
 

@@ -8,21 +8,50 @@ from trainctl.analyzers.hangs import analyze_hangs, rank_grid
 from trainctl.findings import Category, FindingKind
 from trainctl.rundir import HostRanks, RunInfo
 
-RUN = RunInfo("r", 4, 2, (HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3))),
-              groups={"tp": ((0, 1), (2, 3)), "dp": ((0, 2), (1, 3))}, layout={"dp": 2, "tp": 2, "pp": 1})
+RUN = RunInfo(
+    "r",
+    4,
+    2,
+    (HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3))),
+    groups={"tp": ((0, 1), (2, 3)), "dp": ((0, 2), (1, 3))},
+    layout={"dp": 2, "tp": 2, "pp": 1},
+)
 
 
-def _rows(rank: int, pg: str, seqs, *, desc: str = "default_pg", op: str = "all_reduce", size: int = 16,
-          retired_last: bool = False, first_record: int = 0, overrides: dict | None = None) -> list[dict]:
+def _rows(
+    rank: int,
+    pg: str,
+    seqs,
+    *,
+    desc: str = "default_pg",
+    op: str = "all_reduce",
+    size: int = 16,
+    retired_last: bool = False,
+    first_record: int = 0,
+    overrides: dict | None = None,
+) -> list[dict]:
     rows = []
     seqs = list(seqs)
     for i, s in enumerate(seqs):
         o = (overrides or {}).get(s, {})
-        rows.append({"rank": rank, "pg_name": pg, "pg_desc": desc, "pg_ranks": None, "seq": s, "record_id": first_record + i,
-                     "op": o.get("op", op), "input_sizes": [[o.get("size", size)]], "output_sizes": [[o.get("size", size)]],
-                     "input_dtypes": [o.get("dtype", "Float")], "output_dtypes": [o.get("dtype", "Float")],
-                     "enqueue_ts": pd.Timestamp(1_700_000_000_000_000_000 + s * 1000 + rank, tz="UTC"),
-                     "retired": i < len(seqs) - 1 or retired_last, "frames": None})
+        rows.append(
+            {
+                "rank": rank,
+                "pg_name": pg,
+                "pg_desc": desc,
+                "pg_ranks": None,
+                "seq": s,
+                "record_id": first_record + i,
+                "op": o.get("op", op),
+                "input_sizes": [[o.get("size", size)]],
+                "output_sizes": [[o.get("size", size)]],
+                "input_dtypes": [o.get("dtype", "Float")],
+                "output_dtypes": [o.get("dtype", "Float")],
+                "enqueue_ts": pd.Timestamp(1_700_000_000_000_000_000 + s * 1000 + rank, tz="UTC"),
+                "retired": i < len(seqs) - 1 or retired_last,
+                "frames": None,
+            }
+        )
     return rows
 
 
@@ -47,19 +76,27 @@ def test_dtype_mismatch_is_a_type_mismatch_and_a_tie_is_not_blamed_on_anyone() -
 
 def test_ring_buffer_wrap_aligns_by_seq_and_uses_pg_status() -> None:
     # rank 0 kept seq 50-60 (records 990..), rank 1 kept 45-59: only 50-59 compare; rank 1 is behind.
-    df = _df(_rows(0, "0", range(50, 61), first_record=990), _rows(1, "0", range(45, 60), first_record=985, retired_last=True),
-             _rows(1, "0", [], overrides={}))
+    df = _df(
+        _rows(0, "0", range(50, 61), first_record=990),
+        _rows(1, "0", range(45, 60), first_record=985, retired_last=True),
+        _rows(1, "0", [], overrides={}),
+    )
     # A mismatch at seq 47 exists only on rank 1's side of the wrap: it must not be compared.
     df.loc[(df["rank"] == 1) & (df["seq"] == 47), "op"] = "broadcast"
-    status = pd.DataFrame([{"rank": 0, "pg_name": "0", "last_enqueued_seq": 60}, {"rank": 1, "pg_name": "0", "last_enqueued_seq": 59}])
+    status = pd.DataFrame(
+        [{"rank": 0, "pg_name": "0", "last_enqueued_seq": 60}, {"rank": 1, "pg_name": "0", "last_enqueued_seq": 59}]
+    )
     (f,) = analyze_hangs(df, status)
     assert f.kind is FindingKind.HUNG_COLLECTIVE and f.ranks == (1,) and f.evidence["seq"] == 60
     assert f.evidence["buffer_wrapped_ranks"] == [0, 1]
 
 
 def test_subgroup_membership_inferred_from_entries_without_run_info() -> None:
-    df = _df(*(_rows(r, "0", range(1, 4)) for r in range(4)), _rows(2, "2", range(1, 3), desc="tp"),
-             _rows(3, "2", range(1, 2), desc="tp", retired_last=True))
+    df = _df(
+        *(_rows(r, "0", range(1, 4)) for r in range(4)),
+        _rows(2, "2", range(1, 3), desc="tp"),
+        _rows(3, "2", range(1, 2), desc="tp", retired_last=True),
+    )
     (f,) = analyze_hangs(df)
     assert f.ranks == (3,) and f.evidence["pg_name"] == "2" and f.evidence["seq"] == 2
     assert f.evidence["members"] == [2, 3] and f.evidence["membership"].startswith("inferred")
@@ -75,9 +112,15 @@ def test_subgroup_member_with_no_entries_is_found_through_run_groups() -> None:
 
 def test_two_groups_hung_by_one_rank_give_one_finding() -> None:
     # rank 1 skipped the tp all_reduce (pg 1) that rank 0 waits in; ranks 2,3 wait in world seq 5.
-    df = _df(_rows(0, "0", range(1, 5), retired_last=True), _rows(1, "0", range(1, 5), retired_last=True),
-             _rows(2, "0", range(1, 6)), _rows(3, "0", range(1, 6)), _rows(0, "1", [1], desc="tp"),
-             _rows(2, "2", [1], desc="tp", retired_last=True), _rows(3, "2", [1], desc="tp", retired_last=True))
+    df = _df(
+        _rows(0, "0", range(1, 5), retired_last=True),
+        _rows(1, "0", range(1, 5), retired_last=True),
+        _rows(2, "0", range(1, 6)),
+        _rows(3, "0", range(1, 6)),
+        _rows(0, "1", [1], desc="tp"),
+        _rows(2, "2", [1], desc="tp", retired_last=True),
+        _rows(3, "2", [1], desc="tp", retired_last=True),
+    )
     (f,) = analyze_hangs(df, run=RUN)
     assert f.ranks == (1,) and f.evidence["pg_name"] == "1" and f.evidence["seq"] == 1
     assert f.evidence["also_hung"][0]["pg_name"] == "0" and f.evidence["also_hung"][0]["seq"] == 5
@@ -106,8 +149,13 @@ def test_clean_dumps_give_no_finding() -> None:
 
 
 def test_grid_from_layout_with_pipeline_and_fallback_row() -> None:
-    run = RunInfo("r", 8, 4, (HostRanks("a", tuple(range(4))), HostRanks("b", tuple(range(4, 8)))),
-                  layout={"tp": 2, "dp": 2, "pp": 2})
+    run = RunInfo(
+        "r",
+        8,
+        4,
+        (HostRanks("a", tuple(range(4))), HostRanks("b", tuple(range(4, 8)))),
+        layout={"tp": 2, "dp": 2, "pp": 2},
+    )
     g = rank_grid(run, range(8))
     assert g["axes"] == {"stage": "pp", "row": "dp", "col": "tp"}
     assert g["stages"] == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]

@@ -34,8 +34,11 @@ class _Evil:
 def test_recorded_dumps_parse_into_tables() -> None:
     dumps = fr.load_dumps(fr.find_dumps(REC), root=REC)
     assert [(d.rank, d.host, d.fmt, d.version) for d in dumps] == [
-        (0, "node01", "pickle", "2.10"), (1, "node01", "pickle", "2.10"),
-        (2, "node02", "pickle", "2.10"), (3, "node02", "pickle", "2.10")]
+        (0, "node01", "pickle", "2.10"),
+        (1, "node01", "pickle", "2.10"),
+        (2, "node02", "pickle", "2.10"),
+        (3, "node02", "pickle", "2.10"),
+    ]
     t = fr.dumps_to_tables(dumps)
     coll = t[SignalKind.COLLECTIVES].to_pandas()
     assert len(coll) == 15  # seq 1-4 on ranks 0-2, seq 1-3 on rank 3
@@ -98,7 +101,9 @@ def test_dump_traceback_parser_on_recorded_output() -> None:
     rows = stk.parse_dump_traceback((REC / "stacks/node02/rank-3.txt").read_text(), rank=3)
     main = [r for r in rows if r["thread"] == stk.MAIN_THREAD]
     assert [(r["depth"], r["function"], Path(r["filename"]).name, r["line"]) for r in main[:2]] == [
-        (0, "read_shard", "hang_scenario.py", 44), (1, "rank_main", "hang_scenario.py", 80)]
+        (0, "read_shard", "hang_scenario.py", 44),
+        (1, "rank_main", "hang_scenario.py", 80),
+    ]
     assert main[-1]["function"] == "<module>" and all(r["source"] == "dump_traceback" for r in rows)
     # The server thread ("Current thread", no Python frame) contributes no rows.
     assert {r["thread"] for r in rows} == {stk.MAIN_THREAD}
@@ -110,7 +115,8 @@ def test_pyspy_parser_on_recorded_output() -> None:
     assert [(r["depth"], r["function"], r["filename"], r["line"]) for r in rows[:3]] == [
         (0, "all_reduce", "torch/distributed/distributed_c10d.py", 3252),
         (1, "_exception_logger.<locals>.wrapper", "torch/distributed/c10d_logger.py", 83),
-        (2, "rank_main", "hang_scenario.py", 81)]
+        (2, "rank_main", "hang_scenario.py", 81),
+    ]
 
 
 def test_read_stack_files_maps_both_formats() -> None:

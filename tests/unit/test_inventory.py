@@ -6,12 +6,15 @@ from trainctl.errors import InventoryError
 from trainctl.inventory import HostSpec, expand_nodelist, parse_hosts
 
 
-@pytest.mark.parametrize("expr, expected", [
-    ("node[01-03,7]", ["node01", "node02", "node03", "node7"]),
-    ("node[8-10]", ["node8", "node9", "node10"]),
-    ("r[1-2]-g[1,3]", ["r1-g1", "r1-g3", "r2-g1", "r2-g3"]),
-    ("plain", ["plain"]),
-])
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("node[01-03,7]", ["node01", "node02", "node03", "node7"]),
+        ("node[8-10]", ["node8", "node9", "node10"]),
+        ("r[1-2]-g[1,3]", ["r1-g1", "r1-g3", "r2-g1", "r2-g3"]),
+        ("plain", ["plain"]),
+    ],
+)
 def test_expand_nodelist(expr, expected) -> None:
     assert expand_nodelist(expr) == expected
 
@@ -28,14 +31,17 @@ def test_hostfile_and_at_file(tmp_path) -> None:
     assert parse_hosts(str(f)) == expected
 
 
-@pytest.mark.parametrize("spec, msg", [
-    ("", "empty host list"),
-    ("node[01-", "unbalanced"),
-    ("node[5-2]", "runs backwards"),
-    ("a,a", "listed twice"),
-    ("a;rm -rf", "is not a host name"),
-    ("x/missing-hostfile", "cannot read hostfile"),
-])
+@pytest.mark.parametrize(
+    "spec, msg",
+    [
+        ("", "empty host list"),
+        ("node[01-", "unbalanced"),
+        ("node[5-2]", "runs backwards"),
+        ("a,a", "listed twice"),
+        ("a;rm -rf", "is not a host name"),
+        ("x/missing-hostfile", "cannot read hostfile"),
+    ],
+)
 def test_bad_inventories_say_why(spec, msg) -> None:
     with pytest.raises(InventoryError, match=msg):
         parse_hosts(spec)

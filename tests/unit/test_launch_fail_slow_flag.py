@@ -9,8 +9,18 @@ from trainctl.errors import InputError
 from trainctl.ops import run_control
 from trainctl.ops.run_control import record_launch, relaunch_argv
 
-BASE = dict(local=False, hosts="node01,node02", hosts_local=1, nproc_per_node=1, run_dir=None, inject=[],
-            max_restarts=0, hang_timeout=0, keep_hung=False, script_and_args=[])
+BASE = dict(
+    local=False,
+    hosts="node01,node02",
+    hosts_local=1,
+    nproc_per_node=1,
+    run_dir=None,
+    inject=[],
+    max_restarts=0,
+    hang_timeout=0,
+    keep_hung=False,
+    script_and_args=[],
+)
 
 
 @pytest.mark.parametrize("ratio, on, used", [(None, True, 1.5), (2.0, True, 2.0), (0.0, False, 1.5)])

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-
-import pytest
-
 import sys
 from pathlib import Path
+
+import pytest
 
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 
@@ -28,17 +27,28 @@ def recorded(log: Path) -> list[list[str]]:
     return [json.loads(l) for l in log.read_text().splitlines()] if log.exists() else []
 
 
-FINDING = {"kind": "faulty_host", "severity": "critical", "category": "gpu_lost", "hosts": ["node02"],
-           "ranks": [2, 3], "confidence": 0.95, "summary": "node02: GPU lost (Xid 79)",
-           "evidence": {"xid": 79, "line": "NVRM: Xid (PCI:0000:3b:00): 79"}, "playbook": "faulty-host"}
+FINDING = {
+    "kind": "faulty_host",
+    "severity": "critical",
+    "category": "gpu_lost",
+    "hosts": ["node02"],
+    "ranks": [2, 3],
+    "confidence": 0.95,
+    "summary": "node02: GPU lost (Xid 79)",
+    "evidence": {"xid": 79, "line": "NVRM: Xid (PCI:0000:3b:00): 79"},
+    "playbook": "faulty-host",
+}
 
 
 @pytest.fixture
 def env(tmp_path):
     install_fakes(tmp_path / "bin")
     e = dict(os.environ)
-    e.update(TRAINCTL_HOME=str(tmp_path / "home"), FAKE_SCHED_LOG=str(tmp_path / "argv.jsonl"),
-             PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    e.update(
+        TRAINCTL_HOME=str(tmp_path / "home"),
+        FAKE_SCHED_LOG=str(tmp_path / "argv.jsonl"),
+        PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+    )
     return e
 
 
@@ -49,14 +59,27 @@ def _ledger(tmp_path) -> dict:
 
 def test_evict_list_restore_slurm(cli, env, tmp_path) -> None:
     (tmp_path / "f.json").write_text(json.dumps(FINDING))
-    r = cli("evict-node", "node02", "--reason", "xid 79", "--run", "r-7", "--finding", f"@{tmp_path / 'f.json'}",
-            "--scheduler", "slurm", "--json", env=env)
+    r = cli(
+        "evict-node",
+        "node02",
+        "--reason",
+        "xid 79",
+        "--run",
+        "r-7",
+        "--finding",
+        f"@{tmp_path / 'f.json'}",
+        "--scheduler",
+        "slurm",
+        "--json",
+        env=env,
+    )
     assert r.code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["entry"]["host"] == "node02" and doc["entry"]["run"] == "r-7"
     assert doc["entry"]["finding"] == FINDING
     assert recorded(tmp_path / "argv.jsonl") == [
-        ["scontrol", "update", "NodeName=node02", "State=DRAIN", "Reason=trainctl: xid 79"]]
+        ["scontrol", "update", "NodeName=node02", "State=DRAIN", "Reason=trainctl: xid 79"]
+    ]
 
     r = cli("nodes", "list", "--json", env=env)
     assert r.code == 0, r.stderr
@@ -118,11 +141,30 @@ def test_restore_unknown_and_bad_finding(cli, env) -> None:
 
 def test_relaunch_plan_from_run_dir(cli, env, tmp_path) -> None:
     run = tmp_path / "run"
-    write_run_info(run, RunInfo(run_id="r-9", world_size=6, nproc_per_node=2,
-                                hosts=(HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3)), HostRanks("node03", (4, 5))),
-                                layout={"dp": 3, "tp": 2, "pp": 1}))
-    r = cli("evict-node", "node02", "--reason", "xid 79", "--run", run, "--relaunch", "--spares", "node04",
-            "--dry-run", "--json", env=env)
+    write_run_info(
+        run,
+        RunInfo(
+            run_id="r-9",
+            world_size=6,
+            nproc_per_node=2,
+            hosts=(HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3)), HostRanks("node03", (4, 5))),
+            layout={"dp": 3, "tp": 2, "pp": 1},
+        ),
+    )
+    r = cli(
+        "evict-node",
+        "node02",
+        "--reason",
+        "xid 79",
+        "--run",
+        run,
+        "--relaunch",
+        "--spares",
+        "node04",
+        "--dry-run",
+        "--json",
+        env=env,
+    )
     assert r.code == 0, r.stderr
     plan = json.loads(r.stdout)["relaunch"]
     assert plan["kind"] == "replace" and plan["hosts"] == ["node01", "node04", "node03"]

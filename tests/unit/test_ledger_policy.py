@@ -8,12 +8,15 @@ from trainctl.findings import Category as C
 from trainctl.findings import Finding
 from trainctl.findings import FindingKind as K
 from trainctl.findings import Severity as S
-from trainctl.runtime.policy import Action, ActionKind as A, Trigger as T, decide
+from trainctl.runtime.policy import Action, decide
+from trainctl.runtime.policy import ActionKind as A
+from trainctl.runtime.policy import Trigger as T
 
 
 def F(kind, cat=None, hosts=(), summary="s", conf=1.0, sev=S.CRITICAL, **evidence) -> Finding:
-    return Finding(kind=kind, severity=sev, summary=summary, category=cat, hosts=tuple(hosts), confidence=conf,
-                   evidence=evidence)
+    return Finding(
+        kind=kind, severity=sev, summary=summary, category=cat, hosts=tuple(hosts), confidence=conf, evidence=evidence
+    )
 
 
 XID79 = F(K.FAULTY_HOST, C.GPU_LOST, ["node02"], "node02: GPU fell off the bus (Xid 79)", xid=79)
@@ -22,11 +25,23 @@ THERMAL = F(K.FAULTY_HOST, C.THERMAL, ["node04"], "node04 throttles", sev=S.WARN
 UNREACH = F(K.MISSING_DATA, C.UNREACHABLE, ["node05"], "node05 unreachable over ssh")
 XID_CRASH = F(K.CRASH, C.XID, ["node06"], "xid 48 in dmesg")
 WEAK_HW = F(K.FAULTY_HOST, C.METRIC_OUTLIER, ["node07"], "maybe slow", conf=0.4)
-IMPORT = F(K.CRASH, C.EXIT_CODE, ["node01"], "rank 0 exited 1", exitcode=1,
-           message="ModuleNotFoundError: No module named 'transformerz'")
+IMPORT = F(
+    K.CRASH,
+    C.EXIT_CODE,
+    ["node01"],
+    "rank 0 exited 1",
+    exitcode=1,
+    message="ModuleNotFoundError: No module named 'transformerz'",
+)
 SYNTAX = F(K.CRASH, None, ["node01"], "SyntaxError: invalid syntax (train.py, line 3)")
-NAMEERR = F(K.CRASH, C.EXIT_CODE, ["node01"], "rank 1 exited 1", exitcode=1,
-            evidence_lines=["Traceback (most recent call last):", "NameError: name 'modle' is not defined"])
+NAMEERR = F(
+    K.CRASH,
+    C.EXIT_CODE,
+    ["node01"],
+    "rank 1 exited 1",
+    exitcode=1,
+    evidence_lines=["Traceback (most recent call last):", "NameError: name 'modle' is not defined"],
+)
 BAD_EXIT = F(K.CRASH, C.EXIT_CODE, ["node01"], "rank 0 exited 2", exitcode=2)
 CANT_OPEN = F(K.CRASH, C.EXIT_CODE, ["node01"], "python: can't open file '/x/trian.py'", exitcode=1)
 MISMATCH = F(K.COLLECTIVE_MISMATCH, C.SIZE_MISMATCH, [], "rank 3 all_reduce 4096 vs 4100")
@@ -48,9 +63,27 @@ CASES = [
     ("thermal_faulty_host_evicts", [THERMAL], 0, 3, {}, A.EVICT_AND_RELAUNCH, ("node04",), "hardware_fault"),
     ("unreachable_evicts", [UNREACH], 0, 3, {}, A.EVICT_AND_RELAUNCH, ("node05",), "hardware_fault"),
     ("xid_category_on_crash_evicts", [XID_CRASH], 0, 3, {}, A.EVICT_AND_RELAUNCH, ("node06",), "hardware_fault"),
-    ("two_hosts_evicted_in_order", [ECC, XID79], 0, 3, {}, A.EVICT_AND_RELAUNCH, ("node03", "node02"), "hardware_fault"),
+    (
+        "two_hosts_evicted_in_order",
+        [ECC, XID79],
+        0,
+        3,
+        {},
+        A.EVICT_AND_RELAUNCH,
+        ("node03", "node02"),
+        "hardware_fault",
+    ),
     ("hw_evicts_even_with_budget_spent", [XID79, CUDA], 3, 3, {}, A.EVICT_AND_RELAUNCH, ("node02",), "hardware_fault"),
-    ("low_confidence_hw_does_not_evict", [WEAK_HW], 0, 3, {"trigger": T.CRASH}, A.RESTART_IN_PLACE, (), "software_fault"),
+    (
+        "low_confidence_hw_does_not_evict",
+        [WEAK_HW],
+        0,
+        3,
+        {"trigger": T.CRASH},
+        A.RESTART_IN_PLACE,
+        (),
+        "software_fault",
+    ),
     ("low_conf_hw_on_fail_slow_continues", [WEAK_HW], 0, 3, {"trigger": T.FAIL_SLOW}, A.CONTINUE, (), "continue"),
     ("import_error_stops", [IMPORT], 0, 3, {}, A.STOP_AND_REPORT, (), "user_code_error"),
     ("syntax_error_stops", [SYNTAX], 0, 3, {}, A.STOP_AND_REPORT, (), "user_code_error"),
@@ -69,16 +102,56 @@ CASES = [
     ("network_restarts", [NET], 0, 1, {}, A.RESTART_IN_PLACE, (), "software_fault"),
     ("rendezvous_restarts", [RDZV], 0, 1, {}, A.RESTART_IN_PLACE, (), "software_fault"),
     ("first_hang_restarts", [HANG], 0, 3, {"trigger": T.HANG}, A.RESTART_IN_PLACE, (), "software_fault"),
-    ("second_hang_same_host_evicts", [HANG], 1, 3, {"trigger": T.HANG, "host_fault_counts": {"node03": 1}},
-     A.EVICT_AND_RELAUNCH, ("node03",), "repeat_offender"),
-    ("second_hang_other_host_restarts", [HANG], 1, 3, {"trigger": T.HANG, "host_fault_counts": {"node09": 1}},
-     A.RESTART_IN_PLACE, (), "software_fault"),
-    ("low_conf_repeat_hang_restarts", [HANG_LOW], 1, 3, {"trigger": T.HANG, "host_fault_counts": {"node03": 1}},
-     A.RESTART_IN_PLACE, (), "software_fault"),
-    ("repeat_crash_same_host_evicts", [SEGV], 1, 3, {"host_fault_counts": {"node02": 1}},
-     A.EVICT_AND_RELAUNCH, ("node02",), "repeat_offender"),
-    ("repeat_threshold_3", [SEGV], 1, 3, {"host_fault_counts": {"node02": 1}, "repeat_evict_after": 3},
-     A.RESTART_IN_PLACE, (), "software_fault"),
+    (
+        "second_hang_same_host_evicts",
+        [HANG],
+        1,
+        3,
+        {"trigger": T.HANG, "host_fault_counts": {"node03": 1}},
+        A.EVICT_AND_RELAUNCH,
+        ("node03",),
+        "repeat_offender",
+    ),
+    (
+        "second_hang_other_host_restarts",
+        [HANG],
+        1,
+        3,
+        {"trigger": T.HANG, "host_fault_counts": {"node09": 1}},
+        A.RESTART_IN_PLACE,
+        (),
+        "software_fault",
+    ),
+    (
+        "low_conf_repeat_hang_restarts",
+        [HANG_LOW],
+        1,
+        3,
+        {"trigger": T.HANG, "host_fault_counts": {"node03": 1}},
+        A.RESTART_IN_PLACE,
+        (),
+        "software_fault",
+    ),
+    (
+        "repeat_crash_same_host_evicts",
+        [SEGV],
+        1,
+        3,
+        {"host_fault_counts": {"node02": 1}},
+        A.EVICT_AND_RELAUNCH,
+        ("node02",),
+        "repeat_offender",
+    ),
+    (
+        "repeat_threshold_3",
+        [SEGV],
+        1,
+        3,
+        {"host_fault_counts": {"node02": 1}, "repeat_evict_after": 3},
+        A.RESTART_IN_PLACE,
+        (),
+        "software_fault",
+    ),
     ("crash_without_diagnosis_restarts", [], 0, 3, {"trigger": T.CRASH}, A.RESTART_IN_PLACE, (), "software_fault"),
     ("hang_without_diagnosis_budget_spent", [], 2, 2, {"trigger": T.HANG}, A.STOP_AND_REPORT, (), "restarts_exhausted"),
     ("stragglers_on_fail_slow_continue", [STRAG, MISSING], 0, 3, {"trigger": T.FAIL_SLOW}, A.CONTINUE, (), "continue"),
@@ -87,8 +160,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("findings, used, budget, kwargs, kind, hosts, rule",
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "findings, used, budget, kwargs, kind, hosts, rule", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_decide(findings, used, budget, kwargs, kind, hosts, rule) -> None:
     action = decide(findings, used, budget, **kwargs)
     assert isinstance(action, Action)

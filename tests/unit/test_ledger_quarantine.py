@@ -47,7 +47,9 @@ def test_evict_restore_round_trip_and_audit(tmp_path) -> None:
 def test_restore_unknown_host_names_it(tmp_path) -> None:
     led = Ledger(tmp_path)
     led.evict("node01", reason="r")
-    with pytest.raises(LedgerError, match=r"^host 'node09' is not quarantined \(quarantined: node01\); see `trainctl nodes list`$"):
+    with pytest.raises(
+        LedgerError, match=r"^host 'node09' is not quarantined \(quarantined: node01\); see `trainctl nodes list`$"
+    ):
         led.restore("node09")
 
 
@@ -125,6 +127,9 @@ def test_refuse_quarantined_for_launch(tmp_path) -> None:
 
     Ledger(tmp_path).evict("node02", reason="xid 79")
     refuse_quarantined(["node01", "node03"], home=tmp_path)
-    with pytest.raises(LaunchError, match=r"^quarantined host\(s\) in the host list \(node02: xid 79\); drop them, "
-                                          r"restore with `trainctl nodes restore node02`, or pass --allow-quarantined$"):
+    with pytest.raises(
+        LaunchError,
+        match=r"^quarantined host\(s\) in the host list \(node02: xid 79\); drop them, "
+        r"restore with `trainctl nodes restore node02`, or pass --allow-quarantined$",
+    ):
         refuse_quarantined(["node01", "node02"], home=tmp_path)

@@ -41,8 +41,10 @@ def test_pure_dp_same_world_is_identity() -> None:
 def test_tp_change_is_refused_naming_both_layouts() -> None:
     with pytest.raises(CheckpointError) as e:
         source_rank(GridLayout(dp=2, tp=2), GridLayout(dp=2, tp=1), 0)
-    assert str(e.value).startswith("checkpoint layout dp=2 x tp=2 x pp=1 (4 ranks) cannot be resumed as "
-                                   "dp=2 x tp=1 x pp=1 (2 ranks): only the data-parallel degree may change")
+    assert str(e.value).startswith(
+        "checkpoint layout dp=2 x tp=2 x pp=1 (4 ranks) cannot be resumed as "
+        "dp=2 x tp=1 x pp=1 (2 ranks): only the data-parallel degree may change"
+    )
 
 
 def test_pp_change_is_refused() -> None:

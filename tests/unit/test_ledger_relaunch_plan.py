@@ -10,7 +10,12 @@ H = ["node01", "node02", "node03"]
 def test_replace_in_place_keeps_rank_positions() -> None:
     p = plan_relaunch(H, quarantined={"node02"}, spares=["spare1"], nproc_per_node=2, layout={"dp": 3, "tp": 2})
     assert (p.kind, p.hosts, p.removed, dict(p.replacements), p.world_size) == (
-        PlanKind.REPLACE, ("node01", "spare1", "node03"), ("node02",), {"node02": "spare1"}, 6)
+        PlanKind.REPLACE,
+        ("node01", "spare1", "node03"),
+        ("node02",),
+        {"node02": "spare1"},
+        6,
+    )
     assert p.layout == {"dp": 3, "tp": 2}
 
 
@@ -21,9 +26,15 @@ def test_quarantined_and_used_spares_are_skipped() -> None:
 
 def test_shrink_when_layout_allows() -> None:
     p = plan_relaunch(H + ["node04"], quarantined={"node02"}, spares=[], nproc_per_node=2, layout={"dp": 4, "tp": 2})
-    assert (p.kind, p.hosts, p.world_size, p.layout) == (PlanKind.SHRINK, ("node01", "node03", "node04"), 6, {"dp": 3, "tp": 2})
-    assert p.reason == ("layout needs 4 hosts (8 ranks), only 3 healthy and 0 free spares; "
-                        "shrinking to 3 hosts (6 ranks, dp 4 -> 3)")
+    assert (p.kind, p.hosts, p.world_size, p.layout) == (
+        PlanKind.SHRINK,
+        ("node01", "node03", "node04"),
+        6,
+        {"dp": 3, "tp": 2},
+    )
+    assert p.reason == (
+        "layout needs 4 hosts (8 ranks), only 3 healthy and 0 free spares; shrinking to 3 hosts (6 ranks, dp 4 -> 3)"
+    )
 
 
 def test_partial_spares_then_shrink() -> None:
@@ -34,16 +45,20 @@ def test_partial_spares_then_shrink() -> None:
 def test_stop_when_tp_does_not_divide() -> None:
     p = plan_relaunch(H, quarantined={"node02"}, spares=[], nproc_per_node=1, layout={"dp": 1, "tp": 3})
     assert p.kind is PlanKind.STOP and p.hosts == ()
-    assert p.reason == ("layout needs 3 hosts (3 ranks), only 2 healthy and 0 free spares; a smaller run needs a "
-                        "multiple of tp x pp = 3 ranks and at least 1 host(s), but 2 host(s) x 1 = 2 ranks; "
-                        "add spares with --spares")
+    assert p.reason == (
+        "layout needs 3 hosts (3 ranks), only 2 healthy and 0 free spares; a smaller run needs a "
+        "multiple of tp x pp = 3 ranks and at least 1 host(s), but 2 host(s) x 1 = 2 ranks; "
+        "add spares with --spares"
+    )
 
 
 def test_stop_when_shrink_not_allowed() -> None:
     p = plan_relaunch(H, quarantined={"node01"}, nproc_per_node=1, allow_shrink=False)
     assert p.kind is PlanKind.STOP
-    assert p.reason == ("layout needs 3 hosts (3 ranks), only 2 healthy and 0 free spares; add spares with --spares, "
-                        "or pass --allow-shrink if the training script can resume at a smaller world size")
+    assert p.reason == (
+        "layout needs 3 hosts (3 ranks), only 2 healthy and 0 free spares; add spares with --spares, "
+        "or pass --allow-shrink if the training script can resume at a smaller world size"
+    )
 
 
 def test_shrink_allowed_for_the_reference_trainer_or_with_the_opt_in() -> None:
@@ -53,8 +68,10 @@ def test_shrink_allowed_for_the_reference_trainer_or_with_the_opt_in() -> None:
     assert ok is False
     p = plan_relaunch(H, quarantined={"node02"}, nproc_per_node=1, allow_shrink=ok, no_shrink_hint=hint)
     assert p.kind is PlanKind.STOP
-    assert p.reason.endswith("add spares with --spares, or pass --allow-shrink if /w/train.py can resume at a "
-                             "smaller world size (trainctl cannot tell for a user script)")
+    assert p.reason.endswith(
+        "add spares with --spares, or pass --allow-shrink if /w/train.py can resume at a "
+        "smaller world size (trainctl cannot tell for a user script)"
+    )
 
 
 def test_stop_below_min_hosts_and_all_gone() -> None:

@@ -41,15 +41,25 @@ def recorded(log: Path) -> list[list[str]]:
     return [json.loads(l) for l in log.read_text().splitlines()] if log.exists() else []
 
 
-@pytest.mark.parametrize("kind, drain, resume", [
-    (SchedulerKind.NONE, [], []),
-    (SchedulerKind.SLURM,
-     [("scontrol", "update", "NodeName=node02", "State=DRAIN", "Reason=trainctl: xid 79 gpu lost")],
-     [("scontrol", "update", "NodeName=node02", "State=RESUME")]),
-    (SchedulerKind.K8S,
-     [("kubectl", "cordon", "node02"), ("kubectl", "drain", "node02", "--ignore-daemonsets", "--delete-emptydir-data")],
-     [("kubectl", "uncordon", "node02")]),
-])
+@pytest.mark.parametrize(
+    "kind, drain, resume",
+    [
+        (SchedulerKind.NONE, [], []),
+        (
+            SchedulerKind.SLURM,
+            [("scontrol", "update", "NodeName=node02", "State=DRAIN", "Reason=trainctl: xid 79 gpu lost")],
+            [("scontrol", "update", "NodeName=node02", "State=RESUME")],
+        ),
+        (
+            SchedulerKind.K8S,
+            [
+                ("kubectl", "cordon", "node02"),
+                ("kubectl", "drain", "node02", "--ignore-daemonsets", "--delete-emptydir-data"),
+            ],
+            [("kubectl", "uncordon", "node02")],
+        ),
+    ],
+)
 def test_exact_argv(kind, drain, resume) -> None:
     assert drain_commands(kind, "node02", "xid 79\n gpu   lost") == drain
     assert resume_commands(kind, "node02") == resume
@@ -63,8 +73,10 @@ def test_format_argv_quotes_reason() -> None:
 def test_run_k8s_in_order(fake_path) -> None:
     res = run_commands(drain_commands(SchedulerKind.K8S, "node02", "x"))
     assert [r.returncode for r in res] == [0, 0]
-    assert recorded(fake_path) == [["kubectl", "cordon", "node02"],
-                                   ["kubectl", "drain", "node02", "--ignore-daemonsets", "--delete-emptydir-data"]]
+    assert recorded(fake_path) == [
+        ["kubectl", "cordon", "node02"],
+        ["kubectl", "drain", "node02", "--ignore-daemonsets", "--delete-emptydir-data"],
+    ]
 
 
 def test_failure_carries_stderr_and_stops(fake_path, monkeypatch) -> None:
@@ -72,13 +84,16 @@ def test_failure_carries_stderr_and_stops(fake_path, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_SCHED_STDERR", 'Error from server (NotFound): nodes "node02" not found')
     with pytest.raises(SchedulerError) as ei:
         run_commands(drain_commands(SchedulerKind.K8S, "node02", "x"))
-    assert str(ei.value) == ('`kubectl cordon node02` failed with exit 1: '
-                             'Error from server (NotFound): nodes "node02" not found')
+    assert str(ei.value) == (
+        '`kubectl cordon node02` failed with exit 1: Error from server (NotFound): nodes "node02" not found'
+    )
     assert recorded(fake_path) == [["kubectl", "cordon", "node02"]]  # no drain after a failed cordon
 
 
 def test_missing_executable(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert shutil.which("scontrol") is None
-    with pytest.raises(SchedulerError, match=r"^scontrol not found on PATH, so `scontrol update NodeName=n1 State=RESUME` cannot run"):
+    with pytest.raises(
+        SchedulerError, match=r"^scontrol not found on PATH, so `scontrol update NodeName=n1 State=RESUME` cannot run"
+    ):
         run_commands(resume_commands(SchedulerKind.SLURM, "n1"))

@@ -35,11 +35,23 @@ def test_diagnose_clean_log_has_no_findings(cli, tmp_path) -> None:
 def test_diagnose_run_dir_parses_rank_and_kernel_logs(cli, tmp_path) -> None:
     from trainctl.rundir import HostRanks, RunInfo, write_run_info
 
-    write_run_info(tmp_path, RunInfo(run_id="r-1", world_size=4, nproc_per_node=2, hosts=(HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3)))))
+    write_run_info(
+        tmp_path,
+        RunInfo(
+            run_id="r-1",
+            world_size=4,
+            nproc_per_node=2,
+            hosts=(HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3))),
+        ),
+    )
     (tmp_path / "logs" / "node02").mkdir(parents=True)
-    (tmp_path / "logs" / "node02" / "rank-3.log").write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 10 MiB is free.\n")
+    (tmp_path / "logs" / "node02" / "rank-3.log").write_text(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 10 MiB is free.\n"
+    )
     (tmp_path / "kernel" / "node01").mkdir(parents=True)
-    (tmp_path / "kernel" / "node01" / "dmesg.txt").write_text("[ 99.1] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.\n")
+    (tmp_path / "kernel" / "node01" / "dmesg.txt").write_text(
+        "[ 99.1] NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+    )
     r = cli("diagnose", str(tmp_path), "--json", "--fail-on", "never")
     assert r.code == 0, r.stderr
     report = json.loads(r.stdout)

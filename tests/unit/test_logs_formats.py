@@ -29,47 +29,111 @@ def first_finding(text: str, **kw):
 # ---- one line per era of the drift table ------------------------------------------------------
 WATCHDOG_ERAS = [
     # <=1.10: no SeqNum
-    ("[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, "
-     "Timeout(ms)=1800000) ran for 1800428 milliseconds before timing out.", None, "ALLREDUCE", 2, None),
+    (
+        "[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, "
+        "Timeout(ms)=1800000) ran for 1800428 milliseconds before timing out.",
+        None,
+        "ALLREDUCE",
+        2,
+        None,
+    ),
     # timestamp-less [rankN]: middle form
-    ("[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, "
-     "OpType=ALLGATHER, NumelIn=10, NumelOut=20, Timeout(ms)=600000) ran for 600100 milliseconds before timing out.", 77, "ALLGATHER", 1, None),
+    (
+        "[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=77, "
+        "OpType=ALLGATHER, NumelIn=10, NumelOut=20, Timeout(ms)=600000) ran for 600100 milliseconds before timing out.",
+        77,
+        "ALLGATHER",
+        1,
+        None,
+    ),
     # ~2.4 PG tag with description
-    ("[rank6]:[E1011 10:02:03.123456789 ProcessGroupNCCL.cpp:616] [PG 0 (default_pg) Rank 6] Watchdog caught collective "
-     "operation timeout: WorkNCCL(SeqNum=12, OpType=REDUCE_SCATTER, NumelIn=8, NumelOut=1, Timeout(ms)=600000) ran for "
-     "600002 milliseconds before timing out.", 12, "REDUCE_SCATTER", 6, "0(default_pg)"),
+    (
+        "[rank6]:[E1011 10:02:03.123456789 ProcessGroupNCCL.cpp:616] [PG 0 (default_pg) Rank 6] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=12, OpType=REDUCE_SCATTER, NumelIn=8, NumelOut=1, Timeout(ms)=600000) ran for "
+        "600002 milliseconds before timing out.",
+        12,
+        "REDUCE_SCATTER",
+        6,
+        "0(default_pg)",
+    ),
     # 2.5+ named GUID on a non-default group: the tag's rank is group-local, so no global rank from it
-    ("[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:632] [PG ID 3 PG GUID 99(EXPERT_MODEL_PARALLEL_GROUP) Rank 1] Watchdog "
-     "caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLTOALL_BASE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) "
-     "ran for 600001 milliseconds before timing out.", 5, "ALLTOALL_BASE", None, "99(EXPERT_MODEL_PARALLEL_GROUP)"),
+    (
+        "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:632] [PG ID 3 PG GUID 99(EXPERT_MODEL_PARALLEL_GROUP) Rank 1] Watchdog "
+        "caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLTOALL_BASE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) "
+        "ran for 600001 milliseconds before timing out.",
+        5,
+        "ALLTOALL_BASE",
+        None,
+        "99(EXPERT_MODEL_PARALLEL_GROUP)",
+    ),
 ]
 
 
 @pytest.mark.parametrize("line,seq,op,rank,pg", WATCHDOG_ERAS)
 def test_watchdog_timeout_eras(line, seq, op, rank, pg) -> None:
     (e,) = [e for e in events(line) if e["signature"] == "nccl_watchdog_timeout"]
-    assert (e["kind"], e["category"], e["seq"], e["op"], e["rank"], e["pg"]) == ("hung_collective", "collective_timeout", seq, op, rank, pg)
+    assert (e["kind"], e["category"], e["seq"], e["op"], e["rank"], e["pg"]) == (
+        "hung_collective",
+        "collective_timeout",
+        seq,
+        op,
+        rank,
+        pg,
+    )
     assert e["culprit_rank"] is None and e["culprit_host"] is None  # the reporter is not the culprit
 
 
 def test_legacy_communicator_aborted_wrapper_still_finds_the_timeout() -> None:
-    line = ("RuntimeError: NCCL communicator was aborted on rank 3.  Original reason for failure was: [Rank 3] Watchdog caught "
-            "collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800123 milliseconds before timing out.")
+    line = (
+        "RuntimeError: NCCL communicator was aborted on rank 3.  Original reason for failure was: [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800123 milliseconds before timing out."
+    )
     f = first_finding(line)
-    assert (f.kind, f.category, f.ranks, f.evidence["seqs"]) == (FindingKind.HUNG_COLLECTIVE, Category.COLLECTIVE_TIMEOUT, (), [9])
+    assert (f.kind, f.category, f.ranks, f.evidence["seqs"]) == (
+        FindingKind.HUNG_COLLECTIVE,
+        Category.COLLECTIVE_TIMEOUT,
+        (),
+        [9],
+    )
 
 
-@pytest.mark.parametrize("line,sig,seq,enq,comp", [
-    ("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Timeout at NCCL work: 40, last enqueued NCCL work: 41, last completed NCCL work: 39.",
-     "nccl_timeout_at_work", 40, 41, 39),
-    ("[rank2]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 2] Exception (either an error or timeout) detected by "
-     "watchdog at work: 7, last enqueued NCCL work: 8, last completed NCCL work: 6.", "nccl_watchdog_exception_at_work", 7, 8, 6),
-    ("[rank2]:[E626 16:48:25.440238649 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 2]  failure detected by watchdog "
-     "at work sequence id: 3 PG status: last enqueued work: 4, last completed work: 2", "nccl_watchdog_failure_seq", 3, 4, 2),
-])
+@pytest.mark.parametrize(
+    "line,sig,seq,enq,comp",
+    [
+        (
+            "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Timeout at NCCL work: 40, last enqueued NCCL work: 41, last completed NCCL work: 39.",
+            "nccl_timeout_at_work",
+            40,
+            41,
+            39,
+        ),
+        (
+            "[rank2]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 2] Exception (either an error or timeout) detected by "
+            "watchdog at work: 7, last enqueued NCCL work: 8, last completed NCCL work: 6.",
+            "nccl_watchdog_exception_at_work",
+            7,
+            8,
+            6,
+        ),
+        (
+            "[rank2]:[E626 16:48:25.440238649 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) Rank 2]  failure detected by watchdog "
+            "at work sequence id: 3 PG status: last enqueued work: 4, last completed work: 2",
+            "nccl_watchdog_failure_seq",
+            3,
+            4,
+            2,
+        ),
+    ],
+)
 def test_progress_counter_eras(line, sig, seq, enq, comp) -> None:
     (e,) = events(line)
-    assert (e["signature"], e["seq"], e["f"]["last_enqueued"], e["f"]["last_completed"], e["rank"]) == (sig, seq, enq, comp, int(line[5]))
+    assert (e["signature"], e["seq"], e["f"]["last_enqueued"], e["f"]["last_completed"], e["rank"]) == (
+        sig,
+        seq,
+        enq,
+        comp,
+        int(line[5]),
+    )
 
 
 def test_heartbeat_monitor_and_dump_signals() -> None:
@@ -79,18 +143,49 @@ def test_heartbeat_monitor_and_dump_signals() -> None:
         "[rank4]:[E1011 10:02:03.1 ProcessGroupNCCL.cpp:1400] [PG 0 Rank 4] Received a timeout signal from this local rank and will start to dump the debug info.\n"
     )
     ev = events(text)
-    assert [(e["signature"], e["f"].get("stuck_s")) for e in ev] == [("nccl_heartbeat_stuck", 480), ("nccl_dump_signal", None)]
+    assert [(e["signature"], e["f"].get("stuck_s")) for e in ev] == [
+        ("nccl_heartbeat_stuck", 480),
+        ("nccl_dump_signal", None),
+    ]
 
 
-@pytest.mark.parametrize("line,exit_code,category,generic", [
-    ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 (pid: 77) of binary: /usr/bin/python", 1, "exit_code", False),
-    ("[2024-03-18 17:38:50,208] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6) local_rank: 0 (pid: 9) of binary: python", -6, "signal", False),
-    ("E1026 04:09:30.101000 2904014 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -11) local_rank: 1 (pid: 5) of binary: python", -11, "signal", False),
-    ("[2024-03-18 17:38:50,208] torch.distributed.elastic.multiprocessing.api: [ERROR] failed", None, "exit_code", True),
-])
+@pytest.mark.parametrize(
+    "line,exit_code,category,generic",
+    [
+        (
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 3 (pid: 77) of binary: /usr/bin/python",
+            1,
+            "exit_code",
+            False,
+        ),
+        (
+            "[2024-03-18 17:38:50,208] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6) local_rank: 0 (pid: 9) of binary: python",
+            -6,
+            "signal",
+            False,
+        ),
+        (
+            "E1026 04:09:30.101000 2904014 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: -11) local_rank: 1 (pid: 5) of binary: python",
+            -11,
+            "signal",
+            False,
+        ),
+        (
+            "[2024-03-18 17:38:50,208] torch.distributed.elastic.multiprocessing.api: [ERROR] failed",
+            None,
+            "exit_code",
+            True,
+        ),
+    ],
+)
 def test_elastic_agent_eras(line, exit_code, category, generic) -> None:
     (e,) = events(line)
-    assert (e["signature"], e["exit_code"], e["category"], bool(e["f"].get("generic"))) == ("elastic_agent_failed", exit_code, category, generic)
+    assert (e["signature"], e["exit_code"], e["category"], bool(e["f"].get("generic"))) == (
+        "elastic_agent_failed",
+        exit_code,
+        category,
+        generic,
+    )
     assert e["culprit_rank"] is None  # a local rank only
     if exit_code == -11:
         assert e["f"]["signal"] == "SIGSEGV"
@@ -120,12 +215,27 @@ Root Cause (first observed failure):
     assert f.evidence["culprit_basis"] == ["elastic_earliest_failure"]
 
 
-@pytest.mark.parametrize("text,endpoint,blamed", [
-    ("[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect to (node07, 29500).", "node07", True),
-    ("[E521 15:43:02.707733876 socket.cpp:1023] [c10d] The client socket has timed out after 600000ms while trying to connect to (10.1.2.3, 29500).\n"
-     "[W521 15:43:02.7 TCPStore.cpp:318] [c10d] TCP client failed to connect/validate to host 10.1.2.3:29500 - timed out (try=1, timeout=600000ms)", "10.1.2.3", True),
-    ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [node07]:29500 (errno: 111 - Connection refused).", "node07", False),
-])
+@pytest.mark.parametrize(
+    "text,endpoint,blamed",
+    [
+        (
+            "[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect to (node07, 29500).",
+            "node07",
+            True,
+        ),
+        (
+            "[E521 15:43:02.707733876 socket.cpp:1023] [c10d] The client socket has timed out after 600000ms while trying to connect to (10.1.2.3, 29500).\n"
+            "[W521 15:43:02.7 TCPStore.cpp:318] [c10d] TCP client failed to connect/validate to host 10.1.2.3:29500 - timed out (try=1, timeout=600000ms)",
+            "10.1.2.3",
+            True,
+        ),
+        (
+            "[W socket.cpp:558] [c10d] The client socket has failed to connect to [node07]:29500 (errno: 111 - Connection refused).",
+            "node07",
+            False,
+        ),
+    ],
+)
 def test_c10d_connect_eras(text, endpoint, blamed) -> None:
     f = first_finding(text)
     assert f.kind is FindingKind.RENDEZVOUS_ERROR
@@ -133,141 +243,252 @@ def test_c10d_connect_eras(text, endpoint, blamed) -> None:
     assert endpoint in f.evidence["peers"]
 
 
-@pytest.mark.parametrize("line", [
-    "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
-    "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
-    "[I ProcessGroupNCCL.cpp] Waiting in store based barrier to initialize process group for rank: 3, key: store_based_barrier_key:1 (world_size=8, worker_count=6, timeout=0:30:00)",
-    "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 7/8 clients joined.",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+        "[I ProcessGroupNCCL.cpp] Waiting in store based barrier to initialize process group for rank: 3, key: store_based_barrier_key:1 (world_size=8, worker_count=6, timeout=0:30:00)",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 7/8 clients joined.",
+    ],
+)
 def test_rendezvous_forms(line) -> None:
     f = first_finding(line)
     assert (f.kind, f.ranks, f.hosts) == (FindingKind.RENDEZVOUS_ERROR, (), ())
 
 
-@pytest.mark.parametrize("line,gpu", [
-    ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.1 GiB already allocated; 8.75 MiB free; 14.5 GiB reserved in total by PyTorch)", 0),
-    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 10.92 GiB total capacity; 8.1 GiB already allocated; 1.2 GiB free; 8.3 GiB cached)", 1),
-    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 2 has a total capacty of 79.15 GiB of which 1.0 GiB is free.", 2),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 10 MiB is free. Including non-PyTorch memory, this process has 79 GiB memory in use.", 3),
-])
+@pytest.mark.parametrize(
+    "line,gpu",
+    [
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.1 GiB already allocated; 8.75 MiB free; 14.5 GiB reserved in total by PyTorch)",
+            0,
+        ),
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 10.92 GiB total capacity; 8.1 GiB already allocated; 1.2 GiB free; 8.3 GiB cached)",
+            1,
+        ),
+        (
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 2 has a total capacty of 79.15 GiB of which 1.0 GiB is free.",
+            2,
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 10 MiB is free. Including non-PyTorch memory, this process has 79 GiB memory in use.",
+            3,
+        ),
+    ],
+)
 def test_oom_eras(line, gpu) -> None:
     (e,) = events(line, rank=5, host="node02")
     assert (e["kind"], e["f"]["gpu"], e["culprit_rank"], e["culprit_host"]) == ("oom", gpu, 5, "node02")
 
 
 def test_legacy_thc_ecc_error_is_a_faulty_gpu() -> None:
-    (e,) = events("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=278 error=39 : "
-                  "cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/aten/src/THC/generic/THCStorage.cpp:32",
-                  rank=2, host="node09")
+    (e,) = events(
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=278 error=39 : "
+        "cuda runtime error (39) : uncorrectable ECC error encountered at /pytorch/aten/src/THC/generic/THCStorage.cpp:32",
+        rank=2,
+        host="node09",
+    )
     assert (e["kind"], e["category"], e["culprit_rank"], e["culprit_host"]) == ("faulty_host", "ecc", 2, "node09")
 
 
-@pytest.mark.parametrize("line,status,peer_blamed", [
-    ("node3:1:2 [0] transport/net_ib.cc:1234 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<4000> with error 12, opcode 0, len 0, vendor err 129", 12, True),
-    ("node3:1:2 [0] ib_plugin.c:1418 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<4000> with status=5 opcode=1 len=0 vendor err 249 (Recv) localGid ::ffff:10.0.0.3 remoteGids::ffff:10.0.0.7", 5, False),
-])
+@pytest.mark.parametrize(
+    "line,status,peer_blamed",
+    [
+        (
+            "node3:1:2 [0] transport/net_ib.cc:1234 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<4000> with error 12, opcode 0, len 0, vendor err 129",
+            12,
+            True,
+        ),
+        (
+            "node3:1:2 [0] ib_plugin.c:1418 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<4000> with status=5 opcode=1 len=0 vendor err 249 (Recv) localGid ::ffff:10.0.0.3 remoteGids::ffff:10.0.0.7",
+            5,
+            False,
+        ),
+    ],
+)
 def test_ib_completion_eras(line, status, peer_blamed) -> None:
     (e,) = events(line)
     assert (e["category"], e["f"]["ib_status"], e["host"]) == ("ib", status, "node3")
     assert e["culprit_host"] == ("10.0.0.7" if peer_blamed else None)
 
 
-@pytest.mark.parametrize("line,peer_blamed", [
-    ("[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error", False),
-    ("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.9]:5000", False),
-    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:575] Read error [10.0.0.9]:5000: Connection reset by peer", True),
-    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete", False),
-])
+@pytest.mark.parametrize(
+    "line,peer_blamed",
+    [
+        (
+            "[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+            False,
+        ),
+        (
+            "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.9]:5000",
+            False,
+        ),
+        (
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:575] Read error [10.0.0.9]:5000: Connection reset by peer",
+            True,
+        ),
+        (
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete",
+            False,
+        ),
+    ],
+)
 def test_gloo_eras(line, peer_blamed) -> None:
     f = first_finding(line)
     assert f.hosts == (("10.0.0.9",) if peer_blamed else ())
 
 
-@pytest.mark.parametrize("line,severity", [
-    ("[2023-01-01 00:00:00,000] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768", Severity.INFO),
-    ("[2023-01-01 00:00:00,000] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, but hysteresis is 2. Reducing hysteresis to 1", Severity.INFO),
-    ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", Severity.CRITICAL),
-])
+@pytest.mark.parametrize(
+    "line,severity",
+    [
+        (
+            "[2023-01-01 00:00:00,000] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+            Severity.INFO,
+        ),
+        (
+            "[2023-01-01 00:00:00,000] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, but hysteresis is 2. Reducing hysteresis to 1",
+            Severity.INFO,
+        ),
+        (
+            "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
+            Severity.CRITICAL,
+        ),
+    ],
+)
 def test_deepspeed_overflow_eras(line, severity) -> None:
     f = first_finding(line)
     assert (f.kind, f.category, f.severity, f.ranks) == (FindingKind.NUMERICAL, Category.OVERFLOW, severity, ())
 
 
-@pytest.mark.parametrize("line", ["{'loss': nan, 'learning_rate': 1e-05, 'epoch': 0.5}", "step 120 | loss=NaN | lr 3e-4", "Loss is nan, stopping training"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "{'loss': nan, 'learning_rate': 1e-05, 'epoch': 0.5}",
+        "step 120 | loss=NaN | lr 3e-4",
+        "Loss is nan, stopping training",
+    ],
+)
 def test_nan_loss_forms(line) -> None:
     f = first_finding(line)
     assert (f.kind, f.category) == (FindingKind.NUMERICAL, Category.NAN_LOSS)
 
 
 def test_kernel_r570_fallen_off_bus_without_xid_token_blames_the_host() -> None:
-    text = ("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
-            "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
-            "               NVRM: fallen off the bus and is not responding to commands.\n"
-            "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n")
+    text = (
+        "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+        "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+        "               NVRM: fallen off the bus and is not responding to commands.\n"
+        "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n"
+    )
     f = first_finding(text, host="gpu-node-17")
-    assert (f.kind, f.category, f.hosts, f.evidence["gpu_pcis"]) == (FindingKind.FAULTY_HOST, Category.GPU_LOST, ("gpu-node-17",), ["0000:b3:00"])
+    assert (f.kind, f.category, f.hosts, f.evidence["gpu_pcis"]) == (
+        FindingKind.FAULTY_HOST,
+        Category.GPU_LOST,
+        ("gpu-node-17",),
+        ["0000:b3:00"],
+    )
 
 
 def test_kernel_xid_79_and_ecc_in_journalctl_with_hostname() -> None:
-    text = ("Nov 22 10:00:01 node05 kernel: NVRM: Xid (PCI:0000:41:00): 48, pid=1234, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 1, subpartition 0.\n"
-            "Nov 22 10:00:09 node05 kernel: NVRM: Xid (PCI:0000:41:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n")
+    text = (
+        "Nov 22 10:00:01 node05 kernel: NVRM: Xid (PCI:0000:41:00): 48, pid=1234, name=python, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 1, subpartition 0.\n"
+        "Nov 22 10:00:09 node05 kernel: NVRM: Xid (PCI:0000:41:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+    )
     ev = events(text)
-    assert [(e["xid"], e["category"], e["culprit_host"]) for e in ev] == [(48, "ecc", "node05"), (79, "gpu_lost", "node05")]
+    assert [(e["xid"], e["category"], e["culprit_host"]) for e in ev] == [
+        (48, "ecc", "node05"),
+        (79, "gpu_lost", "node05"),
+    ]
     fs = analyze_log_events(parse_log_text(text))
     assert [(f.category, f.hosts) for f in fs] == [(Category.ECC, ("node05",)), (Category.GPU_LOST, ("node05",))]
 
 
 def test_application_xid_does_not_blame_the_host() -> None:
-    (e,) = events("[Mon Nov 22 10:00:01 2026] NVRM: Xid (PCI:0000:41:00): 31, pid=1, name=python, Ch 00000010, intr 10000000. MMU Fault", host="node05")
-    assert (e["xid"], e["severity"], e["culprit_host"], str(e["ts"])) == (31, "warning", None, "2026-11-22 10:00:01+00:00")
+    (e,) = events(
+        "[Mon Nov 22 10:00:01 2026] NVRM: Xid (PCI:0000:41:00): 31, pid=1, name=python, Ch 00000010, intr 10000000. MMU Fault",
+        host="node05",
+    )
+    assert (e["xid"], e["severity"], e["culprit_host"], str(e["ts"])) == (
+        31,
+        "warning",
+        None,
+        "2026-11-22 10:00:01+00:00",
+    )
 
 
 # ---- noise ---------------------------------------------------------------------------------------
-CORE = ("[rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group "
-        "watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered")
+CORE = (
+    "[rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group "
+    "watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered"
+)
 
 
-@pytest.mark.parametrize("text,host", [
-    (f"\x1b[31m{CORE}\x1b[0m", None),  # ANSI colours
-    (f"node17: {CORE}", "node17"),  # pdsh
-    (f"gpu-a100-3.cluster.local: {CORE}", "gpu-a100-3.cluster.local"),
-    (f"(TrainWorker pid=4242, ip=10.3.4.5) {CORE}", "10.3.4.5"),  # Ray
-    (f"Epoch 0:  37%|███▋      | 370/1000 [01:02<01:45,  5.97it/s, loss=2.31]\r{CORE}", None),  # tqdm redraw
-    (f"Epoch 0:  37%|███▋      | 370/1000 [01:02<01:45,  5.97it/s]{CORE}", None),  # tqdm glued without \r
-    (f"> {CORE}", None),  # markdown quote
-    (f"+> {CORE}", None),  # quoted in a diff
-])
+@pytest.mark.parametrize(
+    "text,host",
+    [
+        (f"\x1b[31m{CORE}\x1b[0m", None),  # ANSI colours
+        (f"node17: {CORE}", "node17"),  # pdsh
+        (f"gpu-a100-3.cluster.local: {CORE}", "gpu-a100-3.cluster.local"),
+        (f"(TrainWorker pid=4242, ip=10.3.4.5) {CORE}", "10.3.4.5"),  # Ray
+        (f"Epoch 0:  37%|███▋      | 370/1000 [01:02<01:45,  5.97it/s, loss=2.31]\r{CORE}", None),  # tqdm redraw
+        (f"Epoch 0:  37%|███▋      | 370/1000 [01:02<01:45,  5.97it/s]{CORE}", None),  # tqdm glued without \r
+        (f"> {CORE}", None),  # markdown quote
+        (f"+> {CORE}", None),  # quoted in a diff
+    ],
+)
 def test_noise_variants_keep_rank_and_host(text, host) -> None:
     f = first_finding(text)
-    assert (f.kind, f.category, f.ranks, f.hosts) == (FindingKind.CRASH, Category.CUDA_ERROR, (3,), ((host,) if host else ()))
+    assert (f.kind, f.category, f.ranks, f.hosts) == (
+        FindingKind.CRASH,
+        Category.CUDA_ERROR,
+        (3,),
+        ((host,) if host else ()),
+    )
 
 
 def test_terminal_wrap_mid_word_is_joined() -> None:
     width = 100
-    body = CORE.replace("CUDA error", "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, "
-                        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out. x")
-    chunks = [body[i:i + width] for i in range(0, len(body), width)]
-    text = "\n".join(chunks) + "\nException raised from checkTimeout at ProcessGroupNCCL.cpp:632 (most recent call first):\n"
+    body = CORE.replace(
+        "CUDA error",
+        "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out. x",
+    )
+    chunks = [body[i : i + width] for i in range(0, len(body), width)]
+    text = (
+        "\n".join(chunks)
+        + "\nException raised from checkTimeout at ProcessGroupNCCL.cpp:632 (most recent call first):\n"
+    )
     (e,) = [e for e in events(text) if e["signature"] == "nccl_watchdog_timeout"]
     assert (e["seq"], e["op"], e["line_no"], e["rank"]) == (4, "BROADCAST", 1, 3)
 
 
 def test_same_length_records_are_not_joined() -> None:
-    text = "\n".join(f" iteration {i:8d}/ 1000 | lm loss: nan | grad norm: 1.0 | skipped: 0 | nan iterations: 0 |" for i in range(3))
+    text = "\n".join(
+        f" iteration {i:8d}/ 1000 | lm loss: nan | grad norm: 1.0 | skipped: 0 | nan iterations: 0 |" for i in range(3)
+    )
     assert [e["line_no"] for e in events(text)] == [1, 2, 3]
 
 
 def test_run_dir_logs_take_rank_and_host_from_the_path(tmp_path) -> None:
     (tmp_path / "logs" / "node02").mkdir(parents=True)
     (tmp_path / "logs" / "node02" / "rank-5.log").write_text(
-        "step 10\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+        "step 10\nRuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
     (tmp_path / "logs" / "node01").mkdir(parents=True)
     (tmp_path / "logs" / "node01" / "rank-0.log").write_text(
-        "[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=60000) ran for 60001 milliseconds before timing out.\n")
+        "[E ProcessGroupNCCL.cpp:737] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=60000) ran for 60001 milliseconds before timing out.\n"
+    )
     (tmp_path / "kernel" / "node02").mkdir(parents=True)
-    (tmp_path / "kernel" / "node02" / "dmesg.txt").write_text("[  12.5] NVRM: Xid (PCI:0000:3b:00): 94, pid=7, name=python, Contained: CBU\n")
+    (tmp_path / "kernel" / "node02" / "dmesg.txt").write_text(
+        "[  12.5] NVRM: Xid (PCI:0000:3b:00): 94, pid=7, name=python, Contained: CBU\n"
+    )
     t = parse_run_logs(tmp_path)
-    rows = sorted((r["source"].split("/")[-1], r["rank"], r["host"], r["signature"], r["culprit_rank"], r["culprit_host"]) for r in t.to_pylist())
+    rows = sorted(
+        (r["source"].split("/")[-1], r["rank"], r["host"], r["signature"], r["culprit_rank"], r["culprit_host"])
+        for r in t.to_pylist()
+    )
     assert rows == [
         ("dmesg.txt", None, "node02", "nvrm_xid", None, "node02"),
         ("rank-0.log", 0, "node01", "nccl_watchdog_timeout", None, None),

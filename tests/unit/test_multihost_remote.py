@@ -12,8 +12,12 @@ from trainctl.ops.remote import RemoteProcess, parse_status, poll_command, start
 
 def test_start_command_quotes_everything_and_runs_detached(tmp_path):
     log = tmp_path / "a dir" / "x;rm -rf y.log"
-    cmd = start_command(["sh", "-c", 'echo "$1 $FOO"; exit 3', "sh", "it's $(bad)"], log_path=str(log),
-                        env={"FOO": "a b;c"}, cwd=str(tmp_path))
+    cmd = start_command(
+        ["sh", "-c", 'echo "$1 $FOO"; exit 3', "sh", "it's $(bad)"],
+        log_path=str(log),
+        env={"FOO": "a b;c"},
+        cwd=str(tmp_path),
+    )
     out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=10)
     pid = int(out.stdout.strip())
     proc = RemoteProcess("h", "t", pid, str(log), str(log) + ".exit")

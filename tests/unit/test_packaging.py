@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,7 +51,9 @@ def test_layers_import_only_downwards() -> None:
     # The contracts (trainctl/*.py outside cli/ops) import nothing above them either.
     for py in (ROOT / "trainctl").glob("*.py"):
         for name in _imports(py):
-            if name.startswith(("trainctl.cli", "trainctl.ops", "trainctl.collectors", "trainctl.analyzers", "trainctl.runtime")):
+            if name.startswith(
+                ("trainctl.cli", "trainctl.ops", "trainctl.collectors", "trainctl.analyzers", "trainctl.runtime")
+            ):
                 bad.append(f"{py.relative_to(ROOT)} imports {name}")
     assert not bad, "\n".join(bad)
 

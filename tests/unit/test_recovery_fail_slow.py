@@ -24,7 +24,7 @@ def test_steady_job_never_fires():
 
 def test_persistent_slowdown_fires_once_after_consecutive_checks():
     det = FailSlowDetector(warmup_steps=3, baseline_steps=10, window_steps=5, ratio=1.5, consecutive_checks=3)
-    pts = _steady(30, 0.1)                              # steps 0..30 at 100 ms
+    pts = _steady(30, 0.1)  # steps 0..30 at 100 ms
     t = pts[-1][1]
     pts += [(30 + i, t + i * 0.2) for i in range(1, 21)]  # then 200 ms per step
     fired = _feed(det, pts)
@@ -41,7 +41,7 @@ def test_one_slow_step_or_a_short_blip_does_not_fire():
     det = FailSlowDetector()
     pts = _steady(30, 0.1)
     t = pts[-1][1]
-    pts += [(31, t + 2.0)]                              # one 2 s step (a checkpoint save)
+    pts += [(31, t + 2.0)]  # one 2 s step (a checkpoint save)
     pts += [(31 + i, t + 2.0 + i * 0.1) for i in range(1, 30)]
     assert _feed(det, pts) == []
     det2 = FailSlowDetector(window_steps=5, consecutive_checks=4)
@@ -59,26 +59,29 @@ def test_steps_between_polls_share_the_interval_and_stale_points_are_ignored():
     # polls see 2 steps at a time: 4 baseline steps of 0.5 s each
     assert _feed(det, [(0, 0.0), (2, 1.0), (4, 2.0)]) == []
     assert det.baseline_step_s == pytest.approx(0.5)
-    assert det.observe(4, 2.5) is None                  # no new step: not a check
-    assert det.observe(3, 2.6) is None                  # an older heartbeat: ignored
-    assert det.observe(6, 4.0) is None                  # 1.0 s per step: slow, 1st check
-    v = det.observe(8, 6.0)                             # 2nd check
+    assert det.observe(4, 2.5) is None  # no new step: not a check
+    assert det.observe(3, 2.6) is None  # an older heartbeat: ignored
+    assert det.observe(6, 4.0) is None  # 1.0 s per step: slow, 1st check
+    v = det.observe(8, 6.0)  # 2nd check
     assert v is not None and v.step == 8 and v.recent_step_s == pytest.approx(1.0) and v.ratio == pytest.approx(2.0)
 
 
 def test_no_check_until_baseline_and_window_do_not_overlap():
     det = FailSlowDetector(warmup_steps=2, baseline_steps=3, window_steps=3, ratio=1.5, consecutive_checks=1)
-    pts = [(0, 0.0), (1, 5.0), (2, 10.0)]               # two slow warm-up steps: not in the baseline
-    pts += [(3, 10.1), (4, 10.2), (5, 10.3)]            # baseline 0.1
-    pts += [(6, 10.5), (7, 10.7)]                       # only 2 window steps so far: no check
+    pts = [(0, 0.0), (1, 5.0), (2, 10.0)]  # two slow warm-up steps: not in the baseline
+    pts += [(3, 10.1), (4, 10.2), (5, 10.3)]  # baseline 0.1
+    pts += [(6, 10.5), (7, 10.7)]  # only 2 window steps so far: no check
     assert _feed(det, pts) == []
     v = det.observe(8, 10.9)
     assert v is not None and v.baseline_step_s == pytest.approx(0.1) and v.recent_step_s == pytest.approx(0.2)
 
 
 def test_job_progress_is_the_slowest_rank():
-    beats = [{"rank": 0, "step": 12, "ts_ns": 5_000_000_000}, {"rank": 1, "step": 10, "ts_ns": 4_000_000_000},
-             {"rank": 2, "step": 10, "ts_ns": 3_000_000_000}]
+    beats = [
+        {"rank": 0, "step": 12, "ts_ns": 5_000_000_000},
+        {"rank": 1, "step": 10, "ts_ns": 4_000_000_000},
+        {"rank": 2, "step": 10, "ts_ns": 3_000_000_000},
+    ]
     assert job_progress(beats) == (10, 3.0)
     assert job_progress(beats + [{"rank": 3, "step": -1, "ts_ns": 1}]) is None  # a rank not stepping yet
     assert job_progress([]) is None

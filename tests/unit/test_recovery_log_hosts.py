@@ -33,16 +33,25 @@ Root Cause (first observed failure):
 ============================================================
 """
 # A peer named in a connect failure is not the writer: it must keep its name.
-PEER_LINE = ("[W1122 10:00:04.000000 4242 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host "
-             "node09:29500 - timed out (try=1, timeout=600000ms): Connection reset by peer\n")
+PEER_LINE = (
+    "[W1122 10:00:04.000000 4242 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host "
+    "node09:29500 - timed out (try=1, timeout=600000ms): Connection reset by peer\n"
+)
 
 
 def _run(tmp_path: Path) -> Path:
     root = tmp_path / "run"
     (root / "logs" / "node02").mkdir(parents=True)
     (root / "logs" / "node02" / "agent.log").write_text(BANNER + PEER_LINE)
-    write_run_info(root, RunInfo(run_id="r1", world_size=3, nproc_per_node=1,
-                                 hosts=(HostRanks("node01", (0,)), HostRanks("node02", (1,)), HostRanks("node03", (2,)))))
+    write_run_info(
+        root,
+        RunInfo(
+            run_id="r1",
+            world_size=3,
+            nproc_per_node=1,
+            hosts=(HostRanks("node01", (0,)), HostRanks("node02", (1,)), HostRanks("node03", (2,))),
+        ),
+    )
     return root
 
 

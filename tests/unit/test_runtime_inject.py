@@ -52,7 +52,9 @@ def test_bad_specs_name_spec_and_fix(spec: str, needle: str) -> None:
 
 
 def test_env_roundtrip_and_for_rank() -> None:
-    env = {inject.ENV_VAR: json.dumps(["straggler:rank=2,factor=1.5", "hang:rank=3,step=20", "xid:host=n,code=79,step=1"])}
+    env = {
+        inject.ENV_VAR: json.dumps(["straggler:rank=2,factor=1.5", "hang:rank=3,step=20", "xid:host=n,code=79,step=1"])
+    }
     drills = inject.from_env(env)
     assert inject.for_rank(drills, 2) == (Straggler(2, 1.5),)
     assert inject.for_rank(drills, 3) == (Hang(3, 20),)

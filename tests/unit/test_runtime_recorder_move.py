@@ -24,7 +24,12 @@ def test_move_time_shifts_between_rows_of_the_current_step_only(tmp_path) -> Non
         rec.end_step(step)
     rec.close()
     t = dataset.read_table(tmp_path, SignalKind.TIMELINE).to_pandas()
-    assert sorted(zip(t["step"], t["phase"])) == [(0, "communication"), (0, "forward"), (1, "communication"), (1, "forward")]
+    assert sorted(zip(t["step"], t["phase"])) == [
+        (0, "communication"),
+        (0, "forward"),
+        (1, "communication"),
+        (1, "forward"),
+    ]
     assert (t["duration_ns"] > 0).all()
 
 
@@ -41,6 +46,12 @@ def test_end_step_stamps_tokens_on_that_step_only(tmp_path) -> None:
     rec.close()
     t = dataset.read_table(tmp_path, SignalKind.TIMELINE).to_pandas()
     got = {(int(s), p): (None if k != k else int(k)) for s, p, k in zip(t["step"], t["phase"], t["tokens"])}
-    assert got == {(0, "data"): 100, (0, "forward"): 100, (1, "data"): None, (1, "forward"): None,
-                   (2, "data"): 300, (2, "forward"): 300}
+    assert got == {
+        (0, "data"): 100,
+        (0, "forward"): 100,
+        (1, "data"): None,
+        (1, "forward"): None,
+        (2, "data"): 300,
+        (2, "forward"): 300,
+    }
     assert set(t["rank"]) == {3} and set(t["host"]) == {"node02"}

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pytest
+from straggler_timelines import host_of, make_timeline
 
 from trainctl import dataset
 from trainctl.analyzers import ANALYZERS
@@ -17,31 +18,123 @@ from trainctl.analyzers.stragglers import find_stragglers, window_stats
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind
 
-from straggler_timelines import host_of, make_timeline
-
 TCase = namedtuple("TCase", "name kwargs rank host category severity phases steps")
 
 CULPRITS = [
     TCase("forward 1.5x", dict(slow_rank=3), 3, "node02", Category.COMPUTE, Severity.WARNING, "forward", [0, 199]),
-    TCase("backward 1.3x on 2 ranks only", dict(ranks=2, per_host=1, slow_rank=1, factor=1.3, phase="backward"),
-          1, "node02", Category.COMPUTE, Severity.WARNING, "backward", [0, 199]),
-    TCase("forward+backward 2.5x from step 60", dict(slow_rank=4, factor=2.5, phase=["forward", "backward"], slow_steps=(60, 200)),
-          4, "node03", Category.COMPUTE, Severity.CRITICAL, "forward+backward", [60, 199]),
-    TCase("forward 1.5x during steps 100-159", dict(slow_rank=7, phase="forward", slow_steps=(100, 160)),
-          7, "node04", Category.COMPUTE, Severity.WARNING, "forward", [100, 159]),
-    TCase("input pipeline 3x", dict(slow_rank=6, factor=3.0, phase="data"), 6, "node04", Category.DATA, Severity.CRITICAL, "data", [0, 199]),
-    TCase("optimizer 1.4x", dict(slow_rank=0, factor=1.4, phase="optimizer"), 0, "node01", Category.COMPUTE, Severity.WARNING, "optimizer", [0, 199]),
-    TCase("script: compute 1.5x", dict(shape="script", slow_rank=5, phase="compute"), 5, "node03", Category.COMPUTE, Severity.WARNING, "compute", [0, 199]),
-    TCase("script: compute 1.4x, 4 ranks, 30 steps", dict(shape="script", ranks=4, steps=30, slow_rank=2, factor=1.4, phase="compute"),
-          2, "node02", Category.COMPUTE, Severity.WARNING, "compute", [0, 29]),
+    TCase(
+        "backward 1.3x on 2 ranks only",
+        dict(ranks=2, per_host=1, slow_rank=1, factor=1.3, phase="backward"),
+        1,
+        "node02",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "backward",
+        [0, 199],
+    ),
+    TCase(
+        "forward+backward 2.5x from step 60",
+        dict(slow_rank=4, factor=2.5, phase=["forward", "backward"], slow_steps=(60, 200)),
+        4,
+        "node03",
+        Category.COMPUTE,
+        Severity.CRITICAL,
+        "forward+backward",
+        [60, 199],
+    ),
+    TCase(
+        "forward 1.5x during steps 100-159",
+        dict(slow_rank=7, phase="forward", slow_steps=(100, 160)),
+        7,
+        "node04",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "forward",
+        [100, 159],
+    ),
+    TCase(
+        "input pipeline 3x",
+        dict(slow_rank=6, factor=3.0, phase="data"),
+        6,
+        "node04",
+        Category.DATA,
+        Severity.CRITICAL,
+        "data",
+        [0, 199],
+    ),
+    TCase(
+        "optimizer 1.4x",
+        dict(slow_rank=0, factor=1.4, phase="optimizer"),
+        0,
+        "node01",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "optimizer",
+        [0, 199],
+    ),
+    TCase(
+        "script: compute 1.5x",
+        dict(shape="script", slow_rank=5, phase="compute"),
+        5,
+        "node03",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "compute",
+        [0, 199],
+    ),
+    TCase(
+        "script: compute 1.4x, 4 ranks, 30 steps",
+        dict(shape="script", ranks=4, steps=30, slow_rank=2, factor=1.4, phase="compute"),
+        2,
+        "node02",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "compute",
+        [0, 29],
+    ),
     # `compute` contains the input time in user-script timelines: the data phase explains it.
-    TCase("script: data 3x", dict(shape="script", slow_rank=1, factor=3.0, phase="data"), 1, "node01", Category.DATA, Severity.CRITICAL, "data", [0, 199]),
-    TCase("script without step rows", dict(shape="script", slow_rank=3, phase="compute", with_step=False), 3, "node02", Category.COMPUTE, Severity.WARNING, "compute", [0, 199]),
+    TCase(
+        "script: data 3x",
+        dict(shape="script", slow_rank=1, factor=3.0, phase="data"),
+        1,
+        "node01",
+        Category.DATA,
+        Severity.CRITICAL,
+        "data",
+        [0, 199],
+    ),
+    TCase(
+        "script without step rows",
+        dict(shape="script", slow_rank=3, phase="compute", with_step=False),
+        3,
+        "node02",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "compute",
+        [0, 199],
+    ),
     # Tokens differ per rank and step; this rank is slow per token, not because it got more tokens.
-    TCase("forward 1.5x with varying tokens", dict(slow_rank=2, tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s))),
-          2, "node02", Category.COMPUTE, Severity.WARNING, "forward", [0, 199]),
+    TCase(
+        "forward 1.5x with varying tokens",
+        dict(slow_rank=2, tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s))),
+        2,
+        "node02",
+        Category.COMPUTE,
+        Severity.WARNING,
+        "forward",
+        [0, 199],
+    ),
     # One rank's collective is slow while its work is normal and nobody waits for it.
-    TCase("communication +15 ms", dict(comm_extra_ms={5: 15.0}), 5, "node03", Category.COMMUNICATION, Severity.WARNING, "communication", [0, 199]),
+    TCase(
+        "communication +15 ms",
+        dict(comm_extra_ms={5: 15.0}),
+        5,
+        "node03",
+        Category.COMMUNICATION,
+        Severity.WARNING,
+        "communication",
+        [0, 199],
+    ),
 ]
 
 
@@ -62,7 +155,9 @@ def test_names_exactly_the_culprit(case: TCase) -> None:
 
 
 def test_evidence_numbers_match_the_injected_slowdown() -> None:
-    f = find_stragglers(make_timeline(slow_rank=4, factor=2.5, phase=["forward", "backward"], slow_steps=(60, 200), jitter=0.02))[0]
+    f = find_stragglers(
+        make_timeline(slow_rank=4, factor=2.5, phase=["forward", "backward"], slow_steps=(60, 200), jitter=0.02)
+    )[0]
     assert f.evidence["slowdown"] == pytest.approx(2.5, rel=0.03)
     # forward 30 ms and backward 60 ms on a healthy rank (straggler_timelines.REFERENCE_MS)
     assert f.evidence["median_ms"] == pytest.approx(90.0, rel=0.03)
@@ -81,13 +176,22 @@ NO_FINDING = [
     ("tokens vary per rank and step", dict(tokens=lambda rng, r, s: rng.integers(1000, 8000, size=(r, s)))),
     # Same sequence lengths on every rank within a step, very different across steps.
     ("tokens vary per step only", dict(tokens=lambda rng, r, s: np.tile(rng.integers(500, 16000, size=s), (r, 1)))),
-    ("blip: 3x for 35 steps (< 3 windows of 20)", dict(slow_rank=2, factor=3.0, phase="backward", slow_steps=(90, 125))),
+    (
+        "blip: 3x for 35 steps (< 3 windows of 20)",
+        dict(slow_rank=2, factor=3.0, phase="backward", slow_steps=(90, 125)),
+    ),
     ("blip: 5x for 10 steps", dict(slow_rank=2, factor=5.0, phase="forward", slow_steps=(50, 60))),
     ("10% slower: below the 1.2x line", dict(slow_rank=1, factor=1.1)),
     # Rank 1's work is 1.15x (under the line) but rank 0 waits 13 ms more than rank 1 in
     # communication (1.7x): rank 0 is waiting, not a communication straggler.
-    ("2 ranks: peer waits for a sub-threshold straggler", dict(ranks=2, per_host=1, slow_rank=1, factor=1.15, phase=["forward", "backward"])),
-    ("script, 2 ranks: peer waits for a sub-threshold straggler", dict(shape="script", ranks=2, per_host=1, slow_rank=1, factor=1.15)),
+    (
+        "2 ranks: peer waits for a sub-threshold straggler",
+        dict(ranks=2, per_host=1, slow_rank=1, factor=1.15, phase=["forward", "backward"]),
+    ),
+    (
+        "script, 2 ranks: peer waits for a sub-threshold straggler",
+        dict(shape="script", ranks=2, per_host=1, slow_rank=1, factor=1.15),
+    ),
     # 1.5x on the 4 ms data phase is 2 ms of a ~122 ms step: under the 2% floor (min_step_share).
     ("1.5x on a negligible phase", dict(slow_rank=1, factor=1.5, phase="data", jitter=0.02)),
     # A rank with less work waits longer in communication; it is not a straggler.
@@ -101,7 +205,9 @@ def test_no_finding(kwargs: dict) -> None:
     assert find_stragglers(make_timeline(**kwargs)) == []
 
 
-@pytest.mark.parametrize("shape, phase, wait_phase", [("reference", "forward", "communication"), ("script", "compute", "wait")])
+@pytest.mark.parametrize(
+    "shape, phase, wait_phase", [("reference", "forward", "communication"), ("script", "compute", "wait")]
+)
 @pytest.mark.parametrize("ranks, slow", [(2, 0), (4, 3), (8, 5)])
 def test_waiting_ranks_are_never_blamed(shape: str, phase: str, wait_phase: str, ranks: int, slow: int) -> None:
     t = make_timeline(shape=shape, ranks=ranks, slow_rank=slow, factor=2.0, phase=phase)
@@ -193,7 +299,9 @@ def test_long_runs_sample_steps_and_still_find_the_culprit() -> None:
     t = make_timeline(ranks=8, steps=600, slow_rank=6, factor=1.3, phase="backward", slow_steps=(300, 600))
     (f,) = find_stragglers(t)
     assert (f.ranks, f.evidence["steps"], f.evidence["windows"]) == (
-        (6,), [300, 599], {"slow": 6, "spanned": 6, "window_steps": 50, "step_stride": 4}
+        (6,),
+        [300, 599],
+        {"slow": 6, "spanned": 6, "window_steps": 50, "step_stride": 4},
     )
     assert find_stragglers(t, samples_per_window=None)[0].evidence["windows"]["step_stride"] == 1
     assert find_stragglers(make_timeline(ranks=8, steps=600)) == []
@@ -239,8 +347,10 @@ def _expected_window_stats(t, window_steps: int, quantile: float = 0.25):
 
 
 def _as_dict(stats):
-    return {(int(r), str(p), int(w)): (int(n), float(v))
-            for r, p, w, n, v in zip(stats["rank"], stats["phase"], stats["win"], stats["n"], stats["v_ns"])}
+    return {
+        (int(r), str(p), int(w)): (int(n), float(v))
+        for r, p, w, n, v in zip(stats["rank"], stats["phase"], stats["win"], stats["n"], stats["v_ns"])
+    }
 
 
 @pytest.mark.parametrize("shape", ["reference", "script"])

@@ -6,12 +6,11 @@ import json
 
 import pyarrow.compute as pc
 import pytest
+from straggler_timelines import make_timeline
 
 from trainctl import dataset
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.schemas import SignalKind
-
-from straggler_timelines import make_timeline
 
 
 def _run_dir(tmp_path, **kwargs):
@@ -20,9 +19,13 @@ def _run_dir(tmp_path, **kwargs):
     for h in hosts:
         part = t.filter(pc.equal(t["host"], h))
         for r in sorted(set(part["rank"].to_pylist())):
-            dataset.write_table(tmp_path, SignalKind.TIMELINE, h, part.filter(pc.equal(part["rank"], r)), part=f"rank{r}-0")
+            dataset.write_table(
+                tmp_path, SignalKind.TIMELINE, h, part.filter(pc.equal(part["rank"], r)), part=f"rank{r}-0"
+            )
     info = RunInfo(
-        run_id="synthetic-straggler", world_size=8, nproc_per_node=2,
+        run_id="synthetic-straggler",
+        world_size=8,
+        nproc_per_node=2,
         hosts=tuple(HostRanks(h, tuple(2 * i + k for k in range(2))) for i, h in enumerate(hosts)),
     )
     write_run_info(tmp_path, info)
@@ -37,7 +40,9 @@ def test_diagnose_json_names_rank_and_host(tmp_path, cli) -> None:
     assert report["run_id"] == "synthetic-straggler"
     assert report["source_kind"] == "run_dir"
     stragglers = [f for f in report["findings"] if f["kind"] == "straggler"]
-    assert [(f["ranks"], f["hosts"], f["category"], f["severity"]) for f in stragglers] == [([5], ["node03"], "compute", "warning")]
+    assert [(f["ranks"], f["hosts"], f["category"], f["severity"]) for f in stragglers] == [
+        ([5], ["node03"], "compute", "warning")
+    ]
     f = stragglers[0]
     assert f["summary"].startswith("rank 5 on node03 spends 1.")
     assert "x the median forward+backward time (steps 40-199): " in f["summary"]

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from straggler_timelines import make_timeline
 
 from trainctl.analyzers.stragglers import find_stragglers
-
-from straggler_timelines import make_timeline
 
 
 def _preempted(every_other_from: int, until: int, rank: int, extra: float) -> pa.Table:
     """4 ranks, 80 steps; `rank`'s forward is preempted (x extra) on every other step in [from, until)."""
     t = make_timeline(ranks=4, steps=80, jitter=0.05, seed=3).to_pandas()
-    hit = (t["rank"] == rank) & (t["phase"] == "forward") & t["step"].between(every_other_from, until - 1) & (t["step"] % 2 == 0)
+    hit = (
+        (t["rank"] == rank)
+        & (t["phase"] == "forward")
+        & t["step"].between(every_other_from, until - 1)
+        & (t["step"] % 2 == 0)
+    )
     t.loc[hit, "duration_ns"] = (t.loc[hit, "duration_ns"] * extra).astype(np.int64)
     return pa.Table.from_pandas(t, preserve_index=False).cast(make_timeline(ranks=4, steps=2).schema)
 

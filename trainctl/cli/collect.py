@@ -7,7 +7,7 @@ import logging
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,6 +15,7 @@ from rich.table import Table
 
 from trainctl.cli.console import err, out
 from trainctl.inventory import parse_hosts
+
 if TYPE_CHECKING:
     from trainctl.ops.collect import CollectResult, HostReport
 
@@ -27,8 +28,14 @@ def _summary(result: CollectResult) -> Table:
         bad = [r for r in rep.rows if not r.ok]
         status = "[red]failed[/]" if rep.failed else ("[yellow]partial[/]" if bad else "[green]ok[/]")
         problem = rep.error or (f"{bad[0].kind}: {bad[0].error_type}: {bad[0].error}" if bad else "")
-        t.add_row(rep.host, status, f"{len(rep.rows) - len(bad)}/{len(rep.rows)}", str(rep.files_fetched),
-                  f"{rep.bytes_fetched:,}", problem)
+        t.add_row(
+            rep.host,
+            status,
+            f"{len(rep.rows) - len(bad)}/{len(rep.rows)}",
+            str(rep.files_fetched),
+            f"{rep.bytes_fetched:,}",
+            problem,
+        )
     return t
 
 
@@ -59,22 +66,35 @@ def _pyarrow_without_pandas() -> None:
 
 
 def collect(
-    run_dir: str = typer.Argument(..., help="The run dir on the hosts (absolute, as given to `trainctl launch --run-dir`)."),
-    hosts: str = typer.Option(..., "--hosts", help="node01,node02 | node[01-16,20] | hostfile ('node01 slots=8') | @file."),
+    run_dir: str = typer.Argument(
+        ..., help="The run dir on the hosts (absolute, as given to `trainctl launch --run-dir`)."
+    ),
+    hosts: str = typer.Option(
+        ..., "--hosts", help="node01,node02 | node[01-16,20] | hostfile ('node01 slots=8') | @file."
+    ),
     out_dir: Path = typer.Option(..., "--out", help="Dataset directory to write (same layout as a run dir)."),
-    ssh_config: Optional[Path] = typer.Option(None, "--ssh-config", help="OpenSSH client config (default ~/.ssh/config)."),
-    kinds: Optional[List[str]] = typer.Option(None, "--kinds", help="Only these kinds (comma list; 'tables', 'files' are groups)."),
-    max_failed_hosts: Optional[int] = typer.Option(
-        None, "--max-failed-hosts", help="Exit 1 when more hosts fail than this (default: only when every host fails)."),
+    ssh_config: Path | None = typer.Option(None, "--ssh-config", help="OpenSSH client config (default ~/.ssh/config)."),
+    kinds: list[str] | None = typer.Option(
+        None, "--kinds", help="Only these kinds (comma list; 'tables', 'files' are groups)."
+    ),
+    max_failed_hosts: int | None = typer.Option(
+        None, "--max-failed-hosts", help="Exit 1 when more hosts fail than this (default: only when every host fails)."
+    ),
     timeout_s: float = typer.Option(60.0, "--timeout-s", help="Per remote command, transfers included."),
-    connect_timeout_s: Optional[float] = typer.Option(None, "--connect-timeout-s", help="TCP + SSH handshake (default: ConnectTimeout, else 10)."),
-    accept_new_host_keys: bool = typer.Option(False, "--accept-new-host-keys", help="Trust and save unknown host keys (changed keys are still refused)."),
+    connect_timeout_s: float | None = typer.Option(
+        None, "--connect-timeout-s", help="TCP + SSH handshake (default: ConnectTimeout, else 10)."
+    ),
+    accept_new_host_keys: bool = typer.Option(
+        False, "--accept-new-host-keys", help="Trust and save unknown host keys (changed keys are still refused)."
+    ),
     max_workers: int = typer.Option(16, "--max-workers", min=1, max=16, help="Hosts worked on at once (at most 16)."),
     json_out: bool = typer.Option(False, "--json", help="Summary as JSON on stdout."),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
     # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
-    from trainctl.ops.collect import CollectOptions, check_failed_hosts, collect as run_collect, parse_kinds
+    from trainctl.ops.collect import CollectOptions, check_failed_hosts, parse_kinds
+    from trainctl.ops.collect import collect as run_collect
+
     _pyarrow_without_pandas()
 
     # paramiko logs handshake noise (and tracebacks of hosts we gave up on) at ERROR; the outcome
@@ -83,15 +103,29 @@ def collect(
         logging.getLogger("paramiko").setLevel(logging.CRITICAL)
     names = tuple(h.name for h in parse_hosts(hosts))
     opts = CollectOptions(
-        run_dir=run_dir, out=out_dir, hosts=names, kinds=parse_kinds(kinds),
-        ssh_config=str(ssh_config) if ssh_config else None, timeout_s=timeout_s,
-        connect_timeout_s=connect_timeout_s, accept_new_host_keys=accept_new_host_keys, max_workers=max_workers,
+        run_dir=run_dir,
+        out=out_dir,
+        hosts=names,
+        kinds=parse_kinds(kinds),
+        ssh_config=str(ssh_config) if ssh_config else None,
+        timeout_s=timeout_s,
+        connect_timeout_s=connect_timeout_s,
+        accept_new_host_keys=accept_new_host_keys,
+        max_workers=max_workers,
     )
     lock = threading.Lock()
     state = {"bytes": 0, "failed": 0}
-    with Progress(TextColumn("[bold]collect"), BarColumn(), MofNCompleteColumn(), TextColumn("hosts"),
-                  TextColumn("{task.fields[failed]} failed"), TextColumn("{task.fields[mib]:.1f} MiB"),
-                  TimeElapsedColumn(), console=err, transient=not err.is_terminal) as bar:
+    with Progress(
+        TextColumn("[bold]collect"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("hosts"),
+        TextColumn("{task.fields[failed]} failed"),
+        TextColumn("{task.fields[mib]:.1f} MiB"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=not err.is_terminal,
+    ) as bar:
         task = bar.add_task("collect", total=len(names), failed=0, mib=0.0)
 
         def progress(host: str, nbytes: int, report: HostReport | None) -> None:
@@ -99,8 +133,9 @@ def collect(
                 state["bytes"] += nbytes
                 if report is not None and report.failed:
                     state["failed"] += 1
-                bar.update(task, advance=1 if report is not None else 0, failed=state["failed"],
-                           mib=state["bytes"] / 2**20)
+                bar.update(
+                    task, advance=1 if report is not None else 0, failed=state["failed"], mib=state["bytes"] / 2**20
+                )
 
         result = run_collect(opts, progress=progress)
     if json_out:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,7 +16,7 @@ from trainctl.cli.render import findings_table
 
 
 def demo(
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="Default ./runs/demo-<timestamp>."),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="Default ./runs/demo-<timestamp>."),
     steps: int = typer.Option(80, "--steps", help="Training steps of the reference trainer."),
     json_out: bool = typer.Option(False, "--json", help="Findings JSON on stdout."),
 ) -> None:
@@ -27,14 +26,30 @@ def demo(
     from trainctl.ops.launch import ActionKind, format_root_cause
 
     run_dir = run_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
-    spec = build_spec(local=True, hosts=None, hosts_local=2, nproc_per_node=2, run_dir=run_dir,
-                      inject=["straggler:rank=2,factor=1.5"], max_restarts=0, hang_timeout=120.0, keep_hung=False,
-                      script_and_args=["--steps", str(steps)])
-    err.print(f"[bold]trainctl demo[/]: 2 hosts x 2 ranks, reference trainer, --inject straggler:rank=2,factor=1.5 -> {run_dir}")
+    spec = build_spec(
+        local=True,
+        hosts=None,
+        hosts_local=2,
+        nproc_per_node=2,
+        run_dir=run_dir,
+        inject=["straggler:rank=2,factor=1.5"],
+        max_restarts=0,
+        hang_timeout=120.0,
+        keep_hung=False,
+        script_and_args=["--steps", str(steps)],
+    )
+    err.print(
+        f"[bold]trainctl demo[/]: 2 hosts x 2 ranks, reference trainer, --inject straggler:rank=2,factor=1.5 -> {run_dir}"
+    )
     result = run_spec(spec)
     if result.status is not ActionKind.SUCCEEDED:
         if result.root_cause is not None:
-            err.print(format_root_cause(result.root_cause, "trainctl.runtime.trainer"), markup=False, highlight=False, soft_wrap=True)
+            err.print(
+                format_root_cause(result.root_cause, "trainctl.runtime.trainer"),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         err.print(f"[bold red]demo run did not finish:[/] {result.reason}; see {result.run_dir}/logs")
         raise typer.Exit(EXIT_RUN_FAILED)
     err.print(f"run finished in {result.elapsed_s:.1f}s; diagnosing {result.run_dir}")

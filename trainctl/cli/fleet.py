@@ -7,7 +7,16 @@ from pathlib import Path
 import typer
 
 from trainctl.cli.console import err, out
-from trainctl.ops.fleet_sim import FAULT_KINDS, LABELS_FILE, QUIRK_KINDS, FleetScenario, parse_fault, parse_quirk, simulate, write_fleet
+from trainctl.ops.fleet_sim import (
+    FAULT_KINDS,
+    LABELS_FILE,
+    QUIRK_KINDS,
+    FleetScenario,
+    parse_fault,
+    parse_quirk,
+    simulate,
+    write_fleet,
+)
 
 
 def fleet_sim(
@@ -15,14 +24,26 @@ def fleet_sim(
     hosts: int = typer.Option(16, "--hosts", min=1, help="Number of hosts (named node01..nodeNN)."),
     gpus: int = typer.Option(8, "--gpus", min=1, help="GPUs per host."),
     minutes: float = typer.Option(10.0, "--minutes", min=0.1, help="Simulated duration in minutes (1 Hz samples)."),
-    fault: list[str] = typer.Option([], "--fault", help=f"KIND@HOST[:onset_s[:magnitude]], repeatable (magnitude scales quiet faults, 1.0 default). KIND: {', '.join(FAULT_KINDS)}."),
-    quirk: list[str] = typer.Option([], "--quirk", help=f"Healthy quirk KIND@HOST[:at_s] (fleet_pause[:at_s] is fleet-wide). KIND: {', '.join(QUIRK_KINDS)}."),
+    fault: list[str] = typer.Option(
+        [],
+        "--fault",
+        help=f"KIND@HOST[:onset_s[:magnitude]], repeatable (magnitude scales quiet faults, 1.0 default). KIND: {', '.join(FAULT_KINDS)}.",
+    ),
+    quirk: list[str] = typer.Option(
+        [],
+        "--quirk",
+        help=f"Healthy quirk KIND@HOST[:at_s] (fleet_pause[:at_s] is fleet-wide). KIND: {', '.join(QUIRK_KINDS)}.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same data)."),
 ) -> None:
     """Simulate a training fleet's GPU/host metrics with injected faults, for demos, tests and benchmarks."""
     sc = FleetScenario(
-        hosts=hosts, gpus=gpus, seconds=int(minutes * 60), seed=seed,
-        faults=tuple(parse_fault(f) for f in fault), quirks=tuple(parse_quirk(q) for q in quirk),
+        hosts=hosts,
+        gpus=gpus,
+        seconds=int(minutes * 60),
+        seed=seed,
+        faults=tuple(parse_fault(f) for f in fault),
+        quirks=tuple(parse_quirk(q) for q in quirk),
     )
     with err.status(f"simulating {hosts} hosts x {gpus} GPUs x {sc.seconds} s ...", spinner="dots"):
         result = simulate(sc)

@@ -7,7 +7,8 @@ culprit is the silent one. The grid and the states come from the hung_collective
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -30,10 +31,13 @@ def render_hang_map(finding: Finding) -> Group | None:
     axes = hm.get("axes", {})
     ev = finding.evidence
     title = f"hang map: {ev.get('op') or 'collective'} seq {ev.get('seq')} of pg {ev.get('pg_name')}" + (
-        f" ({ev['pg_desc']})" if ev.get("pg_desc") else "")
+        f" ({ev['pg_desc']})" if ev.get("pg_desc") else ""
+    )
     parts: list[Any] = [Text(title, style="bold")]
     for i, stage in enumerate(hm.get("stages", [])):
-        table = Table(show_header=True, show_lines=True, title=f"{axes['stage']} stage {i}" if axes.get("stage") else None)
+        table = Table(
+            show_header=True, show_lines=True, title=f"{axes['stage']} stage {i}" if axes.get("stage") else None
+        )
         ncols = max((len(row) for row in stage), default=0)
         table.add_column(axes.get("row") or "", style="bold")
         for c in range(ncols):
@@ -49,10 +53,13 @@ def render_hang_map(finding: Finding) -> Group | None:
                 cells.append(Text(f"{_MARK[st]} r{r}" + (f"\n{host}" if host else ""), style=_STYLE[st]))
             table.add_row(f"{axes.get('row')} {j}" if axes.get("row") else "", *cells)
         parts.append(table)
-    parts.append(Text("X culprit (never arrived)   W waiting in a collective   . finished   ? no data (no dump)", style="dim"))
+    parts.append(
+        Text("X culprit (never arrived)   W waiting in a collective   . finished   ? no data (no dump)", style="dim")
+    )
     return Group(*parts)
 
 
 def hang_maps(report: Report) -> list[Group]:
-    return [g for f in report.findings if f.kind is FindingKind.HUNG_COLLECTIVE
-            if (g := render_hang_map(f)) is not None]
+    return [
+        g for f in report.findings if f.kind is FindingKind.HUNG_COLLECTIVE if (g := render_hang_map(f)) is not None
+    ]

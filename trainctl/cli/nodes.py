@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -37,7 +37,9 @@ def _load_finding(spec: str | None) -> dict[str, Any] | None:
         try:
             text = path.read_text()
         except OSError as exc:
-            raise InputError(f"{path}: cannot read the finding file ({exc.strerror}); pass --finding @FILE or inline JSON") from exc
+            raise InputError(
+                f"{path}: cannot read the finding file ({exc.strerror}); pass --finding @FILE or inline JSON"
+            ) from exc
     try:
         doc = json.loads(text)
     except ValueError as exc:
@@ -69,22 +71,40 @@ def _fmt_ts(ts_ns: int) -> str:
 def evict_node(
     host: str = typer.Argument(..., help="The host to quarantine, as the scheduler names it."),
     reason: str = typer.Option(..., "--reason", help="Why (audit trail; also the Slurm drain reason)."),
-    run: Optional[str] = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
-    finding: Optional[str] = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
-    relaunch: bool = typer.Option(False, "--relaunch", help="Stop the run and relaunch it without HOST from its newest checkpoint (needs --run RUN_DIR of a `launch --hosts` run)."),
-    spares: Optional[str] = typer.Option(None, "--spares", help="Comma list of standby hosts for --relaunch."),
-    allow_shrink: bool = typer.Option(False, "--allow-shrink", help="With --relaunch and no spare left: relaunch on fewer hosts (smaller dp) even for a user SCRIPT; say so only if it can resume at a smaller world size. The reference trainer always may."),
-    scheduler: SchedulerKind = typer.Option(SchedulerKind.NONE, "--scheduler", help="Also drain HOST in the scheduler."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change and the exact commands; change nothing."),
+    run: str | None = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
+    finding: str | None = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
+    relaunch: bool = typer.Option(
+        False,
+        "--relaunch",
+        help="Stop the run and relaunch it without HOST from its newest checkpoint (needs --run RUN_DIR of a `launch --hosts` run).",
+    ),
+    spares: str | None = typer.Option(None, "--spares", help="Comma list of standby hosts for --relaunch."),
+    allow_shrink: bool = typer.Option(
+        False,
+        "--allow-shrink",
+        help="With --relaunch and no spare left: relaunch on fewer hosts (smaller dp) even for a user SCRIPT; say so only if it can resume at a smaller world size. The reference trainer always may.",
+    ),
+    scheduler: SchedulerKind = typer.Option(
+        SchedulerKind.NONE, "--scheduler", help="Also drain HOST in the scheduler."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Show what would change and the exact commands; change nothing."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
     yes: bool = typer.Option(False, "--yes", help="With --relaunch: stop the live run without asking."),
-    wait_timeout: float = typer.Option(1800.0, "--wait-timeout", help="With --relaunch: seconds to wait for the relaunched run to finish (it keeps running after)."),
+    wait_timeout: float = typer.Option(
+        1800.0,
+        "--wait-timeout",
+        help="With --relaunch: seconds to wait for the relaunched run to finish (it keeps running after).",
+    ),
 ) -> None:
     """Quarantine HOST in the ledger (with an audit record), drain it in the scheduler, relaunch the run without it."""
     finding_doc = _load_finding(finding)
     run_id, info = _resolve_run(run)
     if relaunch and info is None:
-        raise InputError(f"--relaunch needs --run RUN_DIR holding run.json (got {run!r}); it gives the hosts and layout")
+        raise InputError(
+            f"--relaunch needs --run RUN_DIR holding run.json (got {run!r}); it gives the hosts and layout"
+        )
     ledger = Ledger()
     commands = drain_commands(scheduler, host, reason)
     plan = None
@@ -92,11 +112,22 @@ def evict_node(
         from trainctl.ops import run_control
 
         # The same plan the relaunch executes (run_control.relaunch_without), so --dry-run tells the truth.
-        plan, _ = run_control.relaunch_plan_for(run, [host], spares=_split(spares),
-                                                quarantined=sorted(ledger.quarantined_hosts()), allow_shrink=allow_shrink)
+        plan, _ = run_control.relaunch_plan_for(
+            run,
+            [host],
+            spares=_split(spares),
+            quarantined=sorted(ledger.quarantined_hosts()),
+            allow_shrink=allow_shrink,
+        )
     doc: dict[str, Any] = {
-        "host": host, "reason": reason, "run": run_id, "dry_run": dry_run, "ledger": str(ledger.state_path),
-        "scheduler": scheduler.value, "commands": [list(c) for c in commands], "finding": finding_doc,
+        "host": host,
+        "reason": reason,
+        "run": run_id,
+        "dry_run": dry_run,
+        "ledger": str(ledger.state_path),
+        "scheduler": scheduler.value,
+        "commands": [list(c) for c in commands],
+        "finding": finding_doc,
         "relaunch": plan.to_dict() if plan else None,
     }
     if dry_run:
@@ -114,8 +145,13 @@ def evict_node(
         if plan is not None and plan.kind is PlanKind.STOP:
             raise InputError(f"cannot relaunch {run} without {host}: {plan.reason} (nothing was changed)")
         _check_relaunch(run, host, yes=yes)
-    entry = ledger.evict(host, reason=reason, run=run_id, finding=finding_doc,
-                         extra={"scheduler": scheduler.value, "commands": [list(c) for c in commands]})
+    entry = ledger.evict(
+        host,
+        reason=reason,
+        run=run_id,
+        finding=finding_doc,
+        extra={"scheduler": scheduler.value, "commands": [list(c) for c in commands]},
+    )
     err.print(f"quarantined {host} in {ledger.state_path} (eviction #{entry.evictions})", highlight=False)
     try:
         for c in commands:
@@ -123,13 +159,16 @@ def evict_node(
         run_commands(commands)
     except TrainctlError as exc:
         # The ledger keeps the host (trainctl will not launch on it); the drain can be retried.
-        raise type(exc)(f"{host} is quarantined in the ledger, but the {scheduler.value} drain failed: {exc}; "
-                        f"fix it and rerun `trainctl evict-node {host} --reason ... --scheduler {scheduler.value}`") from exc
+        raise type(exc)(
+            f"{host} is quarantined in the ledger, but the {scheduler.value} drain failed: {exc}; "
+            f"fix it and rerun `trainctl evict-node {host} --reason ... --scheduler {scheduler.value}`"
+        ) from exc
     doc["entry"] = entry.to_dict()
     failed = False
     if relaunch and run is not None:
-        doc["relaunch"] = _execute_relaunch(run, host, spares, ledger, yes=yes, wait_timeout_s=wait_timeout,
-                                            allow_shrink=allow_shrink)
+        doc["relaunch"] = _execute_relaunch(
+            run, host, spares, ledger, yes=yes, wait_timeout_s=wait_timeout, allow_shrink=allow_shrink
+        )
         failed = not doc["relaunch"].get("ok")
     if json_out:
         _emit_json(doc)
@@ -138,9 +177,12 @@ def evict_node(
         if doc.get("relaunch"):
             r = doc["relaunch"]
             out.print(f"relaunch plan: {r['plan']['kind']}: {r['plan']['reason']}", highlight=False)
-            out.print(f"relaunched on {','.join(r['hosts'])} as {r['run_dir']}: "
-                      + (f"exit {r['exit_code']}" if r["finished"] else f"still running after {wait_timeout:.0f}s")
-                      + f", steps {r['first_step']}..{r['last_step']}", highlight=False)
+            out.print(
+                f"relaunched on {','.join(r['hosts'])} as {r['run_dir']}: "
+                + (f"exit {r['exit_code']}" if r["finished"] else f"still running after {wait_timeout:.0f}s")
+                + f", steps {r['first_step']}..{r['last_step']}",
+                highlight=False,
+            )
     if failed:
         raise typer.Exit(4)
 
@@ -149,17 +191,33 @@ def _split(spares: str | None) -> list[str] | None:
     return [s.strip() for s in spares.split(",") if s.strip()] if spares else None
 
 
-def _execute_relaunch(run: str, host: str, spares: str | None, ledger: Ledger, *, yes: bool, wait_timeout_s: float,
-                      allow_shrink: bool = False) -> dict[str, Any]:
+def _execute_relaunch(
+    run: str,
+    host: str,
+    spares: str | None,
+    ledger: Ledger,
+    *,
+    yes: bool,
+    wait_timeout_s: float,
+    allow_shrink: bool = False,
+) -> dict[str, Any]:
     """Stop the run, start it again without HOST (trainctl.ops.run_control), wait for it."""
     from trainctl.ops import run_control
     from trainctl.ops.playbook import trainctl_argv
 
     plan, stopped, handle = run_control.relaunch_without(
-        run, [host], spares=_split(spares), quarantined=sorted(ledger.quarantined_hosts()), trainctl=trainctl_argv(),
-        allow_shrink=allow_shrink)
-    err.print(f"stopped {run} ({stopped['supervisor']}); relaunched on {','.join(plan.hosts)} as {handle.run_dir} "
-              f"(pid {handle.proc.pid}, log {handle.log_path}); waiting up to {wait_timeout_s:.0f}s", highlight=False)
+        run,
+        [host],
+        spares=_split(spares),
+        quarantined=sorted(ledger.quarantined_hosts()),
+        trainctl=trainctl_argv(),
+        allow_shrink=allow_shrink,
+    )
+    err.print(
+        f"stopped {run} ({stopped['supervisor']}); relaunched on {','.join(plan.hosts)} as {handle.run_dir} "
+        f"(pid {handle.proc.pid}, log {handle.log_path}); waiting up to {wait_timeout_s:.0f}s",
+        highlight=False,
+    )
     res = run_control.wait_relaunch(handle, wait_timeout_s)
     return {**res, "plan": plan.to_dict(), "stopped": stopped}
 
@@ -172,8 +230,10 @@ def _check_relaunch(run: str, host: str, *, yes: bool) -> None:
     run_control.launch_options(run)  # the run's launch options must be known (InputError says how)
     if not yes:
         if not sys.stdin.isatty():
-            raise InputError(f"--relaunch stops run {run} and starts it again without {host}; pass --yes to allow it "
-                             f"(nothing was changed)")
+            raise InputError(
+                f"--relaunch stops run {run} and starts it again without {host}; pass --yes to allow it "
+                f"(nothing was changed)"
+            )
         if not typer.confirm(f"stop {run} and relaunch it without {host}?", default=False):
             raise InputError("relaunch declined; nothing changed (neither the ledger nor the run)")
 
@@ -208,7 +268,9 @@ def list_nodes(json_out: bool = typer.Option(False, "--json", help="The ledger's
 def restore_node(
     host: str = typer.Argument(..., help="The quarantined host to return to service."),
     reason: str = typer.Option("restored by operator", "--reason", help="Why (audit trail)."),
-    scheduler: SchedulerKind = typer.Option(SchedulerKind.NONE, "--scheduler", help="Also resume HOST in the scheduler."),
+    scheduler: SchedulerKind = typer.Option(
+        SchedulerKind.NONE, "--scheduler", help="Also resume HOST in the scheduler."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the exact commands; change nothing."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
@@ -219,8 +281,13 @@ def restore_node(
         known = ", ".join(sorted(entries)) or "none"
         raise InputError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
     commands = resume_commands(scheduler, host)
-    doc: dict[str, Any] = {"host": host, "dry_run": dry_run, "scheduler": scheduler.value,
-                           "commands": [list(c) for c in commands], "ledger": str(ledger.state_path)}
+    doc: dict[str, Any] = {
+        "host": host,
+        "dry_run": dry_run,
+        "scheduler": scheduler.value,
+        "commands": [list(c) for c in commands],
+        "ledger": str(ledger.state_path),
+    }
     if dry_run:
         if json_out:
             _emit_json(doc)
@@ -240,7 +307,7 @@ def restore_node(
 
 @nodes_app.command("audit")
 def audit(
-    host: Optional[str] = typer.Option(None, "--host", help="Only this host's records."),
+    host: str | None = typer.Option(None, "--host", help="Only this host's records."),
     json_out: bool = typer.Option(False, "--json", help="The records as a JSON list."),
 ) -> None:
     """The append-only audit trail: every eviction and restore, oldest first."""
@@ -261,4 +328,6 @@ def rebuild() -> None:
     """Rebuild quarantine.json from the audit trail (the fix when it is corrupt)."""
     ledger = Ledger()
     entries = ledger.rebuild_from_audit()
-    out.print(f"rebuilt {ledger.state_path} from {ledger.audit_path}: {len(entries)} quarantined host(s)", highlight=False)
+    out.print(
+        f"rebuilt {ledger.state_path} from {ledger.audit_path}: {len(entries)} quarantined host(s)", highlight=False
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.table import Table
@@ -23,10 +22,17 @@ from trainctl.ops.playbook import (
     run_runbook,
 )
 
-app = typer.Typer(help="Runbooks: chain collect, diagnose, probe, evict and relaunch for one incident type.", no_args_is_help=True)
+app = typer.Typer(
+    help="Runbooks: chain collect, diagnose, probe, evict and relaunch for one incident type.", no_args_is_help=True
+)
 
-_STYLE = {StepStatus.OK: "green", StepStatus.FAILED: "bold red", StepStatus.SKIPPED: "dim",
-          StepStatus.REFUSED: "bold red", StepStatus.PLANNED: "cyan"}
+_STYLE = {
+    StepStatus.OK: "green",
+    StepStatus.FAILED: "bold red",
+    StepStatus.SKIPPED: "dim",
+    StepStatus.REFUSED: "bold red",
+    StepStatus.PLANNED: "cyan",
+}
 
 
 def _emit_json(doc: object) -> None:
@@ -38,14 +44,25 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Runbooks as JS
     """The built-in runbooks and the findings that trigger them."""
     books = [load_builtin(n) for n in builtin_names()]
     if json_out:
-        _emit_json([{"name": b.name, "description": b.description, "trigger": b.trigger.to_dict(),
-                     "steps": [{"id": s.id, "type": s.type.value, "destructive": s.destructive} for s in b.steps]} for b in books])
+        _emit_json(
+            [
+                {
+                    "name": b.name,
+                    "description": b.description,
+                    "trigger": b.trigger.to_dict(),
+                    "steps": [{"id": s.id, "type": s.type.value, "destructive": s.destructive} for s in b.steps],
+                }
+                for b in books
+            ]
+        )
         return
     table = Table(title="trainctl runbooks")
     for col in ("name", "trigger", "steps", "description"):
         table.add_column(col, overflow="fold")
     for b in books:
-        trig = ",".join(k.value for k in b.trigger.kinds) + (f" ({','.join(c.value for c in b.trigger.categories)})" if b.trigger.categories else "")
+        trig = ",".join(k.value for k in b.trigger.kinds) + (
+            f" ({','.join(c.value for c in b.trigger.categories)})" if b.trigger.categories else ""
+        )
         steps = " > ".join(s.id + ("!" if s.destructive else "") for s in b.steps)
         table.add_row(b.name, trig, steps, b.description)
     out.print(table)
@@ -68,7 +85,9 @@ def _parse_inputs(pairs: list[str]) -> dict[str, object]:
     inputs: dict[str, object] = {}
     for p in pairs:
         if "=" not in p:
-            raise InputError(f"--input {p!r}: expected NAME=VALUE (VALUE may be JSON, e.g. --input 'relaunch_args=[\"--local\"]')")
+            raise InputError(
+                f"--input {p!r}: expected NAME=VALUE (VALUE may be JSON, e.g. --input 'relaunch_args=[\"--local\"]')"
+            )
         k, v = p.split("=", 1)
         try:
             inputs[k] = json.loads(v)
@@ -83,24 +102,35 @@ def _confirm(question: str, default: bool) -> bool:
 
 def _print_record(rec: StepRecord) -> None:
     cmd = " ".join(rec.command)
-    err.print(Text.assemble((f"[{rec.status.value:>7}] ", _STYLE[rec.status]), (f"{rec.step} ({rec.type}) ", "bold"), rec.decision,
-                            (f"\n          $ {cmd}" if cmd else "", "dim"), (f"\n          error: {rec.error}" if rec.error else "", "red")))
+    err.print(
+        Text.assemble(
+            (f"[{rec.status.value:>7}] ", _STYLE[rec.status]),
+            (f"{rec.step} ({rec.type}) ", "bold"),
+            rec.decision,
+            (f"\n          $ {cmd}" if cmd else "", "dim"),
+            (f"\n          error: {rec.error}" if rec.error else "", "red"),
+        )
+    )
 
 
 @app.command("run")
 def run_cmd(
     name: str = typer.Argument(..., help="Built-in runbook name (see `playbook list`) or a YAML file."),
     run: Path = typer.Option(..., "--run", help="The run dir (--run-dir of `trainctl launch`)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; run only read-only steps; change and write nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan; run only read-only steps; change and write nothing."
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow destructive steps and answer yes to questions."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Incident id to resume: completed steps are skipped."),
-    inputs: List[str] = typer.Option([], "--input", help="Runbook input NAME=VALUE (repeatable)."),
+    resume: str | None = typer.Option(None, "--resume", help="Incident id to resume: completed steps are skipped."),
+    inputs: list[str] = typer.Option([], "--input", help="Runbook input NAME=VALUE (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="The result (every step's record) as JSON on stdout."),
 ) -> None:
     """Run a runbook against a run; every step is appended to RUN/incidents/<id>/audit.jsonl."""
     book = find_runbook(name)
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    opts = RunOptions(dry_run=dry_run, yes=yes, interactive=interactive, confirm=_confirm, resume=resume, inputs=_parse_inputs(inputs))
+    opts = RunOptions(
+        dry_run=dry_run, yes=yes, interactive=interactive, confirm=_confirm, resume=resume, inputs=_parse_inputs(inputs)
+    )
     err.print(f"[bold]{book.name}[/] on {run}" + (" [cyan](dry run: nothing will be changed)[/]" if dry_run else ""))
     result = run_runbook(book, run, opts, on_record=_print_record)
     if json_out:
@@ -110,7 +140,13 @@ def run_cmd(
         for col in ("step", "type", "status", "decision", "command"):
             table.add_column(col, overflow="fold")
         for r in result.records:
-            table.add_row(r.step, r.type + (" !" if r.destructive else ""), Text(r.status.value, style=_STYLE[r.status]), r.decision, " ".join(r.command))
+            table.add_row(
+                r.step,
+                r.type + (" !" if r.destructive else ""),
+                Text(r.status.value, style=_STYLE[r.status]),
+                r.decision,
+                " ".join(r.command),
+            )
         out.print(table)
         if result.audit_path:
             err.print(f"audit: {result.audit_path}")
@@ -122,8 +158,10 @@ def run_cmd(
 def probe_cmd(
     hosts_local: int = typer.Option(4, "--hosts-local", help="Simulated hosts on this machine (node01..nodeNN)."),
     nproc_per_host: int = typer.Option(1, "--nproc-per-node", help="Ranks per simulated host."),
-    slow_host: Optional[str] = typer.Option(None, "--slow-host", help="Drill: make this host slow on purpose."),
-    slow_delay_s: float = typer.Option(0.2, "--slow-delay", help="Drill: seconds the slow host sleeps before each collective."),
+    slow_host: str | None = typer.Option(None, "--slow-host", help="Drill: make this host slow on purpose."),
+    slow_delay_s: float = typer.Option(
+        0.2, "--slow-delay", help="Drill: seconds the slow host sleeps before each collective."
+    ),
     iters: int = typer.Option(5, "--iters", help="Collectives per test."),
     workdir: Path = typer.Option(Path("probe-out"), "--workdir", help="Where worker logs and the result go."),
     json_out: bool = typer.Option(False, "--json", help="Verdict and timings as JSON."),
@@ -133,8 +171,14 @@ def probe_cmd(
 
     hosts = [f"node{i + 1:02d}" for i in range(hosts_local)]
     with err.status(f"probing {len(hosts)} hosts ...", spinner="dots"):
-        verdict = run_local_probe(hosts, nproc_per_host=nproc_per_host, iters=iters, slow_host=slow_host,
-                                  slow_delay_s=slow_delay_s, workdir=workdir)
+        verdict = run_local_probe(
+            hosts,
+            nproc_per_host=nproc_per_host,
+            iters=iters,
+            slow_host=slow_host,
+            slow_delay_s=slow_delay_s,
+            workdir=workdir,
+        )
     if json_out:
         _emit_json(verdict.to_dict())
     else:

@@ -20,10 +20,10 @@ import os
 import tarfile
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -178,11 +178,14 @@ def _load_state(out: Path, host: str) -> dict[str, rundir_sync.FileStat]:
 
 
 def _save_state(out: Path, host: str, state: dict[str, rundir_sync.FileStat]) -> None:
-    atomic_write_text(_state_path(out, host), json.dumps({k: [v.size_bytes, v.mtime_ns] for k, v in sorted(state.items())}))
+    atomic_write_text(
+        _state_path(out, host), json.dumps({k: [v.size_bytes, v.mtime_ns] for k, v in sorted(state.items())})
+    )
 
 
-def _extract(reader, out: Path, wanted: dict[str, str], stats: dict[str, rundir_sync.FileStat],
-             on_bytes: Callable[[int], None]) -> dict[str, int]:
+def _extract(
+    reader, out: Path, wanted: dict[str, str], stats: dict[str, rundir_sync.FileStat], on_bytes: Callable[[int], None]
+) -> dict[str, int]:
     """Write the tar stream's regular files that we asked for; returns path -> bytes written.
 
     Only names we requested, as plain relative paths, are written (a hostile remote cannot place
@@ -279,18 +282,31 @@ class _HostJob:
             if name not in sections:  # the script died (killed, shell missing): say so
                 kind = {"facts": "host_facts", "kernel": "kernel_log", "ranks": "pyspy"}.get(name)
                 if kind:
-                    self._fail_all(rep, [kind], f"probe script ended early: {res.stderr.decode(errors='replace')[-200:]}",
-                                   "command_failed", t0)
+                    self._fail_all(
+                        rep,
+                        [kind],
+                        f"probe script ended early: {res.stderr.decode(errors='replace')[-200:]}",
+                        "command_failed",
+                        t0,
+                    )
 
         man = sections.get("manifest")
         if man is None or man.exit_code != 0:
             no_dir = man is not None and man.exit_code == rundir_sync.NO_RUN_DIR_EXIT
             rep.failed = True
-            rep.error = (f"{host}: run dir {o.run_dir} does not exist there (or is not readable)" if no_dir
-                         else f"{host}: listing {o.run_dir} failed (exit {man.exit_code if man else 'none'}): "
-                              f"{res.stderr.decode(errors='replace')[-200:]}")
-            self._fail_all(rep, art_kinds + (["pyspy"] if "pyspy" in kinds else []), rep.error,
-                           "no_run_dir" if no_dir else "command_failed", t0)
+            rep.error = (
+                f"{host}: run dir {o.run_dir} does not exist there (or is not readable)"
+                if no_dir
+                else f"{host}: listing {o.run_dir} failed (exit {man.exit_code if man else 'none'}): "
+                f"{res.stderr.decode(errors='replace')[-200:]}"
+            )
+            self._fail_all(
+                rep,
+                art_kinds + (["pyspy"] if "pyspy" in kinds else []),
+                rep.error,
+                "no_run_dir" if no_dir else "command_failed",
+                t0,
+            )
             return
         remote = rundir_sync.parse_manifest(man.output)
         local = _load_state(o.out, host)
@@ -299,12 +315,19 @@ class _HostJob:
         fetch_error: BaseException | None = None
         if todo:
             try:
-                reader = sess.stream(rundir_sync.tar_command(o.run_dir), timeout_s=o.timeout_s,
-                                     stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in todo) + b"\0")
-                fetched = _extract(reader, o.out, todo, remote, lambda n: self.progress and self.progress(host, n, None))
+                reader = sess.stream(
+                    rundir_sync.tar_command(o.run_dir),
+                    timeout_s=o.timeout_s,
+                    stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in todo) + b"\0",
+                )
+                fetched = _extract(
+                    reader, o.out, todo, remote, lambda n: self.progress and self.progress(host, n, None)
+                )
                 done = reader.finish()
                 if done.exit_code != 0:
-                    raise CollectError(f"{host}: tar exited {done.exit_code}: {done.stderr.decode(errors='replace')[-300:]}")
+                    raise CollectError(
+                        f"{host}: tar exited {done.exit_code}: {done.stderr.decode(errors='replace')[-300:]}"
+                    )
             except (CollectError, OSError, EOFError, tarfile.TarError) as exc:
                 fetch_error = exc
         new_state = {p: st for p, st in local.items() if p in remote and remote[p] == st and (o.out / p).exists()}
@@ -319,8 +342,18 @@ class _HostJob:
             nbytes = sum(fetched.get(p, 0) for p in mine)
             if missing:
                 err = fetch_error or f"{len(missing)} file(s) vanished during the transfer, e.g. {missing[0]}"
-                rep.rows.append(StatusRow(host, kind, False, _count_rows(o.out, kind, mine), nbytes, dur,
-                                          error_type_of(err) if isinstance(err, BaseException) else "vanished", str(err)))
+                rep.rows.append(
+                    StatusRow(
+                        host,
+                        kind,
+                        False,
+                        _count_rows(o.out, kind, mine),
+                        nbytes,
+                        dur,
+                        error_type_of(err) if isinstance(err, BaseException) else "vanished",
+                        str(err),
+                    )
+                )
             else:
                 rep.rows.append(StatusRow(host, kind, True, _count_rows(o.out, kind, mine), nbytes, dur))
 
@@ -336,11 +369,23 @@ class _HostJob:
         try:
             res = sess.run(pyspy_dump.command(procs, nonce), timeout_s=self.opts.timeout_s)
         except (CommandTimeout, OSError, EOFError) as exc:
-            rep.rows.append(StatusRow(host, "pyspy", False, None, 0, time.monotonic() - t0, error_type_of(exc), str(exc)))
+            rep.rows.append(
+                StatusRow(host, "pyspy", False, None, 0, time.monotonic() - t0, error_type_of(exc), str(exc))
+            )
             return
         if res.exit_code == pyspy_dump.NO_PYSPY_EXIT:
-            rep.rows.append(StatusRow(host, "pyspy", False, None, 0, time.monotonic() - t0, "not_installed",
-                                      f"{host}: py-spy is not installed there; pip install py-spy for live stacks"))
+            rep.rows.append(
+                StatusRow(
+                    host,
+                    "pyspy",
+                    False,
+                    None,
+                    0,
+                    time.monotonic() - t0,
+                    "not_installed",
+                    f"{host}: py-spy is not installed there; pip install py-spy for live stacks",
+                )
+            )
             return
         dumps = pyspy_dump.parse(res.stdout.decode("utf-8", "replace"), nonce)
         by_rank = {p.rank: p for p in procs}
@@ -354,11 +399,21 @@ class _HostJob:
 
 
 def _status_table(rows: list[StatusRow], started: datetime) -> pa.Table:
-    return pa.Table.from_pylist([
-        {"kind": r.kind, "ok": r.ok, "rows": r.rows, "bytes": r.bytes, "duration_s": round(r.duration_s, 4),
-         "error_type": r.error_type, "error": r.error, "started_ts": started}
-        for r in rows
-    ])
+    return pa.Table.from_pylist(
+        [
+            {
+                "kind": r.kind,
+                "ok": r.ok,
+                "rows": r.rows,
+                "bytes": r.bytes,
+                "duration_s": round(r.duration_s, 4),
+                "error_type": r.error_type,
+                "error": r.error,
+                "started_ts": started,
+            }
+            for r in rows
+        ]
+    )
 
 
 def _previous_claims(out: Path) -> dict[str, str]:
@@ -366,6 +421,7 @@ def _previous_claims(out: Path) -> dict[str, str]:
     d = out / _STATE_DIR
     if d.is_dir():
         from urllib.parse import unquote
+
         for f in sorted(d.glob("*.json")):
             try:
                 for p in json.loads(f.read_text()):
@@ -375,16 +431,23 @@ def _previous_claims(out: Path) -> dict[str, str]:
     return owners
 
 
-def collect(opts: CollectOptions, *, client: SshClient | None = None, progress: Progress | None = None) -> CollectResult:
+def collect(
+    opts: CollectOptions, *, client: SshClient | None = None, progress: Progress | None = None
+) -> CollectResult:
     """Collect from every host; never raises for a bad host (see CollectResult.failed_hosts)."""
     if not opts.hosts:
         raise InputError("no hosts to collect from; pass --hosts")
     if not opts.run_dir.startswith("/"):
-        raise InputError(f"run dir {opts.run_dir!r} must be an absolute path (as on the hosts); "
-                         "pass the --run-dir given to `trainctl launch`")
+        raise InputError(
+            f"run dir {opts.run_dir!r} must be an absolute path (as on the hosts); "
+            "pass the --run-dir given to `trainctl launch`"
+        )
     opts.out.mkdir(parents=True, exist_ok=True)
-    client = client or SshClient(ssh_config=opts.ssh_config, connect_timeout_s=opts.connect_timeout_s,
-                                 accept_new_host_keys=opts.accept_new_host_keys)
+    client = client or SshClient(
+        ssh_config=opts.ssh_config,
+        connect_timeout_s=opts.connect_timeout_s,
+        accept_new_host_keys=opts.accept_new_host_keys,
+    )
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
     job = _HostJob(opts, client, _Claims(_previous_claims(opts.out)), progress)
@@ -397,7 +460,9 @@ def collect(opts: CollectOptions, *, client: SshClient | None = None, progress: 
     reports = []
     for host, outcome in group.outcomes.items():
         rep = outcome.value if outcome.ok else _unreachable_report(opts, outcome)
-        dataset.write_table(opts.out, SignalKind.COLLECTION_STATUS, host, _status_table(rep.rows, started), part="collect")
+        dataset.write_table(
+            opts.out, SignalKind.COLLECTION_STATUS, host, _status_table(rep.rows, started), part="collect"
+        )
         reports.append(rep)
     return CollectResult(opts.out, tuple(reports), time.monotonic() - t0)
 

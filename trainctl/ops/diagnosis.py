@@ -7,9 +7,9 @@ directory of raw Flight Recorder dumps, or one log file. The kind is detected, n
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Mapping
 
 import pyarrow as pa
 
@@ -51,11 +51,15 @@ LOG_FILE_LOAD: list[Callable[[Path], pa.Table]] = []
 
 def detect_input(path: Path) -> InputKind:
     if not path.exists():
-        raise InputError(f"{path}: no such file or directory; pass a run dir, a collected dataset, a Flight Recorder dump dir or a log file")
+        raise InputError(
+            f"{path}: no such file or directory; pass a run dir, a collected dataset, a Flight Recorder dump dir or a log file"
+        )
     if path.is_file():
         return InputKind.LOG_FILE
     if not any(path.iterdir()):
-        raise InputError(f"{path}: directory is empty; expected a run dir (run.json), a dataset (<kind>/host=<host>/), Flight Recorder dumps or a log file")
+        raise InputError(
+            f"{path}: directory is empty; expected a run dir (run.json), a dataset (<kind>/host=<host>/), Flight Recorder dumps or a log file"
+        )
     if read_run_info(path) is not None:
         return InputKind.RUN_DIR
     if any((path / k.value).is_dir() for k in SignalKind):
@@ -72,7 +76,9 @@ def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
     tables: dict[SignalKind, TableLike] = {}
     for kind in dataset.kinds_present(root):
         lazy = dataset.open_dataset(root, kind)  # every footer read once: schema check + row count
-        tables[kind] = lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
+        tables[kind] = (
+            lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
+        )
     return tables
 
 
@@ -108,6 +114,8 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
         source_kind=kind.value,
     )
 
+
 from trainctl.ops import logs_input as _logs_input  # noqa: E402  (log signatures: registers its loaders)
+
 _logs_input.register(LOG_FILE_LOAD, RAW_PARSERS)
 from trainctl.ops import hang_inputs as _hang_inputs  # noqa: E402,F401  (registers FR dumps + stacks)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import logging
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 __all__ = ["FailSlowDetector", "FailSlowVerdict", "job_progress"]
 
@@ -29,20 +29,26 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FailSlowVerdict:
-    step: int                 # the job's (minimum) step when it fired
+    step: int  # the job's (minimum) step when it fired
     baseline_step_s: float
     recent_step_s: float
-    ratio: float              # recent / baseline
+    ratio: float  # recent / baseline
     consecutive_checks: int
 
     def to_dict(self) -> dict[str, float | int]:
-        return {"step": self.step, "baseline_step_s": round(self.baseline_step_s, 6),
-                "recent_step_s": round(self.recent_step_s, 6), "ratio": round(self.ratio, 3),
-                "consecutive_checks": self.consecutive_checks}
+        return {
+            "step": self.step,
+            "baseline_step_s": round(self.baseline_step_s, 6),
+            "recent_step_s": round(self.recent_step_s, 6),
+            "ratio": round(self.ratio, 3),
+            "consecutive_checks": self.consecutive_checks,
+        }
 
     def summary(self) -> str:
-        return (f"step time {self.recent_step_s * 1e3:.1f} ms (median of the last steps) is {self.ratio:.2f}x the "
-                f"run's own baseline {self.baseline_step_s * 1e3:.1f} ms, at step {self.step}")
+        return (
+            f"step time {self.recent_step_s * 1e3:.1f} ms (median of the last steps) is {self.ratio:.2f}x the "
+            f"run's own baseline {self.baseline_step_s * 1e3:.1f} ms, at step {self.step}"
+        )
 
 
 def job_progress(beats: Iterable[Mapping]) -> tuple[int, float] | None:
@@ -85,7 +91,7 @@ class FailSlowDetector:
 
     @property
     def baseline_step_s(self) -> float | None:
-        base = self._step_s[self.warmup_steps:self.warmup_steps + self.baseline_steps]
+        base = self._step_s[self.warmup_steps : self.warmup_steps + self.baseline_steps]
         return statistics.median(base) if len(base) == self.baseline_steps else None
 
     def observe(self, step: int, ts_s: float) -> FailSlowVerdict | None:
@@ -105,7 +111,7 @@ class FailSlowDetector:
         base = self.baseline_step_s
         if base is None or len(self._step_s) < self.warmup_steps + self.baseline_steps + self.window_steps:
             return None  # the current window must not overlap the baseline
-        recent = statistics.median(self._step_s[-self.window_steps:])
+        recent = statistics.median(self._step_s[-self.window_steps :])
         if base > 0 and recent > self.ratio * base:
             self._run += 1
         else:

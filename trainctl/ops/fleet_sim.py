@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -141,7 +142,9 @@ def _resolve_host(token: str, names: Sequence[str]) -> str:
         return token
     if token.isdigit() and 1 <= int(token) <= len(names):
         return names[int(token) - 1]
-    raise InputError(f"host {token!r} is not in the simulated fleet ({names[0]}..{names[-1]}); use a name or a 1-based index")
+    raise InputError(
+        f"host {token!r} is not in the simulated fleet ({names[0]}..{names[-1]}); use a name or a 1-based index"
+    )
 
 
 def parse_fault(spec: str) -> FaultSpec:
@@ -151,7 +154,9 @@ def parse_fault(spec: str) -> FaultSpec:
     """
     kind, sep, rest = spec.partition("@")
     if not sep or kind not in FAULT_KINDS:
-        raise InputError(f"--fault {spec!r}: expected KIND@HOST[:onset_s[:magnitude]] with KIND one of {', '.join(FAULT_KINDS)}")
+        raise InputError(
+            f"--fault {spec!r}: expected KIND@HOST[:onset_s[:magnitude]] with KIND one of {', '.join(FAULT_KINDS)}"
+        )
     host, _, tail = rest.partition(":")
     onset, _, mag = tail.partition(":")
     try:
@@ -309,8 +314,16 @@ def simulate(sc: FleetScenario) -> SimResult:
             host_present[h, after] = False
         else:  # parse_fault already refuses unknown kinds
             raise InputError(f"unknown fault kind {k!r}")
-        labels_faults.append({"kind": k, "category": FAULT_KINDS[k], "host": names[h], "gpu": g, "onset_s": float(onset),
-                              "magnitude": f.magnitude})
+        labels_faults.append(
+            {
+                "kind": k,
+                "category": FAULT_KINDS[k],
+                "host": names[h],
+                "gpu": g,
+                "onset_s": float(onset),
+                "magnitude": f.magnitude,
+            }
+        )
 
     # Temperature follows power with a lag (heat capacity), plus the host's own offset.
     temp = 30.0 + temp_base + temp_extra + 0.06 * power

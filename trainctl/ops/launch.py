@@ -22,12 +22,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
 
 from trainctl.errors import InputError, LaunchError
 from trainctl.rundir import (
@@ -122,8 +122,11 @@ def decide(
     """
     failed = [a for a in agents if a.returncode not in (None, 0)]
     if failed:
-        return Action(ActionKind.FAILED, "; ".join(f"{a.host}: torchrun exited {a.returncode}" for a in failed),
-                      hosts=tuple(a.host for a in failed))
+        return Action(
+            ActionKind.FAILED,
+            "; ".join(f"{a.host}: torchrun exited {a.returncode}" for a in failed),
+            hosts=tuple(a.host for a in failed),
+        )
     if agents and all(a.returncode == 0 for a in agents):
         return Action(ActionKind.SUCCEEDED, "all agents exited 0")
     if not hang_timeout_s:
@@ -146,8 +149,11 @@ def decide(
         return Action(ActionKind.WAIT)
     stale = sorted(progress.values(), key=lambda p: (p.last_change_s, p.rank))
     detail = ", ".join(f"rank {p.rank} step {p.step} {p.phase}" for p in stale[:8])
-    return Action(ActionKind.HUNG, f"{what} for {idle_s:.1f}s (limit {limit_s:g}s){': ' + detail if detail else ''}",
-                  ranks=tuple(p.rank for p in stale))
+    return Action(
+        ActionKind.HUNG,
+        f"{what} for {idle_s:.1f}s (limit {limit_s:g}s){': ' + detail if detail else ''}",
+        ranks=tuple(p.rank for p in stale),
+    )
 
 
 class ProgressTracker:
@@ -250,18 +256,24 @@ def validate(spec: LaunchSpec) -> None:
     for d in drills:
         r = getattr(d, "rank", None)
         if r is not None and r >= spec.world_size:
-            raise InputError(f"--inject {d.spec()!r}: rank {r} does not exist (world size {spec.world_size}); pick a rank below {spec.world_size}")
+            raise InputError(
+                f"--inject {d.spec()!r}: rank {r} does not exist (world size {spec.world_size}); pick a rank below {spec.world_size}"
+            )
         if isinstance(d, inject.Xid) and d.host not in spec.hosts:
             raise InputError(f"--inject {d.spec()!r}: host {d.host!r} is not in this run ({', '.join(spec.hosts)})")
     if spec.script is not None and not Path(spec.script).is_file():
-        raise InputError(f"{spec.script}: no such training script; pass a path to a .py file, or no SCRIPT for the reference trainer")
+        raise InputError(
+            f"{spec.script}: no such training script; pass a path to a .py file, or no SCRIPT for the reference trainer"
+        )
     try:
         import importlib.util
 
         if importlib.util.find_spec("torch") is None:
             raise ImportError
     except ImportError:
-        raise LaunchError("torch is not installed in this Python; install trainctl[runtime] (scripts/setup.sh does)") from None
+        raise LaunchError(
+            "torch is not installed in this Python; install trainctl[runtime] (scripts/setup.sh does)"
+        ) from None
     if spec.script is None:
         tp = _trainer_tp(spec.args, spec.world_size)
         if spec.world_size % tp:
@@ -274,8 +286,10 @@ def initial_run_info(spec: LaunchSpec) -> RunInfo:
     if spec.script is None:
         world, tp = spec.world_size, _trainer_tp(spec.args, spec.world_size)
         dp = world // tp
-        groups = {"tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
-                  "dp": tuple(tuple(range(j, world, tp)) for j in range(tp))}
+        groups = {
+            "tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
+            "dp": tuple(tuple(range(j, world, tp)) for j in range(tp)),
+        }
         layout = {"dp": dp, "tp": tp, "pp": 1}
     return RunInfo(
         run_id=spec.run_id,
@@ -286,8 +300,14 @@ def initial_run_info(spec: LaunchSpec) -> RunInfo:
         layout=layout,
         script=spec.script,
         created_ts_ns=time.time_ns(),
-        extra={"launcher": "torchrun", "mode": "local", "inject": list(spec.inject), "max_restarts": spec.max_restarts,
-               "hang_timeout_s": spec.hang_timeout_s, "args": list(spec.args)},
+        extra={
+            "launcher": "torchrun",
+            "mode": "local",
+            "inject": list(spec.inject),
+            "max_restarts": spec.max_restarts,
+            "hang_timeout_s": spec.hang_timeout_s,
+            "args": list(spec.args),
+        },
     )
 
 
@@ -337,14 +357,19 @@ def dump_hung_ranks(run_dir: Path, ranks: Mapping[int, dict], *, timeout_s: floa
         def req(handler: str, sock: Path = sock) -> Callable[[], bytes]:
             return lambda: debug_server.request(sock, handler, timeout_s=timeout_s)
 
-        jobs += [(fr_dir / f"rank-{rank}.json", req("fr_trace_json")), (fr_dir / f"rank-{rank}.pkl", req("fr_trace")),
-                 (st_dir / f"rank-{rank}.txt", req("dump_traceback"))]
+        jobs += [
+            (fr_dir / f"rank-{rank}.json", req("fr_trace_json")),
+            (fr_dir / f"rank-{rank}.pkl", req("fr_trace")),
+            (st_dir / f"rank-{rank}.txt", req("dump_traceback")),
+        ]
         if pyspy and info.get("pid"):
+
             def spy(pid: int = int(info["pid"])) -> bytes:
                 p = subprocess.run([pyspy, "dump", "--pid", str(pid)], capture_output=True, timeout=timeout_s)
                 if p.returncode != 0:
                     raise OSError(p.stderr.decode(errors="replace").strip()[:300] or f"py-spy exited {p.returncode}")
                 return p.stdout
+
             jobs.append((st_dir / f"rank-{rank}.pyspy.txt", spy))
 
     def run(job: tuple[Path, Callable[[], bytes]]) -> tuple[str, str]:
@@ -386,9 +411,16 @@ def _agent_failures(run_dir: Path, hosts: Iterable[str]) -> list[dict]:
         for block in re.split(r"\n\s*\[\d+\]:\s*\n", text)[1:]:
             m_rank, m_exit, m_time = _BANNER_RANK.search(block), _BANNER_EXIT.search(block), _BANNER_TIME.search(block)
             if m_rank and m_exit:
-                found.append({"host": host, "rank": int(m_rank.group(1)), "local_rank": int(m_rank.group(2)),
-                              "exitcode": int(m_exit.group(1)), "pid": int(m_exit.group(2)),
-                              "time": m_time.group(1) if m_time else ""})
+                found.append(
+                    {
+                        "host": host,
+                        "rank": int(m_rank.group(1)),
+                        "local_rank": int(m_rank.group(2)),
+                        "exitcode": int(m_exit.group(1)),
+                        "pid": int(m_exit.group(2)),
+                        "time": m_time.group(1) if m_time else "",
+                    }
+                )
     return found
 
 
@@ -414,35 +446,53 @@ def root_cause(run_dir: Path, hosts: Sequence[str]) -> RootCause | None:
         b = banners.get(rank, {})
         return RootCause(
             time=datetime.fromtimestamp(ts_ns / 1e9).strftime("%Y-%m-%d_%H:%M:%S"),
-            host=str(b.get("host") or ranks.get(rank, {}).get("host", "?")), rank=rank,
-            local_rank=b.get("local_rank", ranks.get(rank, {}).get("local_rank")), exitcode=b.get("exitcode"),
-            pid=b.get("pid", ranks.get(rank, {}).get("pid")), error_file=str(path),
-            message=str(msg.get("message", "")), traceback=str(msg["extraInfo"].get("py_callstack", "")),
+            host=str(b.get("host") or ranks.get(rank, {}).get("host", "?")),
+            rank=rank,
+            local_rank=b.get("local_rank", ranks.get(rank, {}).get("local_rank")),
+            exitcode=b.get("exitcode"),
+            pid=b.get("pid", ranks.get(rank, {}).get("pid")),
+            error_file=str(path),
+            message=str(msg.get("message", "")),
+            traceback=str(msg["extraInfo"].get("py_callstack", "")),
         )
     if banners:
         b = min(banners.values(), key=lambda x: (x["time"], x["rank"]))
         code = b["exitcode"]
         sig = f"Signal {-code} ({signal.Signals(-code).name})" if code < 0 and -code in signal.valid_signals() else ""
-        return RootCause(time=b["time"], host=b["host"], rank=b["rank"], local_rank=b["local_rank"], exitcode=code,
-                         pid=b["pid"], error_file=None, message=sig or f"exit code {code}",
-                         traceback="To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
+        return RootCause(
+            time=b["time"],
+            host=b["host"],
+            rank=b["rank"],
+            local_rank=b["local_rank"],
+            exitcode=code,
+            pid=b["pid"],
+            error_file=None,
+            message=sig or f"exit code {code}",
+            traceback="To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+        )
     return None
 
 
 def format_root_cause(rc: RootCause, what: str) -> str:
     bar = "=" * 60
     tb = rc.traceback.rstrip().replace("\n", "\n    ") if rc.traceback else "<N/A>"
-    return "\n".join([
-        bar, f"{what} FAILED", "-" * 60, "Root Cause (first observed failure):", "[0]:",
-        f"  time      : {rc.time}",
-        f"  host      : {rc.host}",
-        f"  rank      : {rc.rank} (local_rank: {rc.local_rank if rc.local_rank is not None else '?'})",
-        f"  exitcode  : {rc.exitcode if rc.exitcode is not None else '?'} (pid: {rc.pid if rc.pid is not None else '?'})",
-        f"  error_file: {rc.error_file or '<N/A>'}",
-        f"  message   : {rc.message}",
-        f"  traceback : {tb}",
-        bar,
-    ])
+    return "\n".join(
+        [
+            bar,
+            f"{what} FAILED",
+            "-" * 60,
+            "Root Cause (first observed failure):",
+            "[0]:",
+            f"  time      : {rc.time}",
+            f"  host      : {rc.host}",
+            f"  rank      : {rc.rank} (local_rank: {rc.local_rank if rc.local_rank is not None else '?'})",
+            f"  exitcode  : {rc.exitcode if rc.exitcode is not None else '?'} (pid: {rc.pid if rc.pid is not None else '?'})",
+            f"  error_file: {rc.error_file or '<N/A>'}",
+            f"  message   : {rc.message}",
+            f"  traceback : {tb}",
+            bar,
+        ]
+    )
 
 
 # --- the loop ----------------------------------------------------------------------------------------
@@ -450,10 +500,23 @@ def format_root_cause(rc: RootCause, what: str) -> str:
 
 def _agent_cmd(spec: LaunchSpec, port: int) -> list[str]:
     cmd = [
-        sys.executable, "-m", "torch.distributed.run",
-        "--nnodes", str(len(spec.hosts)), "--nproc-per-node", str(spec.nproc_per_node),
-        "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", spec.run_id,
-        "--max-restarts", str(spec.max_restarts), "--monitor-interval", "0.5",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        str(len(spec.hosts)),
+        "--nproc-per-node",
+        str(spec.nproc_per_node),
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--rdzv-id",
+        spec.run_id,
+        "--max-restarts",
+        str(spec.max_restarts),
+        "--monitor-interval",
+        "0.5",
     ]
     if spec.script is None:
         return cmd + ["-m", TRAINER_MODULE, *spec.args]
@@ -503,8 +566,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def launch_local(spec: LaunchSpec, *, notify: Callable[[str], None] = lambda s: None,
-                 status: Callable[[str], None] = lambda s: None) -> LaunchResult:
+def launch_local(
+    spec: LaunchSpec, *, notify: Callable[[str], None] = lambda s: None, status: Callable[[str], None] = lambda s: None
+) -> LaunchResult:
     """Start one torchrun agent per simulated host, supervise, dump on hang, report the first failure."""
     validate(spec)
     run_dir = spec.run_dir.resolve()
@@ -518,26 +582,47 @@ def launch_local(spec: LaunchSpec, *, notify: Callable[[str], None] = lambda s: 
     try:
         for host in spec.hosts:
             env = dict(os.environ)
-            env.update({
-                "TRAINCTL_RUN_DIR": str(run_dir), "TRAINCTL_RUN_ID": spec.run_id, "TRAINCTL_HOST": host,
-                "TRAINCTL_INJECT": json.dumps(list(spec.inject)),
-                "TRAINCTL_HANG_TIMEOUT_S": str(spec.hang_timeout_s or 0),
-                "TRAINCTL_RANKS_ON_MACHINE": str(spec.world_size),  # simulated hosts share this machine's cores
-                "PYTHONUNBUFFERED": "1",
-            })
+            env.update(
+                {
+                    "TRAINCTL_RUN_DIR": str(run_dir),
+                    "TRAINCTL_RUN_ID": spec.run_id,
+                    "TRAINCTL_HOST": host,
+                    "TRAINCTL_INJECT": json.dumps(list(spec.inject)),
+                    "TRAINCTL_HANG_TIMEOUT_S": str(spec.hang_timeout_s or 0),
+                    "TRAINCTL_RANKS_ON_MACHINE": str(spec.world_size),  # simulated hosts share this machine's cores
+                    "PYTHONUNBUFFERED": "1",
+                }
+            )
             log_path = run_dir / "logs" / host / "agent.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab") as agent_log:
-                procs.append(subprocess.Popen(_agent_cmd(spec, port), env=env, stdout=agent_log, stderr=subprocess.STDOUT,
-                                              stdin=subprocess.DEVNULL, start_new_session=True))
-        notify(f"launched {len(spec.hosts)} torchrun agent(s) x {spec.nproc_per_node} ranks ({what}); rendezvous 127.0.0.1:{port}; run dir {run_dir}")
+                procs.append(
+                    subprocess.Popen(
+                        _agent_cmd(spec, port),
+                        env=env,
+                        stdout=agent_log,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                    )
+                )
+        notify(
+            f"launched {len(spec.hosts)} torchrun agent(s) x {spec.nproc_per_node} ranks ({what}); rendezvous 127.0.0.1:{port}; run dir {run_dir}"
+        )
         return _supervise(spec, run_dir, info, procs, t0, notify, status)
     finally:
         _stop(procs, run_dir, notify)
 
 
-def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subprocess.Popen], t0: float,
-               notify: Callable[[str], None], status: Callable[[str], None]) -> LaunchResult:
+def _supervise(
+    spec: LaunchSpec,
+    run_dir: Path,
+    info: RunInfo,
+    procs: list[subprocess.Popen],
+    t0: float,
+    notify: Callable[[str], None],
+    status: Callable[[str], None],
+) -> LaunchResult:
     tracker = ProgressTracker()
     progress = tracker.progress
     mapped_pids: dict[int, int] = {}
@@ -553,8 +638,14 @@ def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subpr
         for r in range(spec.world_size):
             tracker.update(r, read_heartbeat(heartbeat_path(run_dir, r)), now)
         agents = [AgentState(h, p.poll()) for h, p in zip(spec.hosts, procs)]
-        action = decide(agents, progress, now_s=now, started_s=t0, hang_timeout_s=spec.hang_timeout_s,
-                        startup_timeout_s=spec.startup_timeout_s)
+        action = decide(
+            agents,
+            progress,
+            now_s=now,
+            started_s=t0,
+            hang_timeout_s=spec.hang_timeout_s,
+            startup_timeout_s=spec.startup_timeout_s,
+        )
         if progress:
             steps = [p.step for p in progress.values()]
             status(f"{len(progress)}/{spec.world_size} ranks, step {min(steps)}..{max(steps)}, {now - t0:.0f}s")
@@ -573,11 +664,21 @@ def _supervise(spec: LaunchSpec, run_dir: Path, info: RunInfo, procs: list[subpr
         dumps = dump_hung_ranks(run_dir, ranks)
         # The launcher's own record of the hang (wall clock, comparable with heartbeats' ts_ns):
         # when it was detected, when the dumps were done, before anything was killed.
-        atomic_write_text(run_dir / "hang.json", json.dumps({
-            "reason": action.reason, "hang_timeout_s": spec.hang_timeout_s, "stale_ranks": list(action.ranks),
-            "detected_ts_ns": detected_ts_ns, "dumped_ts_ns": time.time_ns(),
-            "dumps_ok": sum(v == "ok" for v in dumps.values()), "dumps_total": len(dumps),
-        }, indent=1))
+        atomic_write_text(
+            run_dir / "hang.json",
+            json.dumps(
+                {
+                    "reason": action.reason,
+                    "hang_timeout_s": spec.hang_timeout_s,
+                    "stale_ranks": list(action.ranks),
+                    "detected_ts_ns": detected_ts_ns,
+                    "dumped_ts_ns": time.time_ns(),
+                    "dumps_ok": sum(v == "ok" for v in dumps.values()),
+                    "dumps_total": len(dumps),
+                },
+                indent=1,
+            ),
+        )
         ok = sum(v == "ok" for v in dumps.values())
         notify(f"saved {ok}/{len(dumps)} dumps under {run_dir}/fr and {run_dir}/stacks")
         for path, why in sorted(dumps.items()):

@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pyarrow as pa
 
@@ -28,7 +28,9 @@ def load_log_file(path: Path) -> pa.Table:
     try:
         return _logs.parse_log_file(path)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the log file ({exc.strerror or exc}); check the path and its permissions") from exc
+        raise InputError(
+            f"{path}: cannot read the log file ({exc.strerror or exc}); check the path and its permissions"
+        ) from exc
 
 
 def parse_run_dir_logs(root: Path, run: RunInfo | None) -> Mapping[SignalKind, pa.Table]:

@@ -25,18 +25,19 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
 from trainctl.errors import PlaybookError, PlaybookInvalid
 from trainctl.findings import Category, FindingKind
-from trainctl.ops.playbook_expr import ExprError, Expr, evaluate, parse, render, template_roots
+from trainctl.ops.playbook_expr import Expr, ExprError, evaluate, parse, render, template_roots
 from trainctl.rundir import atomic_write_text, read_run_info
 
 logger = logging.getLogger(__name__)
@@ -86,16 +87,33 @@ class StepType(str, Enum):
 
 # Per-type default timeouts (seconds); a step's `timeout_s` overrides, the runbook's caps.
 DEFAULT_TIMEOUT_S: Mapping[StepType, float] = {
-    StepType.COLLECT: 900, StepType.DIAGNOSE: 600, StepType.PROBE: 600, StepType.EVICT_NODE: 300,
-    StepType.RELAUNCH: 600, StepType.NOTIFY: 30, StepType.ASK: 600,
+    StepType.COLLECT: 900,
+    StepType.DIAGNOSE: 600,
+    StepType.PROBE: 600,
+    StepType.EVICT_NODE: 300,
+    StepType.RELAUNCH: 600,
+    StepType.NOTIFY: 30,
+    StepType.ASK: 600,
 }
 
 # The keys each step type accepts under `with:` (anything else is a typo and is rejected).
 WITH_KEYS: Mapping[StepType, frozenset[str]] = {
     StepType.COLLECT: frozenset({"hosts", "out", "args"}),
     StepType.DIAGNOSE: frozenset({"path"}),
-    StepType.PROBE: frozenset({"hosts", "local", "nproc_per_host", "size_bytes", "iters", "slow_host", "slow_delay_s",
-                               "ssh_config", "workdir", "env"}),
+    StepType.PROBE: frozenset(
+        {
+            "hosts",
+            "local",
+            "nproc_per_host",
+            "size_bytes",
+            "iters",
+            "slow_host",
+            "slow_delay_s",
+            "ssh_config",
+            "workdir",
+            "env",
+        }
+    ),
     StepType.EVICT_NODE: frozenset({"hosts", "reason", "finding", "relaunch", "spares", "allow_shrink", "scheduler"}),
     StepType.RELAUNCH: frozenset({"args"}),
     StepType.NOTIFY: frozenset({"message", "command", "url"}),
@@ -181,7 +199,9 @@ def _compose_with_lines(text: str, source: str) -> tuple[Any, dict[tuple, int]]:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise PlaybookInvalid(f"{source}:{line}: not valid YAML ({problem}); fix the indentation or quoting on that line") from exc
+        raise PlaybookInvalid(
+            f"{source}:{line}: not valid YAML ({problem}); fix the indentation or quoting on that line"
+        ) from exc
     lines: dict[tuple, int] = {}
     constructor = yaml.SafeLoader("")  # construct scalars with YAML 1.1 rules (yes/no, numbers)
 
@@ -232,7 +252,11 @@ def parse_runbook(text: str, source: str = "<runbook>") -> Runbook:
     data, lines = _compose_with_lines(text, source)
     v = _Validator(source, lines)
     if not isinstance(data, dict):
-        v.fail((), "a runbook is a mapping (name:, description:, trigger:, steps:)", "start the file with `name: my-runbook`")
+        v.fail(
+            (),
+            "a runbook is a mapping (name:, description:, trigger:, steps:)",
+            "start the file with `name: my-runbook`",
+        )
     for key in data:
         if key not in _TOP_KEYS:
             v.key_fail((key,), f"unknown key {key!r}", f"use one of {', '.join(sorted(_TOP_KEYS))}")
@@ -256,13 +280,19 @@ def parse_runbook(text: str, source: str = "<runbook>") -> Runbook:
 
     inputs_raw = data.get("inputs") or {}
     if not isinstance(inputs_raw, dict):
-        v.fail(("inputs",), "inputs must be a mapping of name -> {default, description}", "write `inputs: {reason: {default: hung}}`")
+        v.fail(
+            ("inputs",),
+            "inputs must be a mapping of name -> {default, description}",
+            "write `inputs: {reason: {default: hung}}`",
+        )
     inputs: dict[str, Any] = {}
     for iname, spec in inputs_raw.items():
         if isinstance(spec, dict):
             for k in spec:
                 if k not in ("default", "description"):
-                    v.key_fail(("inputs", iname, k), f"unknown key {k!r} in input {iname!r}", "use default: and description:")
+                    v.key_fail(
+                        ("inputs", iname, k), f"unknown key {k!r} in input {iname!r}", "use default: and description:"
+                    )
             inputs[str(iname)] = spec.get("default")
         else:
             inputs[str(iname)] = spec
@@ -280,60 +310,120 @@ def parse_runbook(text: str, source: str = "<runbook>") -> Runbook:
             v.fail(path, f"step {i + 1} is not a mapping", "write `- id: NAME` then `type: TYPE` under it")
         for key in raw:
             if key not in _STEP_KEYS:
-                v.key_fail(path + (key,), f"unknown step key {key!r}", f"use one of {', '.join(sorted(_STEP_KEYS))} (parameters go under `with:`)")
+                v.key_fail(
+                    path + (key,),
+                    f"unknown step key {key!r}",
+                    f"use one of {', '.join(sorted(_STEP_KEYS))} (parameters go under `with:`)",
+                )
         sid = raw.get("id")
         if not isinstance(sid, str) or not sid.replace("-", "_").isidentifier() or "-" in sid:
-            v.fail(path + ("id",) if "id" in raw else path, f"step {i + 1} has id {sid!r}", "give it an id of letters, digits and underscores (conditions refer to it)")
+            v.fail(
+                path + ("id",) if "id" in raw else path,
+                f"step {i + 1} has id {sid!r}",
+                "give it an id of letters, digits and underscores (conditions refer to it)",
+            )
         if sid in seen:
             v.fail(path + ("id",), f"step id {sid!r} is used twice", "give every step its own id")
         if sid in RESERVED_ROOTS:
-            v.fail(path + ("id",), f"step id {sid!r} is reserved", f"rename it; {', '.join(RESERVED_ROOTS)} are built-in names")
+            v.fail(
+                path + ("id",),
+                f"step id {sid!r} is reserved",
+                f"rename it; {', '.join(RESERVED_ROOTS)} are built-in names",
+            )
         if "type" not in raw:
             v.fail(path, f"step {sid!r} has no type", f"add `type:` with one of {', '.join(t.value for t in StepType)}")
         try:
             stype = StepType(raw["type"])
         except ValueError:
-            v.fail(path + ("type",), f"step {sid!r} has unknown type {raw['type']!r}", f"use one of {', '.join(t.value for t in StepType)}")
+            v.fail(
+                path + ("type",),
+                f"step {sid!r} has unknown type {raw['type']!r}",
+                f"use one of {', '.join(t.value for t in StepType)}",
+            )
         with_ = raw.get("with") or {}
         if not isinstance(with_, dict):
             v.fail(path + ("with",), f"step {sid!r}: with must be a mapping", "write `with: {key: value}`")
         for key in with_:
             if key not in WITH_KEYS[stype]:
-                v.key_fail(path + ("with", key), f"step {sid!r} ({stype.value}) does not take {key!r}", f"use {', '.join(sorted(WITH_KEYS[stype]))}")
+                v.key_fail(
+                    path + ("with", key),
+                    f"step {sid!r} ({stype.value}) does not take {key!r}",
+                    f"use {', '.join(sorted(WITH_KEYS[stype]))}",
+                )
         for key in REQUIRED_WITH.get(stype, ()):
             if key not in with_:
-                v.fail(path + ("with",) if "with" in raw else path, f"step {sid!r} ({stype.value}) needs with.{key}", f"add `{key}:` under `with:`")
+                v.fail(
+                    path + ("with",) if "with" in raw else path,
+                    f"step {sid!r} ({stype.value}) needs with.{key}",
+                    f"add `{key}:` under `with:`",
+                )
         if stype is StepType.NOTIFY and not ("command" in with_ or "url" in with_):
-            v.fail(path + ("with",), f"notify step {sid!r} has neither command nor url", "add `command: [...]` or `url: http://...`")
+            v.fail(
+                path + ("with",),
+                f"notify step {sid!r} has neither command nor url",
+                "add `command: [...]` or `url: http://...`",
+            )
         if stype is StepType.ASK and "default" in with_ and not isinstance(with_["default"], bool):
-            v.fail(path + ("with", "default"), f"ask step {sid!r}: default {with_['default']!r} is not yes/no", "write `default: no` (the answer of unattended runs)")
+            v.fail(
+                path + ("with", "default"),
+                f"ask step {sid!r}: default {with_['default']!r} is not yes/no",
+                "write `default: no` (the answer of unattended runs)",
+            )
         try:
             roots = template_roots(with_)
         except ExprError as exc:
-            v.fail(path + ("with",), f"step {sid!r}: bad ${{...}} template: {exc}", "see docs/playbooks.md for the expression grammar")
+            v.fail(
+                path + ("with",),
+                f"step {sid!r}: bad ${{...}} template: {exc}",
+                "see docs/playbooks.md for the expression grammar",
+            )
         _check_roots(v, path + ("with",), sid, roots, seen, inputs)
         when = None
         if "when" in raw:
             if not isinstance(raw["when"], (str, bool)):
-                v.fail(path + ("when",), f"step {sid!r}: when must be an expression", "write e.g. `when: diagnose.hosts`")
+                v.fail(
+                    path + ("when",), f"step {sid!r}: when must be an expression", "write e.g. `when: diagnose.hosts`"
+                )
             try:
                 when = parse(str(raw["when"]).lower() if isinstance(raw["when"], bool) else raw["when"])
             except ExprError as exc:
-                v.fail(path + ("when",), f"step {sid!r}: when does not parse: {exc}", "see docs/playbooks.md for the expression grammar")
+                v.fail(
+                    path + ("when",),
+                    f"step {sid!r}: when does not parse: {exc}",
+                    "see docs/playbooks.md for the expression grammar",
+                )
             _check_roots(v, path + ("when",), sid, when.roots(), seen, inputs)
         on_failure = _on_failure(v, raw.get("on_failure", "stop"), path + ("on_failure",), sid)
-        steps.append(Step(
-            id=sid, type=stype, with_=with_, when=when,
-            timeout_s=_positive(v, raw.get("timeout_s"), path + ("timeout_s",)),
-            on_failure=on_failure, description=str(raw.get("description", "")), line=lines.get(path, 0),
-        ))
+        steps.append(
+            Step(
+                id=sid,
+                type=stype,
+                with_=with_,
+                when=when,
+                timeout_s=_positive(v, raw.get("timeout_s"), path + ("timeout_s",)),
+                on_failure=on_failure,
+                description=str(raw.get("description", "")),
+                line=lines.get(path, 0),
+            )
+        )
         seen.add(sid)
     ids = {s.id for s in steps}
     for i, s in enumerate(steps):
         if s.on_failure.action is FailureAction.GOTO and s.on_failure.target not in ids:
-            v.fail(("steps", i, "on_failure"), f"step {s.id!r}: on_failure goes to unknown step {s.on_failure.target!r}", f"use one of {', '.join(sorted(ids))}")
-    return Runbook(name=name, description=data["description"], trigger=Trigger(kinds, cats), steps=tuple(steps),
-                   inputs=inputs, timeout_s=timeout_s, source=source)
+            v.fail(
+                ("steps", i, "on_failure"),
+                f"step {s.id!r}: on_failure goes to unknown step {s.on_failure.target!r}",
+                f"use one of {', '.join(sorted(ids))}",
+            )
+    return Runbook(
+        name=name,
+        description=data["description"],
+        trigger=Trigger(kinds, cats),
+        steps=tuple(steps),
+        inputs=inputs,
+        timeout_s=timeout_s,
+        source=source,
+    )
 
 
 def _enum_list(v: _Validator, raw: Any, path: tuple, enum: type[Enum], what: str) -> tuple:
@@ -371,12 +461,17 @@ def _on_failure(v: _Validator, raw: Any, path: tuple, sid: str) -> OnFailure:
     raise AssertionError
 
 
-def _check_roots(v: _Validator, path: tuple, sid: str, roots: set[str], earlier: set[str], inputs: Mapping[str, Any]) -> None:
+def _check_roots(
+    v: _Validator, path: tuple, sid: str, roots: set[str], earlier: set[str], inputs: Mapping[str, Any]
+) -> None:
     for root in sorted(roots):
         if root in RESERVED_ROOTS or root in earlier:
             continue
-        v.fail(path, f"step {sid!r} refers to {root!r}, which is not an earlier step",
-               f"use an earlier step's id or one of {', '.join(RESERVED_ROOTS)} (steps run top to bottom)")
+        v.fail(
+            path,
+            f"step {sid!r} refers to {root!r}, which is not an earlier step",
+            f"use an earlier step's id or one of {', '.join(RESERVED_ROOTS)} (steps run top to bottom)",
+        )
 
 
 def load_runbook(path: str | os.PathLike[str]) -> Runbook:
@@ -384,7 +479,9 @@ def load_runbook(path: str | os.PathLike[str]) -> Runbook:
     try:
         text = p.read_text()
     except OSError as exc:
-        raise PlaybookInvalid(f"{p}: cannot read ({exc.strerror}); pass a runbook YAML file or a built-in name") from exc
+        raise PlaybookInvalid(
+            f"{p}: cannot read ({exc.strerror}); pass a runbook YAML file or a built-in name"
+        ) from exc
     return parse_runbook(text, str(p))
 
 
@@ -396,7 +493,9 @@ def builtin_names() -> list[str]:
 def load_builtin(name: str) -> Runbook:
     entry = resources.files("trainctl.playbooks") / f"{name}.yaml"
     if not entry.is_file():
-        raise PlaybookError(f"no built-in runbook {name!r}; `trainctl playbook list` shows {', '.join(builtin_names())}")
+        raise PlaybookError(
+            f"no built-in runbook {name!r}; `trainctl playbook list` shows {', '.join(builtin_names())}"
+        )
     return parse_runbook(entry.read_text(), f"playbooks/{name}.yaml")
 
 
@@ -462,10 +561,19 @@ class StepRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "event": "step", "step": self.step, "type": self.type, "destructive": self.destructive,
-            "status": self.status.value, "decision": self.decision, "inputs": _plain(self.inputs),
-            "outputs": _plain(self.outputs), "command": list(self.command), "exit_code": self.exit_code,
-            "error": self.error, "started_ts": self.started_ts, "ended_ts": self.ended_ts,
+            "event": "step",
+            "step": self.step,
+            "type": self.type,
+            "destructive": self.destructive,
+            "status": self.status.value,
+            "decision": self.decision,
+            "inputs": _plain(self.inputs),
+            "outputs": _plain(self.outputs),
+            "command": list(self.command),
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "started_ts": self.started_ts,
+            "ended_ts": self.ended_ts,
             "duration_s": round(self.duration_s, 3),
         }
 
@@ -481,14 +589,23 @@ class RunbookResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "runbook": self.runbook, "incident": self.incident_id, "dry_run": self.dry_run,
-            "audit": str(self.audit_path) if self.audit_path else None, "completed": self.completed,
+            "runbook": self.runbook,
+            "incident": self.incident_id,
+            "dry_run": self.dry_run,
+            "audit": str(self.audit_path) if self.audit_path else None,
+            "completed": self.completed,
             "steps": [r.to_dict() for r in self.records],
         }
 
 
 class _StepFailed(Exception):
-    def __init__(self, message: str, outputs: Mapping[str, Any] | None = None, command: Sequence[str] = (), exit_code: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        outputs: Mapping[str, Any] | None = None,
+        command: Sequence[str] = (),
+        exit_code: int | None = None,
+    ):
         super().__init__(message)
         self.outputs = dict(outputs or {})
         self.command = tuple(command)
@@ -544,8 +661,13 @@ def _launch_context(run: Path) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a finished run: steps fall back to the local dir
         logger.info("no launch options for %s: %s", run, exc)
         return {}
-    return {"ssh_config": lo.ssh_config, "remote_dir": lo.remote_run_dir, "spares": lo.spares,
-            "supervisor_pid": lo.supervisor_pid, "live": lo.supervisor_pid is not None}
+    return {
+        "ssh_config": lo.ssh_config,
+        "remote_dir": lo.remote_run_dir,
+        "spares": lo.spares,
+        "supervisor_pid": lo.supervisor_pid,
+        "live": lo.supervisor_pid is not None,
+    }
 
 
 def _incident_id(runbook: str) -> str:
@@ -576,7 +698,9 @@ def run_runbook(
     """Run (or plan, with dry_run) the runbook against RUN_DIR; see the module docstring."""
     run = Path(run_dir).resolve()
     if not run.is_dir():
-        raise PlaybookError(f"--run {run_dir}: not a directory; pass the --run-dir of `trainctl launch` (it holds run.json)")
+        raise PlaybookError(
+            f"--run {run_dir}: not a directory; pass the --run-dir of `trainctl launch` (it holds run.json)"
+        )
     info = read_run_info(run)
     run_hosts = [h.host for h in info.hosts] if info else []
 
@@ -585,11 +709,15 @@ def run_runbook(
         incident_id = opts.resume
         audit_path = run / "incidents" / incident_id / AUDIT_FILE
         if not audit_path.is_file():
-            raise PlaybookError(f"--resume {incident_id}: no {audit_path}; `ls {run / 'incidents'}` lists this run's incidents")
+            raise PlaybookError(
+                f"--resume {incident_id}: no {audit_path}; `ls {run / 'incidents'}` lists this run's incidents"
+            )
         records = read_audit(audit_path)
         start = next((r for r in records if r.get("event") == "start"), None)
         if start and start.get("runbook") != runbook.name:
-            raise PlaybookError(f"--resume {incident_id}: that incident ran runbook {start.get('runbook')!r}, not {runbook.name!r}; resume it with that runbook")
+            raise PlaybookError(
+                f"--resume {incident_id}: that incident ran runbook {start.get('runbook')!r}, not {runbook.name!r}; resume it with that runbook"
+            )
         for r in records:
             if r.get("event") == "step":
                 prior[r["step"]] = r  # the latest record of each step wins
@@ -608,8 +736,18 @@ def run_runbook(
     }
     audit = None if opts.dry_run else _Audit(audit_path)
     if audit:
-        audit.append({"event": "resume" if opts.resume else "start", "runbook": runbook.name, "source": runbook.source,
-                      "run": str(run), "incident": incident_id, "inputs": inputs, "yes": opts.yes, "ts": _now_iso()})
+        audit.append(
+            {
+                "event": "resume" if opts.resume else "start",
+                "runbook": runbook.name,
+                "source": runbook.source,
+                "run": str(run),
+                "incident": incident_id,
+                "inputs": inputs,
+                "yes": opts.yes,
+                "ts": _now_iso(),
+            }
+        )
 
     deadline = time.monotonic() + runbook.timeout_s if runbook.timeout_s else None
     records: list[StepRecord] = []
@@ -628,24 +766,45 @@ def run_runbook(
     while i < len(runbook.steps):
         budget -= 1
         if budget < 0:
-            raise PlaybookError(f"{runbook.source}: on_failure goto loops did not end after {4 * len(runbook.steps)} steps; make the goto target a step that can succeed")
+            raise PlaybookError(
+                f"{runbook.source}: on_failure goto loops did not end after {4 * len(runbook.steps)} steps; make the goto target a step that can succeed"
+            )
         step = runbook.steps[i]
         started, t0 = _now_iso(), time.monotonic()
 
         done = prior.get(step.id)
         if done and done.get("status") in (StepStatus.OK.value, StepStatus.SKIPPED.value):
             ctx[step.id] = {**done.get("outputs", {}), "status": done["status"]}
-            emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus(done["status"]),
-                            f"completed earlier in {incident_id} ({done.get('ended_ts', '?')}); reused its outputs on resume",
-                            inputs=done.get("inputs", {}), outputs=done.get("outputs", {}), started_ts=started, ended_ts=_now_iso()))
+            emit(
+                StepRecord(
+                    step.id,
+                    step.type.value,
+                    step.destructive,
+                    StepStatus(done["status"]),
+                    f"completed earlier in {incident_id} ({done.get('ended_ts', '?')}); reused its outputs on resume",
+                    inputs=done.get("inputs", {}),
+                    outputs=done.get("outputs", {}),
+                    started_ts=started,
+                    ended_ts=_now_iso(),
+                )
+            )
             i += 1
             continue
 
         unknown = (step.when.roots() if step.when else set()) & planned
         if step.when is not None and not unknown and not evaluate(step.when, ctx):
             ctx[step.id] = {"status": StepStatus.SKIPPED.value}
-            emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.SKIPPED,
-                            f"condition false: when {step.when.source}", started_ts=started, ended_ts=_now_iso()))
+            emit(
+                StepRecord(
+                    step.id,
+                    step.type.value,
+                    step.destructive,
+                    StepStatus.SKIPPED,
+                    f"condition false: when {step.when.source}",
+                    started_ts=started,
+                    ended_ts=_now_iso(),
+                )
+            )
             i += 1
             continue
         args = render(step.with_, ctx)
@@ -657,18 +816,35 @@ def run_runbook(
         preview = None
         if opts.dry_run and step.type.dry_run_safe and template_roots(step.with_) & planned:
             try:
-                preview = _execute(step, args, ctx, run, incident_dir, runbook, opts, step.timeout_s or DEFAULT_TIMEOUT_S[step.type])
+                preview = _execute(
+                    step, args, ctx, run, incident_dir, runbook, opts, step.timeout_s or DEFAULT_TIMEOUT_S[step.type]
+                )
             except _StepFailed:
                 needs_planned = template_roots(step.with_) & planned
         if opts.dry_run and (not step.type.dry_run_safe or needs_planned):
             unknown = unknown | needs_planned
-            cond = f"would run if {step.when.source} (depends on {', '.join(sorted(unknown))})" if step.when is not None and unknown else (
-                f"would run on the output of {', '.join(sorted(needs_planned))}" if needs_planned else "would run")
+            cond = (
+                f"would run if {step.when.source} (depends on {', '.join(sorted(unknown))})"
+                if step.when is not None and unknown
+                else (
+                    f"would run on the output of {', '.join(sorted(needs_planned))}" if needs_planned else "would run"
+                )
+            )
             planned.add(step.id)
             ctx[step.id] = None
-            emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.PLANNED,
-                            cond + ("; destructive: needs --yes" if step.destructive else ""),
-                            inputs=args, command=tuple(_plan_command(step, args, ctx, run)), started_ts=started, ended_ts=_now_iso()))
+            emit(
+                StepRecord(
+                    step.id,
+                    step.type.value,
+                    step.destructive,
+                    StepStatus.PLANNED,
+                    cond + ("; destructive: needs --yes" if step.destructive else ""),
+                    inputs=args,
+                    command=tuple(_plan_command(step, args, ctx, run)),
+                    started_ts=started,
+                    ended_ts=_now_iso(),
+                )
+            )
             i += 1
             continue
 
@@ -677,12 +853,35 @@ def run_runbook(
             if opts.interactive and opts.confirm is not None:
                 ok = opts.confirm(f"step {step.id}: {what}. Proceed?", False)
                 if not ok:
-                    emit(StepRecord(step.id, step.type.value, True, StepStatus.REFUSED, "operator declined at the prompt",
-                                    inputs=args, started_ts=started, ended_ts=_now_iso(), duration_s=time.monotonic() - t0))
-                    raise PlaybookError(f"step {step.id!r} ({what}) declined; nothing was changed. Resume later with --resume {incident_id}")
+                    emit(
+                        StepRecord(
+                            step.id,
+                            step.type.value,
+                            True,
+                            StepStatus.REFUSED,
+                            "operator declined at the prompt",
+                            inputs=args,
+                            started_ts=started,
+                            ended_ts=_now_iso(),
+                            duration_s=time.monotonic() - t0,
+                        )
+                    )
+                    raise PlaybookError(
+                        f"step {step.id!r} ({what}) declined; nothing was changed. Resume later with --resume {incident_id}"
+                    )
             else:
-                emit(StepRecord(step.id, step.type.value, True, StepStatus.REFUSED, "destructive step in a non-interactive run without --yes",
-                                inputs=args, started_ts=started, ended_ts=_now_iso()))
+                emit(
+                    StepRecord(
+                        step.id,
+                        step.type.value,
+                        True,
+                        StepStatus.REFUSED,
+                        "destructive step in a non-interactive run without --yes",
+                        inputs=args,
+                        started_ts=started,
+                        ended_ts=_now_iso(),
+                    )
+                )
                 raise PlaybookError(
                     f"step {step.id!r} would {what}, which is destructive, and this run is not interactive; "
                     f"rerun with --yes to allow it (steps already done are kept: add --resume {incident_id})"
@@ -692,17 +891,44 @@ def run_runbook(
         if deadline is not None:
             timeout_s = min(timeout_s, max(deadline - time.monotonic(), 0.0))
             if timeout_s <= 0:
-                emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.FAILED, "runbook timeout_s reached before this step",
-                                inputs=args, error=f"runbook timeout_s={runbook.timeout_s} exceeded", started_ts=started, ended_ts=_now_iso()))
+                emit(
+                    StepRecord(
+                        step.id,
+                        step.type.value,
+                        step.destructive,
+                        StepStatus.FAILED,
+                        "runbook timeout_s reached before this step",
+                        inputs=args,
+                        error=f"runbook timeout_s={runbook.timeout_s} exceeded",
+                        started_ts=started,
+                        ended_ts=_now_iso(),
+                    )
+                )
                 completed = False
                 break
         try:
-            outputs, command, code, decision = preview or _execute(step, args, ctx, run, incident_dir, runbook, opts, timeout_s)
+            outputs, command, code, decision = preview or _execute(
+                step, args, ctx, run, incident_dir, runbook, opts, timeout_s
+            )
         except _StepFailed as exc:
             ctx[step.id] = {**exc.outputs, "status": StepStatus.FAILED.value, "error": str(exc)}
-            emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.FAILED, f"failed; on_failure {step.on_failure}",
-                            inputs=args, outputs=exc.outputs, command=exc.command, exit_code=exc.exit_code, error=str(exc),
-                            started_ts=started, ended_ts=_now_iso(), duration_s=time.monotonic() - t0))
+            emit(
+                StepRecord(
+                    step.id,
+                    step.type.value,
+                    step.destructive,
+                    StepStatus.FAILED,
+                    f"failed; on_failure {step.on_failure}",
+                    inputs=args,
+                    outputs=exc.outputs,
+                    command=exc.command,
+                    exit_code=exc.exit_code,
+                    error=str(exc),
+                    started_ts=started,
+                    ended_ts=_now_iso(),
+                    duration_s=time.monotonic() - t0,
+                )
+            )
             if step.on_failure.action is FailureAction.CONTINUE:
                 i += 1
                 continue
@@ -712,14 +938,36 @@ def run_runbook(
             completed = False
             break
         ctx[step.id] = {**outputs, "status": StepStatus.OK.value}
-        emit(StepRecord(step.id, step.type.value, step.destructive, StepStatus.OK, decision, inputs=args, outputs=outputs,
-                        command=tuple(command), exit_code=code, started_ts=started, ended_ts=_now_iso(), duration_s=time.monotonic() - t0))
+        emit(
+            StepRecord(
+                step.id,
+                step.type.value,
+                step.destructive,
+                StepStatus.OK,
+                decision,
+                inputs=args,
+                outputs=outputs,
+                command=tuple(command),
+                exit_code=code,
+                started_ts=started,
+                ended_ts=_now_iso(),
+                duration_s=time.monotonic() - t0,
+            )
+        )
         i += 1
 
     if audit:
-        audit.append({"event": "end", "runbook": runbook.name, "incident": incident_id, "completed": completed, "ts": _now_iso()})
-    return RunbookResult(runbook.name, None if opts.dry_run else incident_id, None if opts.dry_run else audit_path,
-                         opts.dry_run, tuple(records), completed)
+        audit.append(
+            {"event": "end", "runbook": runbook.name, "incident": incident_id, "completed": completed, "ts": _now_iso()}
+        )
+    return RunbookResult(
+        runbook.name,
+        None if opts.dry_run else incident_id,
+        None if opts.dry_run else audit_path,
+        opts.dry_run,
+        tuple(records),
+        completed,
+    )
 
 
 def _describe(step: Step, args: Mapping[str, Any]) -> str:
@@ -764,8 +1012,9 @@ def _collect_args(args: Mapping[str, Any], ctx: Mapping[str, Any], run: Path) ->
     return ["collect", where, "--hosts", ",".join(hosts), "--out", out, "--json", *extra]
 
 
-def _evict_args(host: str, args: Mapping[str, Any], run: Path, *, relaunch: bool | None = None,
-                wait_timeout_s: float | None = None) -> list[str]:
+def _evict_args(
+    host: str, args: Mapping[str, Any], run: Path, *, relaunch: bool | None = None, wait_timeout_s: float | None = None
+) -> list[str]:
     argv = ["evict-node", host, "--reason", str(args.get("reason")), "--run", str(run), "--json"]
     if args.get("finding"):
         argv += ["--finding", f"@{args['finding']}"]
@@ -783,15 +1032,19 @@ def _evict_args(host: str, args: Mapping[str, Any], run: Path, *, relaunch: bool
     return argv
 
 
-def _call(argv: Sequence[str], timeout_s: float, *, want_json: bool = True, ok_codes: Sequence[int] = (0,)) -> tuple[Any, int]:
+def _call(
+    argv: Sequence[str], timeout_s: float, *, want_json: bool = True, ok_codes: Sequence[int] = (0,)
+) -> tuple[Any, int]:
     """Run a trainctl command; its stderr streams to ours (progress), its stdout is the result."""
     full = trainctl_argv() + list(argv)
     shown = ["trainctl", *argv]
     logger.info("running %s", shlex.join(shown))
     try:
-        proc = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout_s)
+        proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:
-        raise _StepFailed(f"`{shlex.join(shown)}` did not finish within {timeout_s:.0f}s; raise the step's timeout_s", command=shown) from exc
+        raise _StepFailed(
+            f"`{shlex.join(shown)}` did not finish within {timeout_s:.0f}s; raise the step's timeout_s", command=shown
+        ) from exc
     if proc.stderr:
         sys.stderr.write(proc.stderr)
     doc: Any = None
@@ -802,15 +1055,27 @@ def _call(argv: Sequence[str], timeout_s: float, *, want_json: bool = True, ok_c
             doc = None
     if proc.returncode not in ok_codes:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise _StepFailed(f"`{shlex.join(shown)}` exited {proc.returncode}: {last}", outputs={"result": doc} if doc is not None else {},
-                          command=shown, exit_code=proc.returncode)
+        raise _StepFailed(
+            f"`{shlex.join(shown)}` exited {proc.returncode}: {last}",
+            outputs={"result": doc} if doc is not None else {},
+            command=shown,
+            exit_code=proc.returncode,
+        )
     if want_json and doc is None:
         raise _StepFailed(f"`{shlex.join(shown)}` printed no JSON on stdout", command=shown, exit_code=proc.returncode)
     return doc, proc.returncode
 
 
-def _execute(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], run: Path, incident_dir: Path,
-             runbook: Runbook, opts: RunOptions, timeout_s: float) -> tuple[dict[str, Any], list[str], int | None, str]:
+def _execute(
+    step: Step,
+    args: Mapping[str, Any],
+    ctx: Mapping[str, Any],
+    run: Path,
+    incident_dir: Path,
+    runbook: Runbook,
+    opts: RunOptions,
+    timeout_s: float,
+) -> tuple[dict[str, Any], list[str], int | None, str]:
     """Perform one step: returns (outputs, command, exit code, decision text) or raises _StepFailed."""
     t = step.type
     if t is StepType.DIAGNOSE:
@@ -821,14 +1086,22 @@ def _execute(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], run: P
         matched = [f for f in findings if runbook.trigger.matches(f)]
         hosts = _as_host_list([f.get("hosts", []) for f in matched])
         ranks = sorted({int(r) for f in matched for r in f.get("ranks", [])})
-        outputs: dict[str, Any] = {"path": path, "findings": findings, "matched": matched, "hosts": hosts, "ranks": ranks,
-                                   "culprit": matched[0] if matched else None}
+        outputs: dict[str, Any] = {
+            "path": path,
+            "findings": findings,
+            "matched": matched,
+            "hosts": hosts,
+            "ranks": ranks,
+            "culprit": matched[0] if matched else None,
+        }
         if not opts.dry_run and matched:
             finding_file = incident_dir / f"{step.id}-finding.json"
             atomic_write_text(finding_file, json.dumps(matched[0], indent=2))
             outputs["finding_file"] = str(finding_file)
-        decision = (f"{len(findings)} finding(s), {len(matched)} match the trigger; culprit hosts {','.join(hosts) or 'none'}"
-                    f" ranks {','.join(map(str, ranks)) or 'none'}")
+        decision = (
+            f"{len(findings)} finding(s), {len(matched)} match the trigger; culprit hosts {','.join(hosts) or 'none'}"
+            f" ranks {','.join(map(str, ranks)) or 'none'}"
+        )
         return outputs, ["trainctl", *argv], code, decision
     if t is StepType.COLLECT:
         argv = _collect_args(args, ctx, run)
@@ -836,17 +1109,29 @@ def _execute(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], run: P
         if ctx["run"].get("live"):
             # a live (hung) run's evidence is in its ranks' memory: Flight Recorder + stacks first
             from trainctl.ops import run_control
-            dumps = run_control.dump_live_ranks(run_control.launch_options(run), _as_host_list(args.get("hosts")) or ctx["run"]["hosts"])
+
+            dumps = run_control.dump_live_ranks(
+                run_control.launch_options(run), _as_host_list(args.get("hosts")) or ctx["run"]["hosts"]
+            )
         doc, code = _call(argv, timeout_s, ok_codes=(0, 4))  # 4: incomplete but within --max-failed-hosts
         out = argv[argv.index("--out") + 1]
         outputs = {"out": out, "result": doc, "incomplete": code == 4}
         if dumps is not None:
             outputs["hang_dumps"] = dumps
-        return outputs, ["trainctl", *argv], code, (f"dumped live ranks ({', '.join(f'{h} {v}' for h, v in dumps.items())}); " if dumps else "") + f"collected into {out}" + (" (incomplete)" if code == 4 else "")
+        return (
+            outputs,
+            ["trainctl", *argv],
+            code,
+            (f"dumped live ranks ({', '.join(f'{h} {v}' for h, v in dumps.items())}); " if dumps else "")
+            + f"collected into {out}"
+            + (" (incomplete)" if code == 4 else ""),
+        )
     if t is StepType.EVICT_NODE:
         hosts = _as_host_list(args.get("hosts"))
         if not hosts:
-            raise _StepFailed("no host to evict (the hosts expression is empty); guard the step with `when:` on the culprit")
+            raise _StepFailed(
+                "no host to evict (the hosts expression is empty); guard the step with `when:` on the culprit"
+            )
         results, command = [], []
         relaunch_doc = None
         for n, h in enumerate(hosts):
@@ -867,8 +1152,10 @@ def _execute(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], run: P
         decision = f"evicted {','.join(hosts)}"
         if relaunch_doc:
             outputs["relaunch"] = relaunch_doc
-            decision += (f"; relaunched on {','.join(relaunch_doc.get('hosts', []))} as {relaunch_doc.get('run_dir')}: "
-                         f"exit {relaunch_doc.get('exit_code')}, steps {relaunch_doc.get('first_step')}..{relaunch_doc.get('last_step')}")
+            decision += (
+                f"; relaunched on {','.join(relaunch_doc.get('hosts', []))} as {relaunch_doc.get('run_dir')}: "
+                f"exit {relaunch_doc.get('exit_code')}, steps {relaunch_doc.get('first_step')}..{relaunch_doc.get('last_step')}"
+            )
         return outputs, command, 0, decision
     if t is StepType.RELAUNCH:
         argv = ["launch", *map(str, args.get("args") or [])]
@@ -890,33 +1177,55 @@ def _execute(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], run: P
     raise AssertionError(t)
 
 
-def _notify(args: Mapping[str, Any], ctx: Mapping[str, Any], runbook: Runbook, timeout_s: float) -> tuple[dict[str, Any], list[str], int | None, str]:
+def _notify(
+    args: Mapping[str, Any], ctx: Mapping[str, Any], runbook: Runbook, timeout_s: float
+) -> tuple[dict[str, Any], list[str], int | None, str]:
     message = str(args.get("message"))
     payload = {"runbook": runbook.name, "incident": ctx["incident"]["id"], "run": ctx["run"]["dir"], "message": message}
     if args.get("url"):
         url = str(args["url"])
         if not url.startswith(("http://", "https://")):
             raise _StepFailed(f"notify url {url!r} is not http(s); write the webhook's full URL")
-        req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST")
+        req = urllib.request.Request(
+            url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout_s) as resp:
                 status = resp.status
         except (urllib.error.URLError, OSError) as exc:
             raise _StepFailed(f"POST {url} failed: {exc}; check the webhook URL", command=["POST", url]) from exc
-        return {"url": url, "http_status": status, "message": message}, ["POST", url], status, f"posted to {url} (HTTP {status})"
+        return (
+            {"url": url, "http_status": status, "message": message},
+            ["POST", url],
+            status,
+            f"posted to {url} (HTTP {status})",
+        )
     cmd = args.get("command")
     argv = shlex.split(cmd) if isinstance(cmd, str) else [str(c) for c in cmd or []]
-    env = {**os.environ, "TRAINCTL_MESSAGE": message, "TRAINCTL_INCIDENT": ctx["incident"]["id"], "TRAINCTL_RUNBOOK": runbook.name}
+    env = {
+        **os.environ,
+        "TRAINCTL_MESSAGE": message,
+        "TRAINCTL_INCIDENT": ctx["incident"]["id"],
+        "TRAINCTL_RUNBOOK": runbook.name,
+    }
     try:
-        proc = subprocess.run(argv, input=json.dumps(payload), text=True, capture_output=True, timeout=timeout_s, env=env)
+        proc = subprocess.run(
+            argv, input=json.dumps(payload), text=True, capture_output=True, timeout=timeout_s, env=env
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise _StepFailed(f"notify command {argv[:1]} failed: {exc}", command=argv) from exc
     if proc.returncode != 0:
-        raise _StepFailed(f"notify command exited {proc.returncode}: {proc.stderr.strip()[-200:]}", command=argv, exit_code=proc.returncode)
+        raise _StepFailed(
+            f"notify command exited {proc.returncode}: {proc.stderr.strip()[-200:]}",
+            command=argv,
+            exit_code=proc.returncode,
+        )
     return {"message": message}, argv, 0, "notified by command"
 
 
-def _probe(args: Mapping[str, Any], ctx: Mapping[str, Any], incident_dir: Path, timeout_s: float) -> tuple[dict[str, Any], list[str], int | None, str]:
+def _probe(
+    args: Mapping[str, Any], ctx: Mapping[str, Any], incident_dir: Path, timeout_s: float
+) -> tuple[dict[str, Any], list[str], int | None, str]:
     from trainctl.runtime import probe as probe_mod  # torch-free at import; torch runs in the workers
 
     hosts = _as_host_list(args.get("hosts")) or list(ctx["run"]["hosts"])
@@ -927,13 +1236,21 @@ def _probe(args: Mapping[str, Any], ctx: Mapping[str, Any], incident_dir: Path, 
         from trainctl.ops.probe_remote import run_remote_probe
 
         ssh_config = args.get("ssh_config") or ctx["run"].get("ssh_config")
-        workdir = str(args.get("workdir") or f"{ctx['run'].get('remote_dir') or ctx['run']['dir']}/probe-{ctx['incident']['id']}")
+        workdir = str(
+            args.get("workdir") or f"{ctx['run'].get('remote_dir') or ctx['run']['dir']}/probe-{ctx['incident']['id']}"
+        )
         env = {str(k): str(v) for k, v in (args.get("env") or {}).items()}
         try:
             verdict = run_remote_probe(
-                hosts, workdir=workdir, ssh_config=str(ssh_config) if ssh_config else None, env=env,
-                nproc_per_host=int(args.get("nproc_per_host", 1)), size_bytes=int(args.get("size_bytes", 1 << 20)),
-                iters=int(args.get("iters", 5)), slow_host=args.get("slow_host"), slow_delay_s=float(args.get("slow_delay_s", 0.2)),
+                hosts,
+                workdir=workdir,
+                ssh_config=str(ssh_config) if ssh_config else None,
+                env=env,
+                nproc_per_host=int(args.get("nproc_per_host", 1)),
+                size_bytes=int(args.get("size_bytes", 1 << 20)),
+                iters=int(args.get("iters", 5)),
+                slow_host=args.get("slow_host"),
+                slow_delay_s=float(args.get("slow_delay_s", 0.2)),
                 timeout_s=timeout_s,
             )
         except (probe_mod.ProbeError, OSError) as exc:
@@ -944,9 +1261,14 @@ def _probe(args: Mapping[str, Any], ctx: Mapping[str, Any], incident_dir: Path, 
         return d, ["trainctl", "playbook", "probe", "--hosts", ",".join(hosts), "--ssh"], 0, verdict.summary()
     try:
         verdict = probe_mod.run_local_probe(
-            hosts, nproc_per_host=int(args.get("nproc_per_host", 1)), size_bytes=int(args.get("size_bytes", 1 << 20)),
-            iters=int(args.get("iters", 5)), slow_host=args.get("slow_host"), slow_delay_s=float(args.get("slow_delay_s", 0.2)),
-            workdir=incident_dir / "probe", timeout_s=timeout_s,
+            hosts,
+            nproc_per_host=int(args.get("nproc_per_host", 1)),
+            size_bytes=int(args.get("size_bytes", 1 << 20)),
+            iters=int(args.get("iters", 5)),
+            slow_host=args.get("slow_host"),
+            slow_delay_s=float(args.get("slow_delay_s", 0.2)),
+            workdir=incident_dir / "probe",
+            timeout_s=timeout_s,
         )
     except probe_mod.ProbeError as exc:
         raise _StepFailed(str(exc)) from exc

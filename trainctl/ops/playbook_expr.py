@@ -24,8 +24,9 @@ an absent answer is "no"), so `when:` never fails on a step that produced no suc
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["ExprError", "Expr", "parse", "evaluate", "render", "template_roots"]
 

@@ -13,7 +13,7 @@ import logging
 import shlex
 import sys
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from trainctl.collectors.ssh import SshClient
 from trainctl.ops.remote import RemoteHosts
@@ -24,10 +24,21 @@ logger = logging.getLogger(__name__)
 __all__ = ["run_remote_probe"]
 
 
-def run_remote_probe(hosts: Sequence[str], *, workdir: str, ssh_config: str | None = None, python: str | None = None,
-                     nproc_per_host: int = 1, size_bytes: int = 1 << 20, iters: int = 5, slow_host: str | None = None,
-                     slow_delay_s: float = 0.2, env: Mapping[str, str] | None = None, timeout_s: float = 600,
-                     client: SshClient | None = None) -> ProbeVerdict:
+def run_remote_probe(
+    hosts: Sequence[str],
+    *,
+    workdir: str,
+    ssh_config: str | None = None,
+    python: str | None = None,
+    nproc_per_host: int = 1,
+    size_bytes: int = 1 << 20,
+    iters: int = 5,
+    slow_host: str | None = None,
+    slow_delay_s: float = 0.2,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 600,
+    client: SshClient | None = None,
+) -> ProbeVerdict:
     """Run the self-test on `hosts` over SSH; `workdir` is an absolute path on every host."""
     if len(hosts) < 2:
         raise ProbeError(f"probe needs at least 2 hosts, got {list(hosts)}")
@@ -39,16 +50,36 @@ def run_remote_probe(hosts: Sequence[str], *, workdir: str, ssh_config: str | No
     procs = {}
     try:
         master = remote.client.target(hosts[0]).hostname
-        port = int(remote.run(hosts[0], f"{shlex.quote(py)} -c " + shlex.quote(
-            "import socket; s=socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])")).strip())
+        port = int(
+            remote.run(
+                hosts[0],
+                f"{shlex.quote(py)} -c "
+                + shlex.quote("import socket; s=socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"),
+            ).strip()
+        )
         remote.run(hosts[0], f"mkdir -p {shlex.quote(workdir)} && rm -f {shlex.quote(out_path)}")
         for i, h in enumerate(hosts):
-            e = {**(env or {}), "TRAINCTL_HOST": h, "OMP_NUM_THREADS": "1", "PYTHONSAFEPATH": "1", "PYTHONUNBUFFERED": "1"}
+            e = {
+                **(env or {}),
+                "TRAINCTL_HOST": h,
+                "OMP_NUM_THREADS": "1",
+                "PYTHONSAFEPATH": "1",
+                "PYTHONUNBUFFERED": "1",
+            }
             if slow_host is not None:
                 e["TRAINCTL_PROBE_SLOW_HOST"] = slow_host
                 e["TRAINCTL_PROBE_SLOW_DELAY_S"] = str(slow_delay_s)
-            argv = torchrun_argv(nnodes=len(hosts), node_rank=i, nproc_per_host=nproc_per_host, master_addr=master,
-                                 master_port=port, out_path=out_path, size_bytes=size_bytes, iters=iters, python=py)
+            argv = torchrun_argv(
+                nnodes=len(hosts),
+                node_rank=i,
+                nproc_per_host=nproc_per_host,
+                master_addr=master,
+                master_port=port,
+                out_path=out_path,
+                size_bytes=size_bytes,
+                iters=iters,
+                python=py,
+            )
             procs[h] = remote.start(h, "probe", argv, log_path=f"{workdir}/{h}.log", env=e, cwd=workdir)
         deadline = time.monotonic() + timeout_s
         status: dict[str, int | None] = {}
@@ -67,8 +98,18 @@ def run_remote_probe(hosts: Sequence[str], *, workdir: str, ssh_config: str | No
             remote.stop_all(list(procs.values()), grace_s=5.0)  # no-op for groups that already exited
         remote.close()
     if not text:
-        raise ProbeError(f"collective self-test produced no result (hosts that failed or timed out: {','.join(failed) or 'none'}); "
-                         f"see {workdir}/<host>.log on each host")
+        raise ProbeError(
+            f"collective self-test produced no result (hosts that failed or timed out: {','.join(failed) or 'none'}); "
+            f"see {workdir}/<host>.log on each host"
+        )
     d = json.loads(text)
-    return ProbeVerdict(tuple(d["hosts"]), tuple(d["slow_hosts"]), tuple(failed), d["intra_host_s"], d["pair_s"],
-                        tuple(d["bisection"]), tuple(d["pair_blamed"]), d["backend"])
+    return ProbeVerdict(
+        tuple(d["hosts"]),
+        tuple(d["slow_hosts"]),
+        tuple(failed),
+        d["intra_host_s"],
+        d["pair_s"],
+        tuple(d["bisection"]),
+        tuple(d["pair_blamed"]),
+        d["backend"],
+    )

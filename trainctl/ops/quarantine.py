@@ -89,17 +89,28 @@ class QuarantineEntry:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "host": self.host, "reason": self.reason, "since_ts_ns": self.since_ts_ns,
-            "updated_ts_ns": self.updated_ts_ns, "by": self.by, "pid": self.pid, "run": self.run,
-            "finding": dict(self.finding) if self.finding is not None else None, "evictions": self.evictions,
+            "host": self.host,
+            "reason": self.reason,
+            "since_ts_ns": self.since_ts_ns,
+            "updated_ts_ns": self.updated_ts_ns,
+            "by": self.by,
+            "pid": self.pid,
+            "run": self.run,
+            "finding": dict(self.finding) if self.finding is not None else None,
+            "evictions": self.evictions,
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "QuarantineEntry":
+    def from_dict(cls, d: Mapping[str, Any]) -> QuarantineEntry:
         return cls(
-            host=str(d["host"]), reason=str(d["reason"]), since_ts_ns=int(d["since_ts_ns"]),
-            updated_ts_ns=int(d.get("updated_ts_ns", d["since_ts_ns"])), by=str(d.get("by", "")),
-            pid=int(d.get("pid", 0)), run=d.get("run"), finding=d.get("finding"),
+            host=str(d["host"]),
+            reason=str(d["reason"]),
+            since_ts_ns=int(d["since_ts_ns"]),
+            updated_ts_ns=int(d.get("updated_ts_ns", d["since_ts_ns"])),
+            by=str(d.get("by", "")),
+            pid=int(d.get("pid", 0)),
+            run=d.get("run"),
+            finding=d.get("finding"),
             evictions=int(d.get("evictions", 1)),
         )
 
@@ -120,18 +131,30 @@ class AuditRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "ts_ns": self.ts_ns, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts_ns / 1e9)),
-            "by": self.by, "pid": self.pid, "action": self.action.value, "host": self.host,
-            "reason": self.reason, "run": self.run,
-            "finding": dict(self.finding) if self.finding is not None else None, "extra": dict(self.extra),
+            "ts_ns": self.ts_ns,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts_ns / 1e9)),
+            "by": self.by,
+            "pid": self.pid,
+            "action": self.action.value,
+            "host": self.host,
+            "reason": self.reason,
+            "run": self.run,
+            "finding": dict(self.finding) if self.finding is not None else None,
+            "extra": dict(self.extra),
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "AuditRecord":
+    def from_dict(cls, d: Mapping[str, Any]) -> AuditRecord:
         return cls(
-            ts_ns=int(d["ts_ns"]), by=str(d.get("by", "")), pid=int(d.get("pid", 0)),
-            action=AuditAction(d["action"]), host=str(d["host"]), reason=str(d.get("reason", "")),
-            run=d.get("run"), finding=d.get("finding"), extra=dict(d.get("extra") or {}),
+            ts_ns=int(d["ts_ns"]),
+            by=str(d.get("by", "")),
+            pid=int(d.get("pid", 0)),
+            action=AuditAction(d["action"]),
+            host=str(d["host"]),
+            reason=str(d.get("reason", "")),
+            run=d.get("run"),
+            finding=d.get("finding"),
+            extra=dict(d.get("extra") or {}),
         )
 
 
@@ -169,15 +192,21 @@ class Ledger:
     def _read_state(self) -> dict[str, QuarantineEntry]:
         if not self.state_path.exists():
             return {}
-        fix = (f"fix: run `trainctl nodes rebuild` to rebuild it from the audit trail {self.audit_path}, "
-               "or move the file away to start an empty ledger")
+        fix = (
+            f"fix: run `trainctl nodes rebuild` to rebuild it from the audit trail {self.audit_path}, "
+            "or move the file away to start an empty ledger"
+        )
         try:
             raw = json.loads(self.state_path.read_text())
         except OSError as exc:
             raise LedgerError(f"{self.state_path}: cannot read the quarantine ledger ({exc.strerror})") from exc
         except ValueError as exc:
             raise LedgerError(f"{self.state_path}: quarantine ledger is not valid JSON ({exc}); {fix}") from exc
-        if not isinstance(raw, dict) or raw.get("schema_version") != LEDGER_SCHEMA_VERSION or not isinstance(raw.get("hosts"), dict):
+        if (
+            not isinstance(raw, dict)
+            or raw.get("schema_version") != LEDGER_SCHEMA_VERSION
+            or not isinstance(raw.get("hosts"), dict)
+        ):
             raise LedgerError(
                 f"{self.state_path}: not a trainctl quarantine ledger (schema_version "
                 f"{raw.get('schema_version') if isinstance(raw, dict) else None!r}, expected {LEDGER_SCHEMA_VERSION}); {fix}"
@@ -254,14 +283,23 @@ class Ledger:
         if not host or not host.strip():
             raise LedgerError("empty host name; pass the host as the scheduler names it, e.g. node03")
         if not reason or not reason.strip():
-            raise LedgerError(f"evicting {host}: --reason is empty; say why (it goes to the audit trail and the scheduler)")
+            raise LedgerError(
+                f"evicting {host}: --reason is empty; say why (it goes to the audit trail and the scheduler)"
+            )
         now, by, pid = time.time_ns(), _who(), os.getpid()
         with self._locked(exclusive=True):
             entries = self._read_state()
             old = entries.get(host)
             entry = QuarantineEntry(
-                host=host, reason=reason, since_ts_ns=old.since_ts_ns if old else now, updated_ts_ns=now,
-                by=by, pid=pid, run=run, finding=finding, evictions=(old.evictions + 1) if old else 1,
+                host=host,
+                reason=reason,
+                since_ts_ns=old.since_ts_ns if old else now,
+                updated_ts_ns=now,
+                by=by,
+                pid=pid,
+                run=run,
+                finding=finding,
+                evictions=(old.evictions + 1) if old else 1,
             )
             self._append_audit(AuditRecord(now, by, pid, AuditAction.EVICT, host, reason, run, finding, extra or {}))
             entries[host] = entry
@@ -269,7 +307,9 @@ class Ledger:
         logger.info("ledger evict host=%s run=%s reason=%r evictions=%d", host, run, reason, entry.evictions)
         return entry
 
-    def restore(self, host: str, *, reason: str = "restored by operator", extra: Mapping[str, Any] | None = None) -> QuarantineEntry:
+    def restore(
+        self, host: str, *, reason: str = "restored by operator", extra: Mapping[str, Any] | None = None
+    ) -> QuarantineEntry:
         """Take `host` out of quarantine; returns the entry it had. LedgerError if it was not quarantined."""
         now, by, pid = time.time_ns(), _who(), os.getpid()
         with self._locked(exclusive=True):
@@ -291,8 +331,14 @@ class Ledger:
                 if r.action is AuditAction.EVICT:
                     old = entries.get(r.host)
                     entries[r.host] = QuarantineEntry(
-                        host=r.host, reason=r.reason, since_ts_ns=old.since_ts_ns if old else r.ts_ns,
-                        updated_ts_ns=r.ts_ns, by=r.by, pid=r.pid, run=r.run, finding=r.finding,
+                        host=r.host,
+                        reason=r.reason,
+                        since_ts_ns=old.since_ts_ns if old else r.ts_ns,
+                        updated_ts_ns=r.ts_ns,
+                        by=r.by,
+                        pid=r.pid,
+                        run=r.run,
+                        finding=r.finding,
                         evictions=(old.evictions + 1) if old else 1,
                     )
                 else:
@@ -306,12 +352,20 @@ def quarantined_hosts(home: str | os.PathLike[str] | None = None) -> frozenset[s
     return Ledger(home).quarantined_hosts()
 
 
-def evict(host: str, *, reason: str, run: str | None = None, finding: Mapping[str, Any] | None = None,
-          home: str | os.PathLike[str] | None = None) -> QuarantineEntry:
+def evict(
+    host: str,
+    *,
+    reason: str,
+    run: str | None = None,
+    finding: Mapping[str, Any] | None = None,
+    home: str | os.PathLike[str] | None = None,
+) -> QuarantineEntry:
     return Ledger(home).evict(host, reason=reason, run=run, finding=finding)
 
 
-def restore(host: str, *, reason: str = "restored by operator", home: str | os.PathLike[str] | None = None) -> QuarantineEntry:
+def restore(
+    host: str, *, reason: str = "restored by operator", home: str | os.PathLike[str] | None = None
+) -> QuarantineEntry:
     return Ledger(home).restore(host, reason=reason)
 
 

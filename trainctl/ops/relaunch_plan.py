@@ -17,9 +17,10 @@ operator's `--allow-shrink` (on `launch --hosts` or on `evict-node --relaunch`).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any
 
 __all__ = ["PlanKind", "RelaunchPlan", "plan_relaunch", "shrink_allowed", "ALLOW_SHRINK_FLAG"]
 
@@ -28,26 +29,30 @@ ALLOW_SHRINK_FLAG = "--allow-shrink"
 
 class PlanKind(str, Enum):
     UNCHANGED = "unchanged"  # nothing to evict in the current host list
-    REPLACE = "replace"      # same world size: every evicted host replaced by a spare
-    SHRINK = "shrink"        # fewer hosts, smaller data-parallel degree
-    STOP = "stop"            # cannot relaunch: `reason` says why and what would help
+    REPLACE = "replace"  # same world size: every evicted host replaced by a spare
+    SHRINK = "shrink"  # fewer hosts, smaller data-parallel degree
+    STOP = "stop"  # cannot relaunch: `reason` says why and what would help
 
 
 @dataclass(frozen=True)
 class RelaunchPlan:
     kind: PlanKind
-    hosts: tuple[str, ...]                 # the new host list, rendezvous host first; () on STOP
-    removed: tuple[str, ...]               # current hosts left out (quarantined)
-    replacements: Mapping[str, str]        # evicted host -> spare taking its place (its ranks)
-    world_size: int                        # of the new run; 0 on STOP
+    hosts: tuple[str, ...]  # the new host list, rendezvous host first; () on STOP
+    removed: tuple[str, ...]  # current hosts left out (quarantined)
+    replacements: Mapping[str, str]  # evicted host -> spare taking its place (its ranks)
+    world_size: int  # of the new run; 0 on STOP
     layout: Mapping[str, int] = field(default_factory=dict)  # new layout (dp recomputed)
     reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind.value, "hosts": list(self.hosts), "removed": list(self.removed),
-            "replacements": dict(self.replacements), "world_size": self.world_size,
-            "layout": dict(self.layout), "reason": self.reason,
+            "kind": self.kind.value,
+            "hosts": list(self.hosts),
+            "removed": list(self.removed),
+            "replacements": dict(self.replacements),
+            "world_size": self.world_size,
+            "layout": dict(self.layout),
+            "reason": self.reason,
         }
 
 
@@ -68,8 +73,10 @@ def shrink_allowed(*, script: str | None, opt_in: bool) -> tuple[bool, str]:
         return True, "the reference trainer resumes a checkpoint at a smaller data-parallel degree"
     if opt_in:
         return True, f"{ALLOW_SHRINK_FLAG} given for {script}"
-    return False, (f"pass {ALLOW_SHRINK_FLAG} if {script} can resume at a smaller world size "
-                   "(trainctl cannot tell for a user script)")
+    return False, (
+        f"pass {ALLOW_SHRINK_FLAG} if {script} can resume at a smaller world size "
+        "(trainctl cannot tell for a user script)"
+    )
 
 
 def plan_relaunch(
@@ -104,14 +111,26 @@ def plan_relaunch(
     removed = tuple(h for h in hosts if h in quarantined)
     mp = _model_parallel(layout)
     if not removed:
-        return RelaunchPlan(PlanKind.UNCHANGED, tuple(hosts), (), {}, len(hosts) * nproc_per_node, layout,
-                            "no current host is quarantined; relaunch on the same hosts")
+        return RelaunchPlan(
+            PlanKind.UNCHANGED,
+            tuple(hosts),
+            (),
+            {},
+            len(hosts) * nproc_per_node,
+            layout,
+            "no current host is quarantined; relaunch on the same hosts",
+        )
     free = [s for s in dict.fromkeys(spares) if s not in quarantined and s not in hosts]
     if len(free) >= len(removed):
         repl = dict(zip(removed, free))
         new = tuple(repl.get(h, h) for h in hosts)
         return RelaunchPlan(
-            PlanKind.REPLACE, new, removed, repl, len(new) * nproc_per_node, layout,
+            PlanKind.REPLACE,
+            new,
+            removed,
+            repl,
+            len(new) * nproc_per_node,
+            layout,
             "replaced " + ", ".join(f"{a} -> {b}" for a, b in repl.items()) + " from the spares",
         )
     # Spares first, then shrink: keep the order of survivors, append the spares we have.
@@ -119,21 +138,32 @@ def plan_relaunch(
     repl = dict(zip(removed, free))
     new = tuple(repl.get(h, h) for h in hosts if h not in quarantined or h in repl)
     need = len(hosts)
-    short = (f"layout needs {need} hosts ({len(hosts) * nproc_per_node} ranks), only {len(survivors)} healthy "
-             f"and {len(free)} free spare{'s' if len(free) != 1 else ''}")
+    short = (
+        f"layout needs {need} hosts ({len(hosts) * nproc_per_node} ranks), only {len(survivors)} healthy "
+        f"and {len(free)} free spare{'s' if len(free) != 1 else ''}"
+    )
     if not allow_shrink:
-        return RelaunchPlan(PlanKind.STOP, (), removed, {}, 0, layout,
-                            f"{short}; add spares with --spares, or {no_shrink_hint}")
+        return RelaunchPlan(
+            PlanKind.STOP, (), removed, {}, 0, layout, f"{short}; add spares with --spares, or {no_shrink_hint}"
+        )
     world = len(new) * nproc_per_node
     if len(new) < max(1, min_hosts) or world % mp != 0 or world == 0:
-        why = (f"a smaller run needs a multiple of tp x pp = {mp} ranks and at least {max(1, min_hosts)} host(s), "
-               f"but {len(new)} host(s) x {nproc_per_node} = {world} ranks")
+        why = (
+            f"a smaller run needs a multiple of tp x pp = {mp} ranks and at least {max(1, min_hosts)} host(s), "
+            f"but {len(new)} host(s) x {nproc_per_node} = {world} ranks"
+        )
         return RelaunchPlan(PlanKind.STOP, (), removed, {}, 0, layout, f"{short}; {why}; add spares with --spares")
     new_layout = dict(layout)
     if layout:
         new_layout["dp"] = world // mp
     return RelaunchPlan(
-        PlanKind.SHRINK, new, removed, repl, world, new_layout,
+        PlanKind.SHRINK,
+        new,
+        removed,
+        repl,
+        world,
+        new_layout,
         f"{short}; shrinking to {len(new)} hosts ({world} ranks"
-        + (f", dp {layout.get('dp', '?')} -> {new_layout['dp']}" if layout else "") + ")",
+        + (f", dp {layout.get('dp', '?')} -> {new_layout['dp']}" if layout else "")
+        + ")",
     )

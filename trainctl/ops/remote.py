@@ -23,9 +23,10 @@ import logging
 import shlex
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import TypeVar
 
 from trainctl.collectors.ssh import CommandFailed, GroupResult, SshClient, SshSession, fan_out
 from trainctl.errors import LaunchError
@@ -64,8 +65,9 @@ class RemoteStatus:
     killed: bool = False  # the group disappeared without an exit status (SIGKILL, OOM killer, reboot)
 
 
-def start_command(argv: Sequence[str], *, log_path: str, env: Mapping[str, str] | None = None,
-                  cwd: str | None = None) -> str:
+def start_command(
+    argv: Sequence[str], *, log_path: str, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> str:
     """The shell command that starts `argv` detached under setsid and prints its pid (= pgid).
 
     In a non-interactive shell a background job is not a process group leader, so `setsid`
@@ -80,9 +82,11 @@ def start_command(argv: Sequence[str], *, log_path: str, env: Mapping[str, str] 
     parts = [f"mkdir -p {q(log_dir)}", f"rm -f {q(exit_path)}"]
     if cwd:
         parts.append(f"cd {q(cwd)}")
-    launch = (f"env {assigns} TRAINCTL_EXIT_FILE={q(exit_path)} setsid sh -c {q(_WRAPPER)} "
-              + " ".join(q(a) for a in argv)
-              + f" >> {q(log_path)} 2>&1 < /dev/null & echo $!")
+    launch = (
+        f"env {assigns} TRAINCTL_EXIT_FILE={q(exit_path)} setsid sh -c {q(_WRAPPER)} "
+        + " ".join(q(a) for a in argv)
+        + f" >> {q(log_path)} 2>&1 < /dev/null & echo $!"
+    )
     # `a && b & c` would background the whole list (and $! would be a subshell), hence `;`.
     return " && ".join(parts) + " || exit 1; " + launch
 
@@ -91,9 +95,11 @@ def poll_command(proc: RemoteProcess) -> str:
     q = shlex.quote
     # Liveness first: the wrapper writes the exit file before it exits, so a group found dead
     # afterwards has its exit file unless it was killed (checking the file first would race).
-    return (f"if ps -o stat= -g {int(proc.pgid)} 2>/dev/null | grep -qv '^Z'; then echo alive; "
-            f"elif [ -f {q(proc.exit_path)} ]; then echo exit $(cat {q(proc.exit_path)}); "
-            "else echo gone; fi")
+    return (
+        f"if ps -o stat= -g {int(proc.pgid)} 2>/dev/null | grep -qv '^Z'; then echo alive; "
+        f"elif [ -f {q(proc.exit_path)} ]; then echo exit $(cat {q(proc.exit_path)}); "
+        "else echo gone; fi"
+    )
 
 
 def stop_command(proc: RemoteProcess, *, grace_s: float) -> str:
@@ -101,8 +107,10 @@ def stop_command(proc: RemoteProcess, *, grace_s: float) -> str:
     g = int(proc.pgid)
     alive = f"ps -o stat= -g {g} 2>/dev/null | grep -qv '^Z'"
     ticks = max(1, int(grace_s / 0.2))
-    return (f"kill -TERM -- -{g} 2>/dev/null; i=0; while {alive} && [ $i -lt {ticks} ]; do sleep 0.2; i=$((i+1)); done; "
-            f"if {alive}; then kill -KILL -- -{g} 2>/dev/null; sleep 0.2; fi; " + poll_command(proc))
+    return (
+        f"kill -TERM -- -{g} 2>/dev/null; i=0; while {alive} && [ $i -lt {ticks} ]; do sleep 0.2; i=$((i+1)); done; "
+        f"if {alive}; then kill -KILL -- -{g} 2>/dev/null; sleep 0.2; fi; " + poll_command(proc)
+    )
 
 
 def parse_status(proc: RemoteProcess, line: str) -> RemoteStatus:
@@ -136,12 +144,15 @@ class RemoteHosts:
                 self.sessions[host] = sess
             return sess
 
-    def run(self, host: str, command: str, *, timeout_s: float = 30.0, stdin: bytes | None = None,
-            check: bool = True) -> str:
+    def run(
+        self, host: str, command: str, *, timeout_s: float = 30.0, stdin: bytes | None = None, check: bool = True
+    ) -> str:
         res = self.session(host).run(command, timeout_s=timeout_s, stdin=stdin)
         if check and not res.ok:
-            raise CommandFailed(f"{host}: command exited {res.exit_code}: "
-                                f"{res.stderr.decode(errors='replace').strip()[:400] or res.stdout.decode(errors='replace').strip()[:400]}")
+            raise CommandFailed(
+                f"{host}: command exited {res.exit_code}: "
+                f"{res.stderr.decode(errors='replace').strip()[:400] or res.stdout.decode(errors='replace').strip()[:400]}"
+            )
         return res.stdout.decode(errors="replace")
 
     def fan_out(self, hosts: Iterable[str], job: Callable[[str], T]) -> GroupResult[T]:
@@ -151,11 +162,25 @@ class RemoteHosts:
         """Write `data` to `path` on the host atomically (temp file + mv), creating parents."""
         q = shlex.quote
         tmp = f"{path}.tmp-trainctl"
-        self.run(host, f"mkdir -p {q(str(Path(path).parent))} && cat > {q(tmp)} && mv {q(tmp)} {q(path)}",
-                 stdin=data, timeout_s=timeout_s)
+        self.run(
+            host,
+            f"mkdir -p {q(str(Path(path).parent))} && cat > {q(tmp)} && mv {q(tmp)} {q(path)}",
+            stdin=data,
+            timeout_s=timeout_s,
+        )
 
-    def start(self, host: str, name: str, argv: Sequence[str], *, log_path: str, env: Mapping[str, str] | None = None,
-              cwd: str | None = None, local_log: Path | None = None, timeout_s: float = 30.0) -> RemoteProcess:
+    def start(
+        self,
+        host: str,
+        name: str,
+        argv: Sequence[str],
+        *,
+        log_path: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        local_log: Path | None = None,
+        timeout_s: float = 30.0,
+    ) -> RemoteProcess:
         """Start `argv` detached on `host`; with `local_log`, its output is streamed there too."""
         out = self.run(host, start_command(argv, log_path=log_path, env=env, cwd=cwd), timeout_s=timeout_s).strip()
         if not out.isdigit():
@@ -176,13 +201,20 @@ class RemoteHosts:
         def follow() -> None:
             try:
                 with open(local_log, "ab") as fh:
+
                     def sink(chunk: bytes) -> None:
                         fh.write(chunk)
                         fh.flush()
+
                     self.session(proc.host).run(cmd, timeout_s=7 * 24 * 3600.0, on_stdout=sink)
             except Exception as exc:  # noqa: BLE001 - a lost stream must not stop the job; the remote log stays
-                logger.warning("host=%s name=%s log stream ended: %s (the log is still at %s on the host)",
-                               proc.host, proc.name, exc, proc.log_path)
+                logger.warning(
+                    "host=%s name=%s log stream ended: %s (the log is still at %s on the host)",
+                    proc.host,
+                    proc.name,
+                    exc,
+                    proc.log_path,
+                )
 
         t = threading.Thread(target=follow, name=f"trainctl-tail-{proc.host}-{proc.name}", daemon=True)
         t.start()
@@ -223,7 +255,7 @@ class RemoteHosts:
                 pass
         self.join_streams(1.0)
 
-    def __enter__(self) -> "RemoteHosts":
+    def __enter__(self) -> RemoteHosts:
         return self
 
     def __exit__(self, *exc: object) -> None:

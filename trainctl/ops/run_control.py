@@ -28,16 +28,29 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from trainctl.errors import InputError, LaunchError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LaunchOptions", "find_supervisor", "launch_options", "record_launch", "dump_live_ranks", "stop_run",
-           "RelaunchHandle", "start_relaunch", "wait_relaunch", "new_run_steps", "relaunch_plan_for", "relaunch_without"]
+__all__ = [
+    "LaunchOptions",
+    "find_supervisor",
+    "launch_options",
+    "record_launch",
+    "dump_live_ranks",
+    "stop_run",
+    "RelaunchHandle",
+    "start_relaunch",
+    "wait_relaunch",
+    "new_run_steps",
+    "relaunch_plan_for",
+    "relaunch_without",
+]
 
 LAUNCH_RECORD = "launch.json"
 
@@ -61,11 +74,13 @@ class LaunchOptions:
     @property
     def hosts(self) -> list[str]:
         from trainctl.inventory import parse_hosts
+
         return [h.name for h in parse_hosts(str(self.params["hosts"]))]
 
     @property
     def spares(self) -> list[str]:
         from trainctl.inventory import parse_hosts
+
         return [h.name for h in parse_hosts(str(self.params["spares"]))] if self.params.get("spares") else []
 
     @property
@@ -85,8 +100,12 @@ class LaunchOptions:
         return self.params.get("python")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params.items()},
-                "cwd": self.cwd, "source": self.source, "supervisor_pid": self.supervisor_pid}
+        return {
+            "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.params.items()},
+            "cwd": self.cwd,
+            "source": self.source,
+            "supervisor_pid": self.supervisor_pid,
+        }
 
 
 def _launch_command():
@@ -140,7 +159,7 @@ def _argv_after_launch(cmdline: list[str]) -> list[str] | None:
     # [python, .../trainctl, launch, ...] or [python, -c, "...main()", launch, ...]
     for i, a in enumerate(cmdline):
         if a == "launch" and i > 0:
-            return cmdline[i + 1:]
+            return cmdline[i + 1 :]
     return None
 
 
@@ -153,8 +172,10 @@ def launch_options(run_dir: str | os.PathLike[str]) -> LaunchOptions:
         d = json.loads(rec.read_text())
         return LaunchOptions(_parse_launch_argv(d["argv"]), d.get("cwd", str(run)), str(rec), pid)
     if pid is None:
-        raise InputError(f"{run}: no {LAUNCH_RECORD} and no live `trainctl launch --hosts` supervisor of this run on this "
-                         f"machine; relaunch by hand with `trainctl launch --hosts ...` (the options are in supervisor.jsonl)")
+        raise InputError(
+            f"{run}: no {LAUNCH_RECORD} and no live `trainctl launch --hosts` supervisor of this run on this "
+            f"machine; relaunch by hand with `trainctl launch --hosts ...` (the options are in supervisor.jsonl)"
+        )
     try:
         cmdline = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
         cwd = os.readlink(f"/proc/{pid}/cwd")
@@ -185,13 +206,17 @@ def dump_live_ranks(opts: LaunchOptions, hosts: Sequence[str], *, timeout_s: flo
     import sys
 
     py = opts.python or sys.executable
-    code = ("import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
-            "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
-            "print(sum(v == 'ok' for v in r.values()), len(r))")
+    code = (
+        "import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
+        "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
+        "print(sum(v == 'ok' for v in r.values()), len(r))"
+    )
     rd = str(opts.remote_run_dir)
     with _remote(opts) as remote:
-        res = remote.fan_out(hosts, lambda h: remote.run(h, f"{shlex.quote(py)} -c {shlex.quote(code)} {shlex.quote(rd)}",
-                                                         timeout_s=timeout_s))
+        res = remote.fan_out(
+            hosts,
+            lambda h: remote.run(h, f"{shlex.quote(py)} -c {shlex.quote(code)} {shlex.quote(rd)}", timeout_s=timeout_s),
+        )
     return {h: ("/".join(o.value.split()) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()}
 
 
@@ -214,15 +239,19 @@ def stop_run(opts: LaunchOptions, hosts: Sequence[str], *, grace_s: float = 30.0
             done["supervisor"] = "already gone"
     rd = shlex.quote(str(opts.remote_run_dir))
     # The supervisor's own sweep: each rank is a session leader under torchrun; its agent is its parent.
-    kill = (f"n=0; for f in {rd}/ranks/rank-*.json; do [ -f \"$f\" ] || continue; "
-            "p=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' \"$f\"); [ -n \"$p\" ] || continue; "
-            "a=$(ps -o ppid= -p $p 2>/dev/null | tr -d ' '); "
-            "kill -KILL -- -$p 2>/dev/null && n=$((n+1)); "
-            "[ -n \"$a\" ] && [ \"$a\" != 1 ] && g=$(ps -o pgid= -p $a 2>/dev/null | tr -d ' ') && [ -n \"$g\" ] && kill -KILL -- -$g 2>/dev/null; "
-            "done; echo $n")
+    kill = (
+        f'n=0; for f in {rd}/ranks/rank-*.json; do [ -f "$f" ] || continue; '
+        'p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); [ -n "$p" ] || continue; '
+        "a=$(ps -o ppid= -p $p 2>/dev/null | tr -d ' '); "
+        "kill -KILL -- -$p 2>/dev/null && n=$((n+1)); "
+        '[ -n "$a" ] && [ "$a" != 1 ] && g=$(ps -o pgid= -p $a 2>/dev/null | tr -d \' \') && [ -n "$g" ] && kill -KILL -- -$g 2>/dev/null; '
+        "done; echo $n"
+    )
     with _remote(opts) as remote:
         res = remote.fan_out(hosts, lambda h: remote.run(h, kill, check=False))
-    done["rank_groups_killed"] = {h: (int(o.value.strip() or 0) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()}
+    done["rank_groups_killed"] = {
+        h: (int(o.value.strip() or 0) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()
+    }
     return done
 
 
@@ -237,10 +266,18 @@ def _zombie(pid: int) -> bool:
 
 
 _FLAGS = {  # launch parameter -> option (lists repeat the option); bools are flags
-    "nproc_per_node": "--nproc-per-node", "max_restarts": "--max-restarts", "hang_timeout": "--hang-timeout",
-    "checkpoint_every": "--checkpoint-every", "checkpoint_dir": "--checkpoint-dir", "steps": "--steps",
-    "ssh_config": "--ssh-config", "python": "--python", "rank_env": "--env", "allow_quarantined": "--allow-quarantined",
-    "allow_shrink": "--allow-shrink", "fail_slow_ratio": "--fail-slow-ratio",
+    "nproc_per_node": "--nproc-per-node",
+    "max_restarts": "--max-restarts",
+    "hang_timeout": "--hang-timeout",
+    "checkpoint_every": "--checkpoint-every",
+    "checkpoint_dir": "--checkpoint-dir",
+    "steps": "--steps",
+    "ssh_config": "--ssh-config",
+    "python": "--python",
+    "rank_env": "--env",
+    "allow_quarantined": "--allow-quarantined",
+    "allow_shrink": "--allow-shrink",
+    "fail_slow_ratio": "--fail-slow-ratio",
 }
 
 
@@ -250,8 +287,15 @@ def _script_of(params: Mapping[str, Any]) -> str | None:
     return str(rest[0]) if rest and not str(rest[0]).startswith("-") else None
 
 
-def relaunch_argv(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence[str], run_dir: str,
-                  remote_run_dir: str, tp: int | None = None) -> list[str]:
+def relaunch_argv(
+    opts: LaunchOptions,
+    *,
+    hosts: Sequence[str],
+    spares: Sequence[str],
+    run_dir: str,
+    remote_run_dir: str,
+    tp: int | None = None,
+) -> list[str]:
     """`launch` argv for the relaunch: same options on `hosts`, a new run dir, no drills.
 
     `tp`: the reference trainer's tensor-parallel size, passed explicitly when the launch did not
@@ -296,9 +340,17 @@ class RelaunchHandle:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-def start_relaunch(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequence[str], run_dir: str,
-                   remote_run_dir: str, trainctl: Sequence[str], env: Mapping[str, str] | None = None,
-                   tp: int | None = None) -> RelaunchHandle:
+def start_relaunch(
+    opts: LaunchOptions,
+    *,
+    hosts: Sequence[str],
+    spares: Sequence[str],
+    run_dir: str,
+    remote_run_dir: str,
+    trainctl: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    tp: int | None = None,
+) -> RelaunchHandle:
     argv = relaunch_argv(opts, hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir, tp=tp)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     record_launch(run_dir, argv[1:], cwd=os.getcwd())
@@ -306,8 +358,14 @@ def start_relaunch(opts: LaunchOptions, *, hosts: Sequence[str], spares: Sequenc
     log = open(log_path, "ab")
     try:
         # Its own session: stopping this CLI (Ctrl-C on a runbook) must not take the relaunched run down.
-        proc = subprocess.Popen([*trainctl, *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        proc = subprocess.Popen(
+            [*trainctl, *argv],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
     finally:
         log.close()
     logger.info("relaunched pid=%d: %s", proc.pid, shlex.join(["trainctl", *argv]))
@@ -322,9 +380,18 @@ def wait_relaunch(h: RelaunchHandle, timeout_s: float) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         code = None
     steps = new_run_steps(h.ssh_config, h.hosts, h.remote_run_dir)
-    h.result = {"pid": h.proc.pid, "exit_code": code, "finished": code is not None, "ok": code == 0,
-                "run_dir": h.run_dir, "remote_run_dir": h.remote_run_dir, "hosts": h.hosts, "log": h.log_path,
-                "command": ["trainctl", *h.argv], **steps}
+    h.result = {
+        "pid": h.proc.pid,
+        "exit_code": code,
+        "finished": code is not None,
+        "ok": code == 0,
+        "run_dir": h.run_dir,
+        "remote_run_dir": h.remote_run_dir,
+        "hosts": h.hosts,
+        "log": h.log_path,
+        "command": ["trainctl", *h.argv],
+        **steps,
+    }
     return h.result
 
 
@@ -344,7 +411,11 @@ def new_run_steps(ssh_config: str | None, hosts: Sequence[str], remote_run_dir: 
             except ValueError:
                 continue
     steps = sorted({int(r["step"]) for r in rows if "step" in r})
-    return {"first_step": steps[0] if steps else None, "last_step": steps[-1] if steps else None, "steps_logged": len(steps)}
+    return {
+        "first_step": steps[0] if steps else None,
+        "last_step": steps[-1] if steps else None,
+        "steps_logged": len(steps),
+    }
 
 
 def next_run_dir(run_dir: str | os.PathLike[str]) -> str:
@@ -355,7 +426,9 @@ def next_run_dir(run_dir: str | os.PathLike[str]) -> str:
     return f"{run}-relaunch{n}"
 
 
-def _hosts_and_spares(info: Any, opts: LaunchOptions | None, spares: Sequence[str] | None) -> tuple[list[str], list[str]]:
+def _hosts_and_spares(
+    info: Any, opts: LaunchOptions | None, spares: Sequence[str] | None
+) -> tuple[list[str], list[str]]:
     """The run's current hosts (run.json's, else the launch's) and the spares a relaunch may use:
     `spares`, else the launch's --spares (else run.json's), less the current hosts."""
     current = [h.host for h in info.hosts] if info else list(opts.hosts)  # type: ignore[union-attr]
@@ -363,9 +436,15 @@ def _hosts_and_spares(info: Any, opts: LaunchOptions | None, spares: Sequence[st
     return current, [s for s in (list(spares) if spares else default) if s not in current]
 
 
-def relaunch_plan_for(run_dir: str | os.PathLike[str], exclude: Sequence[str], *, spares: Sequence[str] | None = None,
-                      quarantined: Sequence[str] = (), allow_shrink: bool = False,
-                      opts: LaunchOptions | None = None) -> tuple[Any, LaunchOptions | None]:
+def relaunch_plan_for(
+    run_dir: str | os.PathLike[str],
+    exclude: Sequence[str],
+    *,
+    spares: Sequence[str] | None = None,
+    quarantined: Sequence[str] = (),
+    allow_shrink: bool = False,
+    opts: LaunchOptions | None = None,
+) -> tuple[Any, LaunchOptions | None]:
     """The RelaunchPlan that `relaunch_without` executes; `evict-node --dry-run` prints the same one.
 
     Hosts come from run.json (the current attempt's), spares from `spares` else the launch's
@@ -387,18 +466,38 @@ def relaunch_plan_for(run_dir: str | os.PathLike[str], exclude: Sequence[str], *
                 raise
     current, spare_list = _hosts_and_spares(info, opts, spares)
     script = info.script if info is not None else _script_of(opts.params)  # type: ignore[union-attr]
-    opt_in = bool(allow_shrink or (opts is not None and opts.params.get("allow_shrink"))
-                  or (info is not None and info.extra.get("allow_shrink")))
+    opt_in = bool(
+        allow_shrink
+        or (opts is not None and opts.params.get("allow_shrink"))
+        or (info is not None and info.extra.get("allow_shrink"))
+    )
     may_shrink, hint = shrink_allowed(script=script, opt_in=opt_in)
-    nproc = int((opts.params.get("nproc_per_node") if opts is not None else None) or (info.nproc_per_node if info else 1))
-    plan = plan_relaunch(current, quarantined=set(quarantined) | set(exclude), spares=spare_list, nproc_per_node=nproc,
-                         layout=info.layout if info else None, allow_shrink=may_shrink, no_shrink_hint=hint)
+    nproc = int(
+        (opts.params.get("nproc_per_node") if opts is not None else None) or (info.nproc_per_node if info else 1)
+    )
+    plan = plan_relaunch(
+        current,
+        quarantined=set(quarantined) | set(exclude),
+        spares=spare_list,
+        nproc_per_node=nproc,
+        layout=info.layout if info else None,
+        allow_shrink=may_shrink,
+        no_shrink_hint=hint,
+    )
     return plan, opts
 
 
-def relaunch_without(run_dir: str | os.PathLike[str], exclude: Sequence[str], *, spares: Sequence[str] | None = None,
-                     quarantined: Sequence[str] = (), trainctl: Sequence[str], env: Mapping[str, str] | None = None,
-                     stop_grace_s: float = 30.0, allow_shrink: bool = False) -> tuple[Any, dict[str, Any], RelaunchHandle]:
+def relaunch_without(
+    run_dir: str | os.PathLike[str],
+    exclude: Sequence[str],
+    *,
+    spares: Sequence[str] | None = None,
+    quarantined: Sequence[str] = (),
+    trainctl: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    stop_grace_s: float = 30.0,
+    allow_shrink: bool = False,
+) -> tuple[Any, dict[str, Any], RelaunchHandle]:
     """Stop the run and start it again without `exclude`, on the remaining hosts plus spares.
 
     Returns (RelaunchPlan, what stop_run did, the handle to wait on). The plan keeps the world size
@@ -413,8 +512,9 @@ def relaunch_without(run_dir: str | os.PathLike[str], exclude: Sequence[str], *,
     run = Path(run_dir).resolve()
     opts = launch_options(run)
     info = read_run_info(run)
-    plan, _ = relaunch_plan_for(run, exclude, spares=spares, quarantined=quarantined, allow_shrink=allow_shrink,
-                                opts=opts)
+    plan, _ = relaunch_plan_for(
+        run, exclude, spares=spares, quarantined=quarantined, allow_shrink=allow_shrink, opts=opts
+    )
     if plan.kind is PlanKind.STOP:
         raise LaunchError(f"cannot relaunch {run} without {','.join(exclude)}: {plan.reason}")
     current, spare_list = _hosts_and_spares(info, opts, spares)
@@ -425,6 +525,14 @@ def relaunch_without(run_dir: str | os.PathLike[str], exclude: Sequence[str], *,
     new_dir = next_run_dir(run)
     remote_new = f"{str(opts.remote_run_dir).rstrip('/')}-{Path(new_dir).name.rsplit('-', 1)[-1]}"
     left = [s for s in spare_list if s not in plan.hosts]
-    handle = start_relaunch(opts, hosts=plan.hosts, spares=left, run_dir=new_dir, remote_run_dir=remote_new,
-                            trainctl=trainctl, env=env, tp=tp)
+    handle = start_relaunch(
+        opts,
+        hosts=plan.hosts,
+        spares=left,
+        run_dir=new_dir,
+        remote_run_dir=remote_new,
+        trainctl=trainctl,
+        env=env,
+        tp=tp,
+    )
     return plan, stopped, handle

@@ -16,9 +16,9 @@ import logging
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
 
 from trainctl.errors import SchedulerError
 
@@ -104,7 +104,9 @@ def run_commands(commands: Sequence[Sequence[str]], *, timeout_s: float = 600.0)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired as exc:
-            raise SchedulerError(f"`{format_argv(argv)}` did not finish within {timeout_s:.0f}s; check the scheduler") from exc
+            raise SchedulerError(
+                f"`{format_argv(argv)}` did not finish within {timeout_s:.0f}s; check the scheduler"
+            ) from exc
         except OSError as exc:
             raise SchedulerError(f"`{format_argv(argv)}` could not start ({exc.strerror})") from exc
         res = CommandResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)

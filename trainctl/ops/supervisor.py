@@ -36,9 +36,10 @@ import logging
 import shlex
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from trainctl.collectors.ssh import SshClient
 from trainctl.errors import InputError, LaunchError
@@ -131,8 +132,10 @@ def validate(spec: HostsSpec) -> None:
     if not spec.remote_run_dir.startswith("/"):
         raise InputError(f"run dir {spec.remote_run_dir!r} must be absolute (it is the same path on every host)")
     if spec.checkpoint_every and not spec.checkpoint_dir and len(spec.hosts) > 1:
-        raise InputError("--checkpoint-every with --hosts needs --checkpoint-dir on storage every host shares "
-                         "(a replacement host must read the evicted host's shards)")
+        raise InputError(
+            "--checkpoint-every with --hosts needs --checkpoint-dir on storage every host shares "
+            "(a replacement host must read the evicted host's shards)"
+        )
     if spec.script is not None and not Path(spec.script).is_absolute():
         raise InputError(f"{spec.script}: pass the training script as an absolute path that exists on every host")
     world = spec.nproc_per_node * len(spec.hosts)
@@ -154,11 +157,21 @@ def first_failure_finding(rc: local.RootCause) -> Finding:
     exception and traceback, which the policy needs to tell a user-code error from the rest.
     """
     return Finding(
-        kind=FindingKind.CRASH, severity=Severity.CRITICAL, category=Category.EXIT_CODE,
+        kind=FindingKind.CRASH,
+        severity=Severity.CRITICAL,
+        category=Category.EXIT_CODE,
         summary=f"first failure: rank {rc.rank} on {rc.host}: {rc.message}",
-        hosts=(rc.host,), ranks=(rc.rank,), confidence=0.9,
-        evidence={"exitcode": rc.exitcode, "error_file": rc.error_file, "message": rc.message,
-                  "traceback": rc.traceback[-4000:], "time": rc.time, "pid": rc.pid},
+        hosts=(rc.host,),
+        ranks=(rc.rank,),
+        confidence=0.9,
+        evidence={
+            "exitcode": rc.exitcode,
+            "error_file": rc.error_file,
+            "message": rc.message,
+            "traceback": rc.traceback[-4000:],
+            "time": rc.time,
+            "pid": rc.pid,
+        },
     )
 
 
@@ -174,8 +187,11 @@ class _Journal:
         rec = {"ts_ns": time.time_ns(), "event": event, **fields}
         with open(self.path, "a") as fh:
             fh.write(json.dumps(rec, default=str) + "\n")
-        flat = " ".join(f"{k}={json.dumps(v, default=str) if not isinstance(v, (int, float)) else v}"
-                        for k, v in fields.items() if k not in ("evidence", "action", "plan"))
+        flat = " ".join(
+            f"{k}={json.dumps(v, default=str) if not isinstance(v, (int, float)) else v}"
+            for k, v in fields.items()
+            if k not in ("evidence", "action", "plan")
+        )
         if "action" in fields:
             a = fields["action"]
             flat += f" action={a['kind']} rule={a['rule']} hosts={','.join(a['hosts'])} evidence={len(a['evidence'])}"
@@ -207,8 +223,14 @@ def _q(s: str) -> str:
 
 
 class Supervisor:
-    def __init__(self, spec: HostsSpec, *, notify: Callable[[str], None] = lambda s: None,
-                 status: Callable[[str], None] = lambda s: None, client: SshClient | None = None) -> None:
+    def __init__(
+        self,
+        spec: HostsSpec,
+        *,
+        notify: Callable[[str], None] = lambda s: None,
+        status: Callable[[str], None] = lambda s: None,
+        client: SshClient | None = None,
+    ) -> None:
         self.spec = spec
         self.notify, self.status = notify, status
         self.run_dir = spec.run_dir.resolve()
@@ -223,39 +245,83 @@ class Supervisor:
     # -- one attempt -----------------------------------------------------------------------------
     def _rank_env(self, host: str, attempt: int) -> dict[str, str]:
         s = self.spec
-        return {**s.env, "TRAINCTL_RUN_DIR": s.remote_run_dir, "TRAINCTL_RUN_ID": s.run_id, "TRAINCTL_HOST": host,
-                "TRAINCTL_INJECT": json.dumps(list(s.inject if attempt == 1 else ())),  # a drill fires once
-                "TRAINCTL_HANG_TIMEOUT_S": str(s.hang_timeout_s or 0), "TRAINCTL_ATTEMPT": str(attempt),
-                "PYTHONUNBUFFERED": "1"}
+        return {
+            **s.env,
+            "TRAINCTL_RUN_DIR": s.remote_run_dir,
+            "TRAINCTL_RUN_ID": s.run_id,
+            "TRAINCTL_HOST": host,
+            "TRAINCTL_INJECT": json.dumps(list(s.inject if attempt == 1 else ())),  # a drill fires once
+            "TRAINCTL_HANG_TIMEOUT_S": str(s.hang_timeout_s or 0),
+            "TRAINCTL_ATTEMPT": str(attempt),
+            "PYTHONUNBUFFERED": "1",
+        }
 
     def _start(self, number: int, hosts: tuple[str, ...]) -> _Attempt:
         s, rd = self.spec, self.spec.remote_run_dir
         att = _Attempt(number, hosts)
         world = s.nproc_per_node * len(hosts)
         rdzv_host = self.client.target(hosts[0]).hostname  # the first host's address as the others see it
-        port = int(self.remote.run(hosts[0], f"{_q(s.python)} -c "
-                                   + _q("import socket; s=socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])")).strip())
-        info = RunInfo(run_id=s.run_id, world_size=world, nproc_per_node=s.nproc_per_node,
-                       hosts=tuple(HostRanks(h, tuple(range(i * s.nproc_per_node, (i + 1) * s.nproc_per_node)))
-                                   for i, h in enumerate(hosts)),
-                       script=s.script, created_ts_ns=time.time_ns(),
-                       extra={"launcher": "torchrun", "mode": "ssh", "attempt": number, "inject": list(s.inject),
-                              "allow_shrink": s.allow_shrink})
+        port = int(
+            self.remote.run(
+                hosts[0],
+                f"{_q(s.python)} -c "
+                + _q("import socket; s=socket.socket(); s.bind(('', 0)); print(s.getsockname()[1])"),
+            ).strip()
+        )
+        info = RunInfo(
+            run_id=s.run_id,
+            world_size=world,
+            nproc_per_node=s.nproc_per_node,
+            hosts=tuple(
+                HostRanks(h, tuple(range(i * s.nproc_per_node, (i + 1) * s.nproc_per_node)))
+                for i, h in enumerate(hosts)
+            ),
+            script=s.script,
+            created_ts_ns=time.time_ns(),
+            extra={
+                "launcher": "torchrun",
+                "mode": "ssh",
+                "attempt": number,
+                "inject": list(s.inject),
+                "allow_shrink": s.allow_shrink,
+            },
+        )
         tp = local._trainer_tp(_trainer_args(s, world), world) if s.script is None else 1
         if s.script is None:
             dp = world // tp
-            info = RunInfo(**{**info.__dict__,
-                              "groups": {"tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
-                                         "dp": tuple(tuple(range(j, world, tp)) for j in range(tp))},
-                              "layout": {"dp": dp, "tp": tp, "pp": 1}})
+            info = RunInfo(
+                **{
+                    **info.__dict__,
+                    "groups": {
+                        "tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
+                        "dp": tuple(tuple(range(j, world, tp)) for j in range(tp)),
+                    },
+                    "layout": {"dp": dp, "tp": tp, "pp": 1},
+                }
+            )
         self.layout = dict(info.layout)
         self.info = info
         write_run_info(self.run_dir, info)
         run_json = json.dumps(info.to_dict(), indent=2).encode()
-        train = [s.python, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)),
-                 "--nproc-per-node", str(s.nproc_per_node), "--rdzv-backend", "c10d",
-                 "--rdzv-endpoint", f"{rdzv_host}:{port}", "--rdzv-id", f"{s.run_id}-a{number}",
-                 "--max-restarts", "0", "--monitor-interval", "0.5"]
+        train = [
+            s.python,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(len(hosts)),
+            "--nproc-per-node",
+            str(s.nproc_per_node),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            f"{rdzv_host}:{port}",
+            "--rdzv-id",
+            f"{s.run_id}-a{number}",
+            "--max-restarts",
+            "0",
+            "--monitor-interval",
+            "0.5",
+        ]
         args = _trainer_args(s, world)
         if s.script is None:
             train += ["-m", local.TRAINER_MODULE, *args]
@@ -268,28 +334,53 @@ class Supervisor:
             self.remote.write_file(host, f"{rd}/run.json", run_json)
             first = host == hosts[0]
             conf = ["--rdzv-conf", f"is_host={'1' if first else '0'}"]  # explicit: every loopback host "matches"
-            cmd = train[:train.index("--max-restarts")] + conf + train[train.index("--max-restarts"):]
-            att.agents[host] = self.remote.start(host, "torchrun", cmd, log_path=f"{rd}/logs/{host}/agent.log",
-                                                 env=self._rank_env(host, number), cwd=rd,
-                                                 local_log=self.run_dir / "logs" / f"agent-{host}.a{number}.log")
+            cmd = train[: train.index("--max-restarts")] + conf + train[train.index("--max-restarts") :]
+            att.agents[host] = self.remote.start(
+                host,
+                "torchrun",
+                cmd,
+                log_path=f"{rd}/logs/{host}/agent.log",
+                env=self._rank_env(host, number),
+                cwd=rd,
+                local_log=self.run_dir / "logs" / f"agent-{host}.a{number}.log",
+            )
             if s.metrics_agent:
                 att.metrics[host] = self.remote.start(
-                    host, "metrics", [s.python, "-c", "from trainctl.cli.app import main; main()", "agent",
-                                      "--out", rd, "--host", host, "--interval-s", "1", "--flush-s", "5"],
-                    log_path=f"{rd}/logs/{host}/metrics-agent.log", cwd=rd)
+                    host,
+                    "metrics",
+                    [
+                        s.python,
+                        "-c",
+                        "from trainctl.cli.app import main; main()",
+                        "agent",
+                        "--out",
+                        rd,
+                        "--host",
+                        host,
+                        "--interval-s",
+                        "1",
+                        "--flush-s",
+                        "5",
+                    ],
+                    log_path=f"{rd}/logs/{host}/metrics-agent.log",
+                    cwd=rd,
+                )
 
         res = self.remote.fan_out(hosts, start_host)
         if res.failed:
             self._stop(att)
             why = "; ".join(f"{h}: {o.error}" for h, o in res.failed.items())
             raise LaunchError(f"attempt {number}: could not start on every host ({why})")
-        self.journal.write("attempt_started", attempt=number, hosts=list(hosts), world_size=world,
-                           rendezvous=f"{rdzv_host}:{port}")
+        self.journal.write(
+            "attempt_started", attempt=number, hosts=list(hosts), world_size=world, rendezvous=f"{rdzv_host}:{port}"
+        )
         return att
 
     def _heartbeats(self, host: str) -> list[dict]:
         hb = _q(f"{self.spec.remote_run_dir}/heartbeats")
-        out = self.remote.run(host, f"cd {hb} 2>/dev/null && for f in rank-*.json; do [ -f \"$f\" ] && cat \"$f\" && echo; done; true")
+        out = self.remote.run(
+            host, f'cd {hb} 2>/dev/null && for f in rank-*.json; do [ -f "$f" ] && cat "$f" && echo; done; true'
+        )
         beats = []
         for line in out.splitlines():
             try:
@@ -303,8 +394,10 @@ class Supervisor:
         self.remote.stop_all(procs, grace_s=grace_s)
         # torchrun starts each worker in its own session: kill what a SIGKILLed agent left behind.
         rd = _q(self.spec.remote_run_dir)
-        kill = (f"for f in {rd}/ranks/rank-*.json; do [ -f \"$f\" ] || continue; "
-                "p=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' \"$f\"); [ -n \"$p\" ] && kill -KILL -- -$p 2>/dev/null; done; true")
+        kill = (
+            f'for f in {rd}/ranks/rank-*.json; do [ -f "$f" ] || continue; '
+            'p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); [ -n "$p" ] && kill -KILL -- -$p 2>/dev/null; done; true'
+        )
         self.remote.fan_out(att.hosts, lambda h: self.remote.run(h, kill, check=False))
 
     def _observe(self, att: _Attempt) -> local.Action | _Decided:
@@ -323,17 +416,25 @@ class Supervisor:
                     agents.append(local.AgentState(h, 255))
                     continue
                 st = o.value[0]
-                agents.append(local.AgentState(h, None if st.alive else (st.exit_code if st.exit_code is not None else -9)))
+                agents.append(
+                    local.AgentState(h, None if st.alive else (st.exit_code if st.exit_code is not None else -9))
+                )
             beats = self.remote.fan_out(att.hosts, self._heartbeats)
             where: dict[int, str] = {}
             for h, o in beats.outcomes.items():
-                for hb in (o.value or []):
+                for hb in o.value or []:
                     tracker.update(int(hb.get("rank", -1)), hb, now)
                     where[int(hb.get("rank", -1))] = h
             if not att.mapped and len(where) == s.nproc_per_node * len(att.hosts):
                 self._write_rank_map(att, where)  # c10d assigns node ranks in join order, not host order
-            action = local.decide(agents, tracker.progress, now_s=now, started_s=att.started_s,
-                                  hang_timeout_s=s.hang_timeout_s, startup_timeout_s=s.startup_timeout_s)
+            action = local.decide(
+                agents,
+                tracker.progress,
+                now_s=now,
+                started_s=att.started_s,
+                hang_timeout_s=s.hang_timeout_s,
+                startup_timeout_s=s.startup_timeout_s,
+            )
             if tracker.progress:
                 steps = [p.step for p in tracker.progress.values()]
                 self.status(f"attempt {att.number}: {len(tracker.progress)} ranks, step {min(steps)}..{max(steps)}")
@@ -352,43 +453,77 @@ class Supervisor:
                         return decided
             time.sleep(POLL_INTERVAL_S)
 
-    def _fail_slow(self, att: _Attempt, verdict: FailSlowVerdict, *, fault_counts: Mapping[str, int]) -> _Decided | None:
+    def _fail_slow(
+        self, att: _Attempt, verdict: FailSlowVerdict, *, fault_counts: Mapping[str, int]
+    ) -> _Decided | None:
         """Collect + diagnose the live run (nothing is stopped) and ask the policy with FAIL_SLOW.
 
         The policy continues on stragglers and missing data: the incident stays on record with its
         findings and the run goes on. A hardware finding (or a user error) is acted on like any
         other fault: the caller stops the attempt and performs the action.
         """
-        self.journal.write("fault_detected", attempt=att.number, trigger=policy.Trigger.FAIL_SLOW.value,
-                           reason=verdict.summary(), hosts=[], evidence=verdict.to_dict())
+        self.journal.write(
+            "fault_detected",
+            attempt=att.number,
+            trigger=policy.Trigger.FAIL_SLOW.value,
+            reason=verdict.summary(),
+            hosts=[],
+            evidence=verdict.to_dict(),
+        )
         findings, rc, _ = self._incident(att, policy.Trigger.FAIL_SLOW)
-        action = policy.decide(findings, self._restarts_used, self.spec.max_restarts, trigger=policy.Trigger.FAIL_SLOW,
-                               host_fault_counts=fault_counts)
+        action = policy.decide(
+            findings,
+            self._restarts_used,
+            self.spec.max_restarts,
+            trigger=policy.Trigger.FAIL_SLOW,
+            host_fault_counts=fault_counts,
+        )
         if action.kind is policy.ActionKind.CONTINUE:
-            self.journal.write("decision", attempt=att.number, trigger=policy.Trigger.FAIL_SLOW.value,
-                               action=action.to_dict(), reason=action.reason, evidence=[f.to_dict() for f in action.evidence])
+            self.journal.write(
+                "decision",
+                attempt=att.number,
+                trigger=policy.Trigger.FAIL_SLOW.value,
+                action=action.to_dict(),
+                reason=action.reason,
+                evidence=[f.to_dict() for f in action.evidence],
+            )
             return None
         return _Decided(policy.Trigger.FAIL_SLOW, verdict.summary(), tuple(findings), rc, action)
 
     def _write_rank_map(self, att: _Attempt, where: Mapping[int, str]) -> None:
         att.mapped = True
-        info = RunInfo(**{**self.info.__dict__, "hosts": tuple(
-            HostRanks(h, tuple(sorted(r for r, x in where.items() if x == h))) for h in att.hosts)})
+        info = RunInfo(
+            **{
+                **self.info.__dict__,
+                "hosts": tuple(HostRanks(h, tuple(sorted(r for r, x in where.items() if x == h))) for h in att.hosts),
+            }
+        )
         self.info = info
         write_run_info(self.run_dir, info)
         body = json.dumps(info.to_dict(), indent=2).encode()
-        self.remote.fan_out(att.hosts, lambda h: self.remote.write_file(h, f"{self.spec.remote_run_dir}/run.json", body))
+        self.remote.fan_out(
+            att.hosts, lambda h: self.remote.write_file(h, f"{self.spec.remote_run_dir}/run.json", body)
+        )
         self.journal.write("rank_map", attempt=att.number, hosts={h.host: list(h.ranks) for h in info.hosts})
 
     def _dump_hung(self, att: _Attempt) -> None:
         """The local launcher's dump_hung_ranks, run on each host (its ranks' sockets are local there)."""
-        code = ("import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
-                "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
-                "print(sum(v == 'ok' for v in r.values()), len(r))")
-        res = self.remote.fan_out(att.hosts, lambda h: self.remote.run(
-            h, f"{_q(self.spec.python)} -c {_q(code)} {_q(self.spec.remote_run_dir)}", timeout_s=60))
-        self.journal.write("hang_dumps", attempt=att.number,
-                           hosts={h: (o.value.strip() if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()})
+        code = (
+            "import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
+            "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
+            "print(sum(v == 'ok' for v in r.values()), len(r))"
+        )
+        res = self.remote.fan_out(
+            att.hosts,
+            lambda h: self.remote.run(
+                h, f"{_q(self.spec.python)} -c {_q(code)} {_q(self.spec.remote_run_dir)}", timeout_s=60
+            ),
+        )
+        self.journal.write(
+            "hang_dumps",
+            attempt=att.number,
+            hosts={h: (o.value.strip() if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()},
+        )
 
     def _incident(self, att: _Attempt, trigger: policy.Trigger) -> tuple[list[Finding], local.RootCause | None, Path]:
         from trainctl.ops.collect import CollectOptions, collect
@@ -398,9 +533,17 @@ class Supervisor:
         out = self.run_dir / "incidents" / str(self.incidents) / "dataset"
         t0 = time.monotonic()
         started_ts_ns = time.time_ns()
-        res = collect(CollectOptions(run_dir=self.spec.remote_run_dir, out=out, hosts=att.hosts,
-                                     ssh_config=self.spec.ssh_config, timeout_s=self.spec.collect_timeout_s,
-                                     python=self.spec.python), client=self.client)
+        res = collect(
+            CollectOptions(
+                run_dir=self.spec.remote_run_dir,
+                out=out,
+                hosts=att.hosts,
+                ssh_config=self.spec.ssh_config,
+                timeout_s=self.spec.collect_timeout_s,
+                python=self.spec.python,
+            ),
+            client=self.client,
+        )
         t1 = time.monotonic()
         report = diagnose_path(out)
         t2 = time.monotonic()
@@ -408,13 +551,22 @@ class Supervisor:
         findings = list(report.findings)
         if rc is not None and trigger is policy.Trigger.CRASH:
             findings.append(first_failure_finding(rc))
-        self.journal.write("incident", attempt=att.number, incident=self.incidents, trigger=trigger.value,
-                           dataset=str(out), started_ts_ns=started_ts_ns,
-                           collect_s=round(t1 - t0, 3), diagnose_s=round(t2 - t1, 3),
-                           failed_hosts=[r.host for r in res.reports if r.failed],
-                           findings=[f"{f.kind.value}/{f.category.value if f.category else '-'} hosts={','.join(f.hosts)}: {f.summary}"
-                                     for f in findings],
-                           root_cause=rc.__dict__ if rc else None)
+        self.journal.write(
+            "incident",
+            attempt=att.number,
+            incident=self.incidents,
+            trigger=trigger.value,
+            dataset=str(out),
+            started_ts_ns=started_ts_ns,
+            collect_s=round(t1 - t0, 3),
+            diagnose_s=round(t2 - t1, 3),
+            failed_hosts=[r.host for r in res.reports if r.failed],
+            findings=[
+                f"{f.kind.value}/{f.category.value if f.category else '-'} hosts={','.join(f.hosts)}: {f.summary}"
+                for f in findings
+            ],
+            root_cause=rc.__dict__ if rc else None,
+        )
         return findings, rc, out
 
     # -- the loop --------------------------------------------------------------------------------
@@ -426,8 +578,14 @@ class Supervisor:
         restarts_used, evicted = 0, []
         fault_counts = self._fault_counts
         rc: local.RootCause | None = None
-        self.journal.write("run_started", run_id=s.run_id, hosts=list(hosts), spares=spares,
-                           max_restarts=s.max_restarts, remote_run_dir=s.remote_run_dir)
+        self.journal.write(
+            "run_started",
+            run_id=s.run_id,
+            hosts=list(hosts),
+            spares=spares,
+            max_restarts=s.max_restarts,
+            remote_run_dir=s.remote_run_dir,
+        )
         try:
             for number in range(1, MAX_ATTEMPTS + 1):
                 att = self._start(number, hosts)
@@ -438,13 +596,25 @@ class Supervisor:
                     if isinstance(obs, _Decided):
                         decided = obs  # a fail-slow incident the policy acts on: already collected + diagnosed
                     elif obs.kind is local.ActionKind.SUCCEEDED:
-                        self.journal.write("decision", attempt=number, observed=obs.kind.value, reason=obs.reason,
-                                           action={"kind": "finish", "rule": "succeeded", "hosts": [], "evidence": []})
-                        return SupervisorResult(True, obs.reason, number, hosts, tuple(evicted), None, time.monotonic() - t0)
+                        self.journal.write(
+                            "decision",
+                            attempt=number,
+                            observed=obs.kind.value,
+                            reason=obs.reason,
+                            action={"kind": "finish", "rule": "succeeded", "hosts": [], "evidence": []},
+                        )
+                        return SupervisorResult(
+                            True, obs.reason, number, hosts, tuple(evicted), None, time.monotonic() - t0
+                        )
                     else:
                         trigger = policy.Trigger.HANG if obs.kind is local.ActionKind.HUNG else policy.Trigger.CRASH
-                        self.journal.write("fault_detected", attempt=number, trigger=trigger.value, reason=obs.reason,
-                                           hosts=list(obs.hosts))
+                        self.journal.write(
+                            "fault_detected",
+                            attempt=number,
+                            trigger=trigger.value,
+                            reason=obs.reason,
+                            hosts=list(obs.hosts),
+                        )
                         if trigger is policy.Trigger.HANG:
                             self._dump_hung(att)
                         else:
@@ -455,16 +625,25 @@ class Supervisor:
                     trigger, findings, rc, action = decided.trigger, list(decided.findings), decided.rc, decided.action
                 else:
                     findings, rc, _ = self._incident(att, trigger)
-                    action = policy.decide(findings, restarts_used, s.max_restarts, trigger=trigger,
-                                           host_fault_counts=fault_counts)
+                    action = policy.decide(
+                        findings, restarts_used, s.max_restarts, trigger=trigger, host_fault_counts=fault_counts
+                    )
                 for f in action.evidence:
                     for h in f.hosts:
                         fault_counts[h] = fault_counts.get(h, 0) + 1
-                self.journal.write("decision", attempt=number, trigger=trigger.value, action=action.to_dict(),
-                                   reason=action.reason, evidence=[f.to_dict() for f in action.evidence])
+                self.journal.write(
+                    "decision",
+                    attempt=number,
+                    trigger=trigger.value,
+                    action=action.to_dict(),
+                    reason=action.reason,
+                    evidence=[f.to_dict() for f in action.evidence],
+                )
                 if action.kind is policy.ActionKind.STOP_AND_REPORT or action.kind is policy.ActionKind.CONTINUE:
                     # CONTINUE after a crash/hang cannot happen (policy rule 5); stopping is the safe reading.
-                    return SupervisorResult(False, action.reason, number, hosts, tuple(evicted), rc, time.monotonic() - t0)
+                    return SupervisorResult(
+                        False, action.reason, number, hosts, tuple(evicted), rc, time.monotonic() - t0
+                    )
                 if action.kind is policy.ActionKind.RESTART_IN_PLACE:
                     restarts_used += 1
                     continue
@@ -474,38 +653,85 @@ class Supervisor:
                 if not targets:
                     if restarts_used < s.max_restarts:
                         restarts_used += 1
-                        self.journal.write("note", attempt=number, reason=f"policy blamed {', '.join(action.hosts)}, "
-                                           "not hosts of this run: restarting in place instead")
+                        self.journal.write(
+                            "note",
+                            attempt=number,
+                            reason=f"policy blamed {', '.join(action.hosts)}, "
+                            "not hosts of this run: restarting in place instead",
+                        )
                         continue
-                    return SupervisorResult(False, f"{action.reason} (not a host of this run; restart budget exhausted)",
-                                            number, hosts, tuple(evicted), rc, time.monotonic() - t0)
+                    return SupervisorResult(
+                        False,
+                        f"{action.reason} (not a host of this run; restart budget exhausted)",
+                        number,
+                        hosts,
+                        tuple(evicted),
+                        rc,
+                        time.monotonic() - t0,
+                    )
                 for h in targets:
                     ev = next((f for f in action.evidence if h in f.hosts), None)
-                    self.ledger.evict(h, reason=action.reason, run=s.run_id, finding=ev.to_dict() if ev else None,
-                                      extra={"attempt": number, "rule": action.rule})
+                    self.ledger.evict(
+                        h,
+                        reason=action.reason,
+                        run=s.run_id,
+                        finding=ev.to_dict() if ev else None,
+                        extra={"attempt": number, "rule": action.rule},
+                    )
                     evicted.append(h)
                 may_shrink, hint = shrink_allowed(script=s.script, opt_in=s.allow_shrink)
-                plan = plan_relaunch(hosts, quarantined=set(self.ledger.quarantined_hosts()) | set(targets),
-                                     spares=spares, nproc_per_node=s.nproc_per_node, layout=self.layout,
-                                     allow_shrink=may_shrink, no_shrink_hint=hint)
-                self.journal.write("relaunch_plan", attempt=number, plan=plan.to_dict(), reason=plan.reason,
-                                   kind=plan.kind.value, hosts=list(plan.hosts))
+                plan = plan_relaunch(
+                    hosts,
+                    quarantined=set(self.ledger.quarantined_hosts()) | set(targets),
+                    spares=spares,
+                    nproc_per_node=s.nproc_per_node,
+                    layout=self.layout,
+                    allow_shrink=may_shrink,
+                    no_shrink_hint=hint,
+                )
+                self.journal.write(
+                    "relaunch_plan",
+                    attempt=number,
+                    plan=plan.to_dict(),
+                    reason=plan.reason,
+                    kind=plan.kind.value,
+                    hosts=list(plan.hosts),
+                )
                 if plan.kind is PlanKind.STOP:
-                    return SupervisorResult(False, f"{action.reason}; cannot relaunch: {plan.reason}", number, hosts,
-                                            tuple(evicted), rc, time.monotonic() - t0)
+                    return SupervisorResult(
+                        False,
+                        f"{action.reason}; cannot relaunch: {plan.reason}",
+                        number,
+                        hosts,
+                        tuple(evicted),
+                        rc,
+                        time.monotonic() - t0,
+                    )
                 if plan.kind is PlanKind.SHRINK and s.script is None:
                     # tp is fixed by the checkpoint's shards; without an explicit --tp the trainer
                     # args would pick it from the new world size's parity (local._trainer_tp).
                     self.spec = s = _pin_tp(s, int(self.layout.get("tp", 1)))
                 spares = [x for x in spares if x not in plan.hosts]
                 hosts = plan.hosts
-            return SupervisorResult(False, f"stopped after {MAX_ATTEMPTS} attempts", MAX_ATTEMPTS, hosts, tuple(evicted), rc,
-                                    time.monotonic() - t0)
+            return SupervisorResult(
+                False,
+                f"stopped after {MAX_ATTEMPTS} attempts",
+                MAX_ATTEMPTS,
+                hosts,
+                tuple(evicted),
+                rc,
+                time.monotonic() - t0,
+            )
         finally:
             self.remote.close()
 
 
-def supervise_hosts(spec: HostsSpec, *, notify: Callable[[str], None] = lambda s: None,
-                    status: Callable[[str], None] = lambda s: None, client: SshClient | None = None) -> SupervisorResult:
+def supervise_hosts(
+    spec: HostsSpec,
+    *,
+    notify: Callable[[str], None] = lambda s: None,
+    status: Callable[[str], None] = lambda s: None,
+    client: SshClient | None = None,
+) -> SupervisorResult:
     """Run `spec` on its hosts until it finishes or the policy stops it (see the module docstring)."""
     return Supervisor(spec, notify=notify, status=status, client=client).run()
