@@ -27,7 +27,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -126,7 +126,7 @@ def _rows(table: pa.Table) -> list[_Ev]:
             fields = {}
         ts = r.get("ts")
         if ts is not None and ts.tzinfo is None:
-            ts = ts.replace(tzinfo=timezone.utc)
+            ts = ts.replace(tzinfo=UTC)
         out.append(
             _Ev(
                 i,
@@ -172,7 +172,7 @@ def _assign_incidents(evs: list[_Ev], gap_s: float) -> None:
     for e in evs:
         e.incident = cluster[e.eff_ts] if e.eff_ts is not None else 0
     src_order = {s: k for k, s in enumerate(OrderedDict.fromkeys(e.source for e in evs))}
-    lo = datetime.min.replace(tzinfo=timezone.utc)
+    lo = datetime.min.replace(tzinfo=UTC)
     evs.sort(key=lambda e: (e.incident, e.eff_ts or lo, src_order[e.source], e.line_no, e.order))
 
 

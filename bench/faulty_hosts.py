@@ -1,4 +1,4 @@
-"""Benchmark of the faulty-host analyzer on simulated fleets (trainctl.ops.fleet_sim).
+"""Benchmark of the faulty-host analyzer on simulated fleets (trainctl.simulation.fleet).
 
 Accuracy: scenarios with one or two faults of every kind (13 kinds), healthy quirks (7 kinds) on
 other hosts, quirk-only fleets and clean fleets; precision and recall of *faulty hosts* (a host is
@@ -31,7 +31,8 @@ import pandas as pd
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts
 from trainctl.dataset import open_dataset
-from trainctl.ops.fleet_sim import (
+from trainctl.schemas import SignalKind
+from trainctl.simulation.fleet import (
     FAULT_KINDS,
     QUIRK_KINDS,
     FaultSpec,
@@ -41,7 +42,6 @@ from trainctl.ops.fleet_sim import (
     simulate,
     write_fleet,
 )
-from trainctl.schemas import SignalKind
 
 SETTINGS = {
     "ours (continuity 60 s)": {"continuity_s": 60.0},

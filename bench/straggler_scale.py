@@ -1,7 +1,7 @@
 """Benchmark (b): straggler analysis of the 49M-row synthetic timeline (bench/gen_timeline.py).
 
 Each measurement runs in its own child process so peak RSS (ru_maxrss) is that measurement's own:
-  full      trainctl.ops.diagnosis.load_signals(DIR) -> stragglers.analyze (the `diagnose` path)
+  full      trainctl.ops.diagnose.diagnosis.load_signals(DIR) -> stragglers.analyze (the `diagnose` path)
   pandas    pyarrow read of the timeline + pandas groupby(rank, phase) median (the issue's baseline)
   read      pyarrow read of the timeline alone (baseline)
   duckdb    DuckDB median(duration_ns) per (rank, phase) straight over the files (reference)
@@ -43,7 +43,7 @@ def measure(what: str, root: Path) -> dict:
     detail: dict = {}
     if what == "full":
         from trainctl.analyzers import stragglers
-        from trainctl.ops.diagnosis import load_signals
+        from trainctl.ops.diagnose.diagnosis import load_signals
         from trainctl.schemas import SignalKind
 
         signals = load_signals(root)

@@ -1,6 +1,6 @@
 """Which checkpoint rank restores which rank when a run resumes at another data-parallel degree.
 
-A relaunch without a lost host may come back smaller (trainctl.ops.relaunch_plan: SHRINK keeps
+A relaunch without a lost host may come back smaller (trainctl.ops.evict.relaunch_plan: SHRINK keeps
 tp x pp and recomputes dp). The reference trainer's grid is Megatron's rank order, tp fastest,
 then dp, then pp:
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a fresh Debian machine (venv, torch, Debian's
-# openssh-server for the SSH tests) and runs the whole suite. Extra args go to pytest.
+# openssh-server for the SSH tests), checks the house (scripts/lint.sh) and runs the whole suite.
+# Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x /usr/sbin/sshd ]; then
@@ -9,4 +10,5 @@ if [ ! -x /usr/sbin/sshd ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
 fi
 bash scripts/setup.sh
+bash scripts/lint.sh  # ruff (lint + format) and the import-linter layer contracts
 exec .venv/bin/pytest "$@"

@@ -174,3 +174,15 @@ def worker_socket_path(run_dir: str | os.PathLike[str], rank: int) -> Path:
     """
     key = hashlib.sha1(str(Path(run_dir).resolve()).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / f"trainctl-{key}" / f"rank-{rank}.sock"
+
+
+def read_rank_files(run_dir: str | os.PathLike[str]) -> dict[int, dict]:
+    """ranks/rank-R.json of every rank that started (pid, host, local rank), by rank; a file mid-write is skipped."""
+    out: dict[int, dict] = {}
+    for p in sorted((Path(run_dir) / "ranks").glob("rank-*.json")):
+        try:
+            d = json.loads(p.read_text())
+            out[int(d["rank"])] = d
+        except (OSError, ValueError, KeyError):
+            continue  # mid-write: seen next poll
+    return out

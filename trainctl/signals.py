@@ -37,7 +37,7 @@ class Signals:
         if t is None:
             return False
         if isinstance(t, pads.FileSystemDataset):
-            # Lazy datasets are the big ones (trainctl.ops.diagnosis.LAZY_ROWS); counting their rows
+            # Lazy datasets are the big ones (trainctl.ops.diagnose.diagnosis.LAZY_ROWS); counting their rows
             # would read every footer again just to learn they are not empty.
             return bool(t.files)
         return (t.count_rows() if isinstance(t, pads.Dataset) else t.num_rows) > 0

@@ -19,7 +19,7 @@ import pytest
 
 from trainctl import dataset
 from trainctl.inventory import parse_hosts
-from trainctl.ops.collect import CollectOptions, collect, parse_kinds
+from trainctl.ops.collect.collection import CollectOptions, collect, parse_kinds
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainctl.ops.quarantine import Ledger
+from trainctl.ops.evict.quarantine import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from procs import TRAINCTL, alive, stop_group  # noqa: E402 (tests/ is on sys.path)
 
-from trainctl.ops.quarantine import Ledger
+from trainctl.ops.evict.quarantine import Ledger
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from trainctl.ops.playbook import RunOptions, parse_runbook, run_runbook
-from trainctl.ops.probe_remote import run_remote_probe
+from trainctl.ops.playbook.engine import RunOptions, parse_runbook, run_runbook
+from trainctl.ops.playbook.probe_remote import run_remote_probe
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 HOSTS = ["node01", "node02", "node03", "node04"]

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 
 @pytest.mark.timeout(280)
 def test_straggler_from_step_300_is_a_fail_slow_incident_and_the_run_continues(sshd_cluster, cli, tmp_path):
-    # `trainctl launch --local` has its own loop (trainctl.ops.launch), not the supervisor's: sshd hosts.
+    # `trainctl launch --local` has its own loop (trainctl.ops.launch.local), not the supervisor's: sshd hosts.
     cluster = sshd_cluster(2)
     run_dir = tmp_path / "sup"
     # The supervisor polls heartbeats at 1 Hz and takes its baseline after its first observation;

@@ -38,7 +38,7 @@ def _run_main(*argv: str) -> str:
         _run_main("collect", "--help"),
         _run_main("diagnose", "--help"),
         # What `trainctl collect` runs: SSH fan-out and Parquet writes, no analyzers.
-        "import trainctl.cli.app, trainctl.ops.collect",
+        "import trainctl.cli.app, trainctl.ops.collect.collection",
     ],
     ids=["import", "help", "collect-help", "diagnose-help", "collect-ops"],
 )

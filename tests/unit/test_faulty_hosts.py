@@ -1,4 +1,4 @@
-"""The faulty-host analyzer on simulated fleets (trainctl.ops.fleet_sim, fixed seeds, small sizes).
+"""The faulty-host analyzer on simulated fleets (trainctl.simulation.fleet, fixed seeds, small sizes).
 
 Each fault type must name exactly its host with the expected category; each healthy quirk and a
 clean fleet must produce nothing.
@@ -12,7 +12,7 @@ import pytest
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import XID_TABLE, find_faulty_hosts, xid_info
 from trainctl.findings import Category, FindingKind, Severity
-from trainctl.ops.fleet_sim import (
+from trainctl.simulation.fleet import (
     FAULT_KINDS,
     QUIRK_KINDS,
     FaultSpec,
@@ -183,7 +183,7 @@ def test_spec_parsing() -> None:
 
 def test_host_metrics_only_and_lazy_dataset(tmp_path) -> None:
     from trainctl.dataset import open_dataset
-    from trainctl.ops.fleet_sim import write_fleet
+    from trainctl.simulation.fleet import write_fleet
 
     r = simulate(FleetScenario(HOSTS, GPUS, SECONDS, faults=(FaultSpec("cpu_contention", "node06", 120),), seed=4))
     # CPU-only fleet (no NVML anywhere): host metrics alone still name the host.

@@ -6,8 +6,8 @@ import pytest
 
 from trainctl.cli.launch import build_spec
 from trainctl.errors import InputError
-from trainctl.ops import run_control
-from trainctl.ops.run_control import record_launch, relaunch_argv
+from trainctl.ops.launch import run_control
+from trainctl.ops.launch.run_control import record_launch, relaunch_argv
 
 BASE = dict(
     local=False,

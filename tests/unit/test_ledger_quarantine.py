@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainctl.errors import LedgerError
-from trainctl.ops.quarantine import AuditAction, Ledger, trainctl_home
+from trainctl.ops.evict.quarantine import AuditAction, Ledger, trainctl_home
 
 
 def test_home_resolution_order(tmp_path) -> None:
@@ -123,7 +123,7 @@ def test_concurrent_evictions_from_processes_lose_nothing(tmp_path) -> None:
 
 def test_refuse_quarantined_for_launch(tmp_path) -> None:
     from trainctl.errors import LaunchError
-    from trainctl.ops.quarantine import refuse_quarantined
+    from trainctl.ops.evict.quarantine import refuse_quarantined
 
     Ledger(tmp_path).evict("node02", reason="xid 79")
     refuse_quarantined(["node01", "node03"], home=tmp_path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
+from trainctl.ops.evict.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
 
 H = ["node01", "node02", "node03"]
 

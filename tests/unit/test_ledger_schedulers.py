@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trainctl.errors import SchedulerError
-from trainctl.ops.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
+from trainctl.ops.evict.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "ledger" / "fake_scheduler_cli.py"
 

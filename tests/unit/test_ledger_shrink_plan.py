@@ -7,9 +7,9 @@ import json
 import os
 from pathlib import Path
 
-from trainctl.ops import run_control
-from trainctl.ops.relaunch_plan import PlanKind
-from trainctl.ops.run_control import record_launch, relaunch_argv, relaunch_plan_for
+from trainctl.ops.evict.relaunch_plan import PlanKind
+from trainctl.ops.launch import run_control
+from trainctl.ops.launch.run_control import record_launch, relaunch_argv, relaunch_plan_for
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 
 HOSTS = (HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3)), HostRanks("node03", (4, 5)))

@@ -6,8 +6,8 @@ import pytest
 
 from trainctl.errors import PlaybookInvalid
 from trainctl.findings import PLAYBOOK_FOR_KIND
-from trainctl.ops.playbook import StepType, builtin_names, load_builtin, load_runbook, parse_runbook
-from trainctl.ops.playbook_expr import ExprError, evaluate, parse, render
+from trainctl.ops.playbook.engine import StepType, builtin_names, load_builtin, load_runbook, parse_runbook
+from trainctl.ops.playbook.expr import ExprError, evaluate, parse, render
 
 GOOD = """\
 name: demo
@@ -157,7 +157,7 @@ def test_probe_decisions_localise_the_host_in_both_slow_pairs() -> None:
 def test_evict_node_step_passes_allow_shrink_only_with_the_relaunch() -> None:
     from pathlib import Path
 
-    from trainctl.ops.playbook import _evict_args
+    from trainctl.ops.playbook.engine import _evict_args
 
     run = Path("/runs/r1")
     with_shrink = {"reason": "xid 79", "relaunch": True, "allow_shrink": True, "spares": ["node09"]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainctl.ops.fail_slow import FailSlowDetector, job_progress
+from trainctl.ops.launch.fail_slow import FailSlowDetector, job_progress
 
 
 def _feed(det: FailSlowDetector, points: list[tuple[int, float]]):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from trainctl.collectors.logs import parse_log_text, parse_run_logs
-from trainctl.ops.logs_input import parse_run_dir_logs
+from trainctl.ops.diagnose.logs_input import parse_run_dir_logs
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.schemas import SignalKind
 

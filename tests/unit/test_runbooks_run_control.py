@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainctl.ops import run_control
-from trainctl.ops.run_control import LaunchOptions, record_launch, relaunch_argv
+from trainctl.ops.launch import run_control
+from trainctl.ops.launch.run_control import LaunchOptions, record_launch, relaunch_argv
 
 
 def test_relaunch_argv_keeps_options_and_drops_drills(tmp_path) -> None:

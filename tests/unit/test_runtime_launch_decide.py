@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainctl.ops.launch import Action, ActionKind, AgentState, RankProgress, decide
+from trainctl.ops.launch.local import Action, ActionKind, AgentState, RankProgress, decide
 
 RUNNING = [AgentState("node01", None), AgentState("node02", None)]
 

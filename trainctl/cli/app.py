@@ -1,7 +1,6 @@
 """The `trainctl` console script: the Typer app and the one place errors become exit codes.
 
-Exit codes (DESIGN.md): 0 clean, 1 trainctl error (one line naming the value and the fix, no
-traceback unless -vv), 2 usage, 3 findings at or above --fail-on.
+Exit codes: trainctl.exit_codes.ExitCode, one meaning per code, listed in `trainctl --help`.
 """
 
 from __future__ import annotations
@@ -14,10 +13,12 @@ import typer
 from trainctl import __version__
 from trainctl.cli.console import err, setup_logging
 from trainctl.errors import TrainctlError
+from trainctl.exit_codes import ExitCode, help_text
 
 app = typer.Typer(
     name="trainctl",
-    help="SRE diagnosis of distributed training runs: launch, collect, diagnose, evict, runbooks.",
+    help="SRE diagnosis of distributed training runs: launch, collect, diagnose, evict, playbooks.",
+    epilog=help_text(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -34,7 +35,7 @@ def _root(
 ) -> None:
     if version:
         typer.echo(__version__)
-        raise typer.Exit(0)
+        raise typer.Exit(ExitCode.OK)
     _state["verbose"] = verbose
     setup_logging(verbose)
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         if _state["verbose"] >= 2:
             err.print_exception()
         err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
-        sys.exit(1)
+        sys.exit(ExitCode.ERROR)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from trainctl.cli.console import err, out
 from trainctl.inventory import parse_hosts
 
 if TYPE_CHECKING:
-    from trainctl.ops.collect import CollectResult, HostReport
+    from trainctl.ops.collect.collection import CollectResult, HostReport
 
 
 def _summary(result: CollectResult) -> Table:
@@ -92,8 +92,8 @@ def collect(
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
     # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
-    from trainctl.ops.collect import CollectOptions, check_failed_hosts, parse_kinds
-    from trainctl.ops.collect import collect as run_collect
+    from trainctl.ops.collect.collection import CollectOptions, check_failed_hosts, parse_kinds
+    from trainctl.ops.collect.collection import collect as run_collect
 
     _pyarrow_without_pandas()
 

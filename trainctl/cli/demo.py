@@ -13,6 +13,7 @@ import typer
 
 from trainctl.cli.console import err, out
 from trainctl.cli.render import findings_table
+from trainctl.exit_codes import ExitCode
 
 
 def demo(
@@ -21,9 +22,9 @@ def demo(
     json_out: bool = typer.Option(False, "--json", help="Findings JSON on stdout."),
 ) -> None:
     """Launch 2 simulated hosts x 2 ranks with a straggler on rank 2, then diagnose and print the report."""
-    from trainctl.cli.launch import EXIT_RUN_FAILED, build_spec, run_spec
-    from trainctl.ops.diagnosis import diagnose_path
-    from trainctl.ops.launch import ActionKind, format_root_cause
+    from trainctl.cli.launch import build_spec, run_spec
+    from trainctl.ops.diagnose.diagnosis import diagnose_path
+    from trainctl.ops.launch.local import ActionKind, format_root_cause
 
     run_dir = run_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
     spec = build_spec(
@@ -51,7 +52,7 @@ def demo(
                 soft_wrap=True,
             )
         err.print(f"[bold red]demo run did not finish:[/] {result.reason}; see {result.run_dir}/logs")
-        raise typer.Exit(EXIT_RUN_FAILED)
+        raise typer.Exit(ExitCode.RUN_FAILED)
     err.print(f"run finished in {result.elapsed_s:.1f}s; diagnosing {result.run_dir}")
     report = diagnose_path(result.run_dir)
     if json_out:

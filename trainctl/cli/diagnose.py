@@ -10,10 +10,8 @@ import typer
 from trainctl.cli.console import err, out
 from trainctl.cli.hangmap import hang_maps
 from trainctl.cli.render import findings_table
+from trainctl.exit_codes import ExitCode
 from trainctl.findings import Severity
-
-# Exit code when findings reach --fail-on (DESIGN.md: 0 clean, 1 error, 2 usage, 3 findings).
-EXIT_FINDINGS = 3
 
 
 class FailOn(str, Enum):
@@ -30,7 +28,7 @@ def diagnose(
     """Find stragglers, hung collectives, faulty hosts and crashes in PATH, with evidence."""
     # Imported here, not at module level: the analyzers pull in DuckDB, pandas and pyarrow.dataset
     # (~0.5 s), which `trainctl --help`, `collect` and every other command must not pay for.
-    from trainctl.ops.diagnosis import diagnose_path
+    from trainctl.ops.diagnose.diagnosis import diagnose_path
 
     with err.status(f"diagnosing {path} ...", spinner="dots"):
         report = diagnose_path(path)
@@ -42,4 +40,4 @@ def diagnose(
             out.print(hang_map)
     worst = report.max_severity()
     if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
-        raise typer.Exit(EXIT_FINDINGS)
+        raise typer.Exit(ExitCode.FINDINGS)

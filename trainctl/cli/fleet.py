@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from trainctl.cli.console import err, out
-from trainctl.ops.fleet_sim import (
+from trainctl.simulation.fleet import (
     FAULT_KINDS,
     LABELS_FILE,
     QUIRK_KINDS,

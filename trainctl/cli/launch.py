@@ -9,11 +9,7 @@ import typer
 
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError
-
-# Exit codes of a launched run that did not succeed: the run's failure is not a trainctl error
-# (exit 1 is kept for those), so automation can tell "bad flags" from "the job crashed/hung".
-EXIT_RUN_FAILED = 4
-EXIT_RUN_HUNG = 5
+from trainctl.exit_codes import ExitCode
 
 
 def build_spec(
@@ -40,7 +36,7 @@ def build_spec(
     allow_shrink: bool = False,
     fail_slow_ratio: float | None = None,
 ):
-    from trainctl.ops.launch import LaunchSpec, default_run_id, simulated_hosts
+    from trainctl.ops.launch.local import LaunchSpec, default_run_id, simulated_hosts
 
     if hosts and local:
         raise InputError("--hosts and --local exclude each other: --hosts runs over SSH, --local on this machine")
@@ -86,7 +82,7 @@ def build_spec(
         import sys
 
         from trainctl.inventory import parse_hosts
-        from trainctl.ops.supervisor import HostsSpec
+        from trainctl.ops.launch.supervisor import HostsSpec
 
         names = tuple(h.name for h in parse_hosts(hosts))
         if checkpoint_every and not checkpoint_dir and len(names) > 1:
@@ -143,7 +139,7 @@ def build_spec(
 
 def run_spec(spec) -> object:
     """Launch and supervise, progress on stderr; returns the LaunchResult."""
-    from trainctl.ops.launch import launch_local
+    from trainctl.ops.launch.local import launch_local
 
     with err.status("starting ...", spinner="dots") as st:
         result = launch_local(
@@ -155,10 +151,10 @@ def run_spec(spec) -> object:
 
 
 def run_hosts(spec) -> None:
-    """Multi-host: the supervisor's loop; exit 0 when the run finished, EXIT_RUN_FAILED when it stopped."""
-    from trainctl.ops.launch import TRAINER_MODULE, format_root_cause
-    from trainctl.ops.run_control import record_launch
-    from trainctl.ops.supervisor import supervise_hosts
+    """Multi-host: the supervisor's loop; exit 0 when the run finished, ExitCode.RUN_FAILED when it stopped."""
+    from trainctl.ops.launch.local import TRAINER_MODULE, format_root_cause
+    from trainctl.ops.launch.run_control import record_launch
+    from trainctl.ops.launch.supervisor import supervise_hosts
 
     # launch.json: what `evict-node --relaunch` and runbooks replay when this supervisor is gone.
     argv = sys.argv[1:]
@@ -190,11 +186,11 @@ def run_hosts(spec) -> None:
         highlight=False,
         markup=False,
     )
-    raise typer.Exit(EXIT_RUN_FAILED)
+    raise typer.Exit(ExitCode.RUN_FAILED)
 
 
 def report_result(result, spec) -> None:
-    from trainctl.ops.launch import TRAINER_MODULE, ActionKind, format_root_cause
+    from trainctl.ops.launch.local import TRAINER_MODULE, ActionKind, format_root_cause
 
     if result.status is ActionKind.SUCCEEDED:
         err.print(f"[green]run finished[/] in {result.elapsed_s:.1f}s: {result.run_dir}", highlight=False)
@@ -214,14 +210,14 @@ def report_result(result, spec) -> None:
             highlight=False,
         )
         out.print(str(result.run_dir), highlight=False)
-        raise typer.Exit(EXIT_RUN_FAILED)
+        raise typer.Exit(ExitCode.RUN_FAILED)
     err.print(
         f"[bold red]run hung:[/] {result.reason}; dumps in {result.run_dir}/fr and {result.run_dir}/stacks; "
         f"next: trainctl diagnose {result.run_dir}",
         highlight=False,
     )
     out.print(str(result.run_dir), highlight=False)
-    raise typer.Exit(EXIT_RUN_HUNG)
+    raise typer.Exit(ExitCode.RUN_HUNG)
 
 
 def launch(
@@ -321,7 +317,7 @@ def launch(
         allow_shrink=allow_shrink,
         fail_slow_ratio=fail_slow_ratio,
     )
-    from trainctl.ops.supervisor import HostsSpec
+    from trainctl.ops.launch.supervisor import HostsSpec
 
     if isinstance(spec, HostsSpec):
         run_hosts(spec)

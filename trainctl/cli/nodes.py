@@ -12,10 +12,11 @@ from rich.table import Table
 
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError, TrainctlError
+from trainctl.exit_codes import ExitCode
 from trainctl.findings import Finding
-from trainctl.ops.quarantine import Ledger
-from trainctl.ops.relaunch_plan import PlanKind
-from trainctl.ops.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
+from trainctl.ops.evict.quarantine import Ledger
+from trainctl.ops.evict.relaunch_plan import PlanKind
+from trainctl.ops.evict.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
 from trainctl.rundir import RunInfo, is_run_dir, read_run_info
 
 nodes_app = typer.Typer(help="The quarantine ledger: list, restore, audit trail.", no_args_is_help=True)
@@ -109,7 +110,7 @@ def evict_node(
     commands = drain_commands(scheduler, host, reason)
     plan = None
     if relaunch and info is not None and run is not None:
-        from trainctl.ops import run_control
+        from trainctl.ops.launch import run_control
 
         # The same plan the relaunch executes (run_control.relaunch_without), so --dry-run tells the truth.
         plan, _ = run_control.relaunch_plan_for(
@@ -184,7 +185,7 @@ def evict_node(
                 highlight=False,
             )
     if failed:
-        raise typer.Exit(4)
+        raise typer.Exit(ExitCode.RUN_FAILED)
 
 
 def _split(spares: str | None) -> list[str] | None:
@@ -201,9 +202,9 @@ def _execute_relaunch(
     wait_timeout_s: float,
     allow_shrink: bool = False,
 ) -> dict[str, Any]:
-    """Stop the run, start it again without HOST (trainctl.ops.run_control), wait for it."""
-    from trainctl.ops import run_control
-    from trainctl.ops.playbook import trainctl_argv
+    """Stop the run, start it again without HOST (trainctl.ops.launch.run_control), wait for it."""
+    from trainctl.ops.launch import run_control
+    from trainctl.ops.playbook.engine import trainctl_argv
 
     plan, stopped, handle = run_control.relaunch_without(
         run,
@@ -225,7 +226,7 @@ def _execute_relaunch(
 def _check_relaunch(run: str, host: str, *, yes: bool) -> None:
     import sys
 
-    from trainctl.ops import run_control
+    from trainctl.ops.launch import run_control
 
     run_control.launch_options(run)  # the run's launch options must be known (InputError says how)
     if not yes:

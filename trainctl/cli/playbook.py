@@ -12,7 +12,8 @@ from rich.text import Text
 
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError
-from trainctl.ops.playbook import (
+from trainctl.exit_codes import ExitCode
+from trainctl.ops.playbook.engine import (
     RunOptions,
     StepRecord,
     StepStatus,
@@ -151,7 +152,7 @@ def run_cmd(
         if result.audit_path:
             err.print(f"audit: {result.audit_path}")
     if not result.completed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.ERROR)
 
 
 @app.command("probe")

@@ -198,7 +198,7 @@ def _remote(opts: LaunchOptions):
 
 
 def dump_live_ranks(opts: LaunchOptions, hosts: Sequence[str], *, timeout_s: float = 60.0) -> dict[str, str]:
-    """Flight Recorder + stacks of every live rank, on each host (the launcher's dump_hung_ranks over SSH).
+    """Flight Recorder + stacks of every live rank, on each host (trainctl.runtime.hang_dump over SSH).
 
     A hung run's evidence lives in its ranks' memory; this writes it into the run dir on each host
     (fr/H/, stacks/H/) before anything is stopped, so `collect` fetches it. Returns host -> "ok/total" or error.
@@ -206,16 +206,13 @@ def dump_live_ranks(opts: LaunchOptions, hosts: Sequence[str], *, timeout_s: flo
     import sys
 
     py = opts.python or sys.executable
-    code = (
-        "import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
-        "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
-        "print(sum(v == 'ok' for v in r.values()), len(r))"
-    )
     rd = str(opts.remote_run_dir)
     with _remote(opts) as remote:
         res = remote.fan_out(
             hosts,
-            lambda h: remote.run(h, f"{shlex.quote(py)} -c {shlex.quote(code)} {shlex.quote(rd)}", timeout_s=timeout_s),
+            lambda h: remote.run(
+                h, f"{shlex.quote(py)} -m trainctl.runtime.hang_dump {shlex.quote(rd)}", timeout_s=timeout_s
+            ),
         )
     return {h: ("/".join(o.value.split()) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()}
 
@@ -453,7 +450,7 @@ def relaunch_plan_for(
     own --allow-shrink says so. `opts`: the launch options when known; else they are looked up and,
     when they cannot be found, the plan is made from run.json alone. Returns (plan, opts or None).
     """
-    from trainctl.ops.relaunch_plan import plan_relaunch, shrink_allowed
+    from trainctl.ops.evict.relaunch_plan import plan_relaunch, shrink_allowed
     from trainctl.rundir import read_run_info
 
     run = Path(run_dir).resolve()
@@ -506,7 +503,7 @@ def relaunch_without(
     trainer maps the larger world's checkpoint; a user script needs `allow_shrink`), else raises
     LaunchError with the plan's reason (nothing is stopped).
     """
-    from trainctl.ops.relaunch_plan import PlanKind
+    from trainctl.ops.evict.relaunch_plan import PlanKind
     from trainctl.rundir import read_run_info
 
     run = Path(run_dir).resolve()

@@ -16,16 +16,14 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 
@@ -34,13 +32,12 @@ from trainctl.rundir import (
     HostRanks,
     RunInfo,
     atomic_write_text,
-    fr_dump_dir,
     heartbeat_path,
-    stacks_dir,
-    worker_socket_path,
+    read_rank_files,
     write_run_info,
 )
-from trainctl.runtime import debug_server, inject
+from trainctl.runtime import inject
+from trainctl.runtime.hang_dump import dump_hung_ranks
 from trainctl.runtime.heartbeat import read_heartbeat
 
 __all__ = [
@@ -53,7 +50,6 @@ __all__ = [
     "LaunchResult",
     "RootCause",
     "launch_local",
-    "dump_hung_ranks",
     "root_cause",
     "format_root_cause",
     "simulated_hosts",
@@ -229,7 +225,7 @@ def simulated_hosts(n: int) -> tuple[str, ...]:
 
 
 def default_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("r-%Y%m%d-%H%M%S")
+    return datetime.now(UTC).strftime("r-%Y%m%d-%H%M%S")
 
 
 def _free_port() -> int:
@@ -311,85 +307,12 @@ def initial_run_info(spec: LaunchSpec) -> RunInfo:
     )
 
 
-def read_rank_files(run_dir: Path) -> dict[int, dict]:
-    out: dict[int, dict] = {}
-    for p in sorted((run_dir / "ranks").glob("rank-*.json")):
-        try:
-            d = json.loads(p.read_text())
-            out[int(d["rank"])] = d
-        except (OSError, ValueError, KeyError):
-            continue  # mid-write: seen next poll
-    return out
-
-
 def _with_rank_map(info: RunInfo, ranks: Mapping[int, dict]) -> RunInfo:
     by_host: dict[str, list[int]] = {h.host: [] for h in info.hosts}
     for r, d in ranks.items():
         by_host.setdefault(str(d.get("host")), []).append(r)
     hosts = tuple(HostRanks(h, tuple(sorted(rs))) for h, rs in by_host.items())
     return RunInfo(**{**info.__dict__, "hosts": hosts})
-
-
-# --- hang dumps ----------------------------------------------------------------------------------
-
-
-def _pyspy() -> str | None:
-    found = shutil.which("py-spy")
-    if found:
-        return found
-    cand = Path(sys.executable).with_name("py-spy")
-    return str(cand) if cand.is_file() else None
-
-
-def dump_hung_ranks(run_dir: Path, ranks: Mapping[int, dict], *, timeout_s: float = 20.0) -> dict[str, str]:
-    """Save every rank's Flight Recorder (json + pickle) and Python stacks, in parallel.
-
-    Returns {artefact path: "ok" or why it is missing}; a dead rank's missing dump is itself
-    evidence for the hang analyzer, so failures are recorded, never raised.
-    """
-    pyspy = _pyspy()
-    jobs: list[tuple[Path, Callable[[], bytes]]] = []
-    for rank, info in sorted(ranks.items()):
-        host = str(info.get("host"))
-        sock = worker_socket_path(run_dir, rank)
-        fr_dir, st_dir = fr_dump_dir(run_dir, host), stacks_dir(run_dir, host)
-
-        def req(handler: str, sock: Path = sock) -> Callable[[], bytes]:
-            return lambda: debug_server.request(sock, handler, timeout_s=timeout_s)
-
-        jobs += [
-            (fr_dir / f"rank-{rank}.json", req("fr_trace_json")),
-            (fr_dir / f"rank-{rank}.pkl", req("fr_trace")),
-            (st_dir / f"rank-{rank}.txt", req("dump_traceback")),
-        ]
-        if pyspy and info.get("pid"):
-
-            def spy(pid: int = int(info["pid"])) -> bytes:
-                p = subprocess.run([pyspy, "dump", "--pid", str(pid)], capture_output=True, timeout=timeout_s)
-                if p.returncode != 0:
-                    raise OSError(p.stderr.decode(errors="replace").strip()[:300] or f"py-spy exited {p.returncode}")
-                return p.stdout
-
-            jobs.append((st_dir / f"rank-{rank}.pyspy.txt", spy))
-
-    def run(job: tuple[Path, Callable[[], bytes]]) -> tuple[str, str]:
-        path, fetch = job
-        try:
-            body = fetch()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_bytes(body)
-            os.replace(tmp, path)
-            return str(path), "ok"
-        except (OSError, subprocess.SubprocessError) as exc:
-            return str(path), f"{type(exc).__name__}: {exc}"
-
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(jobs)))) as pool:
-        results = dict(pool.map(run, jobs))
-    status_path = run_dir / "hang_dumps.json"  # outside fr/: only dumps live there
-    status_path.parent.mkdir(parents=True, exist_ok=True)
-    status_path.write_text(json.dumps(results, indent=1))
-    return results
 
 
 # --- failures, the torchelastic way ---------------------------------------------------------------

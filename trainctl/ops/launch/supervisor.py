@@ -44,10 +44,10 @@ from typing import Any
 from trainctl.collectors.ssh import SshClient
 from trainctl.errors import InputError, LaunchError
 from trainctl.findings import Category, Finding, FindingKind, Severity
-from trainctl.ops import launch as local
-from trainctl.ops.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
-from trainctl.ops.quarantine import Ledger, refuse_quarantined
-from trainctl.ops.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
+from trainctl.ops.evict.quarantine import Ledger, refuse_quarantined
+from trainctl.ops.evict.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
+from trainctl.ops.launch import local
+from trainctl.ops.launch.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.runtime import inject, policy
@@ -85,7 +85,7 @@ class HostsSpec:
     ledger_home: str | None = None  # None: TRAINCTL_HOME / the user's state dir
     metrics_agent: bool = True
     collect_timeout_s: float = 120.0
-    fail_slow: bool = True  # watch the job's step time against its own baseline (trainctl.ops.fail_slow)
+    fail_slow: bool = True  # watch the job's step time against its own baseline (trainctl.ops.launch.fail_slow)
     fail_slow_ratio: float = 1.5
     allow_shrink: bool = False  # a user script may come back at a smaller world size (the reference trainer always may)
 
@@ -507,16 +507,11 @@ class Supervisor:
         self.journal.write("rank_map", attempt=att.number, hosts={h.host: list(h.ranks) for h in info.hosts})
 
     def _dump_hung(self, att: _Attempt) -> None:
-        """The local launcher's dump_hung_ranks, run on each host (its ranks' sockets are local there)."""
-        code = (
-            "import sys, pathlib; from trainctl.ops.launch import dump_hung_ranks, read_rank_files; "
-            "d = pathlib.Path(sys.argv[1]); r = dump_hung_ranks(d, read_rank_files(d)); "
-            "print(sum(v == 'ok' for v in r.values()), len(r))"
-        )
+        """trainctl.runtime.hang_dump on each host (its ranks' sockets are local there)."""
         res = self.remote.fan_out(
             att.hosts,
             lambda h: self.remote.run(
-                h, f"{_q(self.spec.python)} -c {_q(code)} {_q(self.spec.remote_run_dir)}", timeout_s=60
+                h, f"{_q(self.spec.python)} -m trainctl.runtime.hang_dump {_q(self.spec.remote_run_dir)}", timeout_s=60
             ),
         )
         self.journal.write(
@@ -526,8 +521,8 @@ class Supervisor:
         )
 
     def _incident(self, att: _Attempt, trigger: policy.Trigger) -> tuple[list[Finding], local.RootCause | None, Path]:
-        from trainctl.ops.collect import CollectOptions, collect
-        from trainctl.ops.diagnosis import diagnose_path
+        from trainctl.ops.collect.collection import CollectOptions, collect
+        from trainctl.ops.diagnose.diagnosis import diagnose_path
 
         self.incidents += 1
         out = self.run_dir / "incidents" / str(self.incidents) / "dataset"

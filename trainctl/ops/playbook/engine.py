@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from importlib import resources
 from pathlib import Path
@@ -36,8 +36,9 @@ from typing import Any
 import yaml
 
 from trainctl.errors import PlaybookError, PlaybookInvalid
+from trainctl.exit_codes import ExitCode
 from trainctl.findings import Category, FindingKind
-from trainctl.ops.playbook_expr import Expr, ExprError, evaluate, parse, render, template_roots
+from trainctl.ops.playbook.expr import Expr, ExprError, evaluate, parse, render, template_roots
 from trainctl.rundir import atomic_write_text, read_run_info
 
 logger = logging.getLogger(__name__)
@@ -613,7 +614,7 @@ class _StepFailed(Exception):
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _plain(value: Any) -> Any:
@@ -649,10 +650,10 @@ class _Audit:
 def _launch_context(run: Path) -> dict[str, Any]:
     """What a `launch --hosts` run's steps need: ssh config, run dir on the hosts, spares, live supervisor.
 
-    From RUN/launch.json or the live supervisor's command line (trainctl.ops.run_control); a run
+    From RUN/launch.json or the live supervisor's command line (trainctl.ops.launch.run_control); a run
     started with --local has neither, and its steps work on the local run dir as before.
     """
-    from trainctl.ops import run_control
+    from trainctl.ops.launch import run_control
 
     if not (run / run_control.LAUNCH_RECORD).is_file() and not (run / "supervisor.jsonl").is_file():
         return {}
@@ -671,7 +672,7 @@ def _launch_context(run: Path) -> dict[str, Any]:
 
 
 def _incident_id(runbook: str) -> str:
-    return f"inc-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{runbook}-{os.getpid()}"
+    return f"inc-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{runbook}-{os.getpid()}"
 
 
 def _as_host_list(value: Any) -> list[str]:
@@ -1108,14 +1109,14 @@ def _execute(
         dumps = None
         if ctx["run"].get("live"):
             # a live (hung) run's evidence is in its ranks' memory: Flight Recorder + stacks first
-            from trainctl.ops import run_control
+            from trainctl.ops.launch import run_control
 
             dumps = run_control.dump_live_ranks(
                 run_control.launch_options(run), _as_host_list(args.get("hosts")) or ctx["run"]["hosts"]
             )
-        doc, code = _call(argv, timeout_s, ok_codes=(0, 4))  # 4: incomplete but within --max-failed-hosts
+        doc, code = _call(argv, timeout_s, ok_codes=(ExitCode.OK,))
         out = argv[argv.index("--out") + 1]
-        outputs = {"out": out, "result": doc, "incomplete": code == 4}
+        outputs = {"out": out, "result": doc, "incomplete": bool((doc or {}).get("failed_hosts"))}
         if dumps is not None:
             outputs["hang_dumps"] = dumps
         return (
@@ -1124,7 +1125,7 @@ def _execute(
             code,
             (f"dumped live ranks ({', '.join(f'{h} {v}' for h, v in dumps.items())}); " if dumps else "")
             + f"collected into {out}"
-            + (" (incomplete)" if code == 4 else ""),
+            + (" (incomplete)" if (doc or {}).get("failed_hosts") else ""),
         )
     if t is StepType.EVICT_NODE:
         hosts = _as_host_list(args.get("hosts"))
@@ -1232,8 +1233,8 @@ def _probe(
     if len(hosts) < 2:
         raise _StepFailed(f"probe needs at least 2 hosts, got {hosts}; pass with.hosts")
     if not args.get("local", True):
-        # real hosts: the same worker, torchrun started on each host over SSH (trainctl.ops.probe_remote)
-        from trainctl.ops.probe_remote import run_remote_probe
+        # real hosts: the same worker, torchrun started on each host over SSH (trainctl.ops.playbook.probe_remote)
+        from trainctl.ops.playbook.probe_remote import run_remote_probe
 
         ssh_config = args.get("ssh_config") or ctx["run"].get("ssh_config")
         workdir = str(

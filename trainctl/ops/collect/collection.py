@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -267,7 +267,7 @@ class _HostJob:
         # Host facts and kernel log do not depend on the run dir.
         if "facts" in sections:
             row = host_facts.parse(sections["facts"].output.decode("utf-8", "replace"))
-            row["collected_ts"] = datetime.now(timezone.utc)
+            row["collected_ts"] = datetime.now(UTC)
             dataset.write_table(o.out, SignalKind.HOST_FACTS, host, pa.Table.from_pylist([row]), part="facts")
             rep.rows.append(StatusRow(host, "host_facts", True, 1, len(sections["facts"].output), probe_s))
         if "kernel" in sections:
@@ -448,7 +448,7 @@ def collect(
         connect_timeout_s=opts.connect_timeout_s,
         accept_new_host_keys=opts.accept_new_host_keys,
     )
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     t0 = time.monotonic()
     job = _HostJob(opts, client, _Claims(_previous_claims(opts.out)), progress)
 

@@ -1,8 +1,8 @@
-"""Registers the hang-related raw inputs with `trainctl diagnose` (trainctl.ops.diagnosis).
+"""The hang-related raw inputs of `trainctl diagnose` (called by trainctl.ops.diagnose.diagnosis).
 
-- a directory of raw Flight Recorder dumps (any prefix, pickle or JSON, no run.json): FR_DIR_*;
+- a directory of raw Flight Recorder dumps (any prefix, pickle or JSON, no run.json): detect_fr_dir, load_fr_dir;
 - in a run dir or collected dataset: `fr/<host>/rank-R.pkl|.json` (Flight Recorder) and
-  `stacks/<host>/rank-R.txt` (dump_traceback) / `stacks/<host>/rank-R.pyspy.txt` (py-spy): RAW_PARSERS.
+  `stacks/<host>/rank-R.txt` (dump_traceback) / `stacks/<host>/rank-R.pyspy.txt` (py-spy): parse_run_dir_hang_artefacts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from trainctl.collectors import stacks as stk
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["detect_fr_dir", "load_fr_dir", "parse_run_dir_hang_artefacts", "register"]
+__all__ = ["detect_fr_dir", "load_fr_dir", "parse_run_dir_hang_artefacts"]
 
 
 def detect_fr_dir(path: Path) -> bool:
@@ -43,16 +43,3 @@ def parse_run_dir_hang_artefacts(path: Path, run: RunInfo | None) -> Mapping[Sig
     paths = fr.find_dumps(fr_root, max_depth=1) if fr_root.is_dir() else []
     tables = fr.dumps_to_tables(fr.load_dumps(paths, root=fr_root))
     return _with_text_stacks(tables, path)
-
-
-def register() -> None:
-    # Imported by trainctl.ops.diagnosis at its end, so the registries exist by now.
-    from trainctl.ops import diagnosis
-
-    if detect_fr_dir not in diagnosis.FR_DIR_DETECT:
-        diagnosis.FR_DIR_DETECT.append(detect_fr_dir)
-        diagnosis.FR_DIR_LOAD.append(load_fr_dir)
-        diagnosis.RAW_PARSERS.append(parse_run_dir_hang_artefacts)
-
-
-register()

@@ -17,6 +17,7 @@ from trainctl import dataset
 from trainctl.analyzers import run_analyzers
 from trainctl.errors import InputError
 from trainctl.findings import Report
+from trainctl.ops.diagnose import hang_inputs, logs_input
 from trainctl.rundir import RunInfo, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
@@ -35,18 +36,11 @@ class InputKind(str, Enum):
 LAZY_ROWS = 5_000_000
 
 # Parsers of raw artefacts in a run dir (or dataset) that are not tables yet: Flight Recorder
-# dumps, rank logs, raw stacks. Each takes the directory and its RunInfo (or None) and returns
-# tables by kind; they run only when the directory holds no parsed table of that kind.
+# dumps, raw stacks, rank and kernel logs. Each takes the directory and its RunInfo (or None) and
+# returns tables by kind; a kind is taken from them only when the directory holds no parsed table
+# of that kind.
 RawParser = Callable[[Path, "RunInfo | None"], Mapping[SignalKind, pa.Table]]
-RAW_PARSERS: list[RawParser] = []
-
-# Detectors for directories of raw Flight Recorder dumps, and their loader (issue: hangs).
-FlightRecorderLoader = Callable[[Path], tuple[Mapping[SignalKind, pa.Table], "RunInfo | None"]]
-FR_DIR_DETECT: list[Callable[[Path], bool]] = []
-FR_DIR_LOAD: list[FlightRecorderLoader] = []
-
-# Loader for one log file (issue: log signatures).
-LOG_FILE_LOAD: list[Callable[[Path], pa.Table]] = []
+RAW_PARSERS: tuple[RawParser, ...] = (logs_input.parse_run_dir_logs, hang_inputs.parse_run_dir_hang_artefacts)
 
 
 def detect_input(path: Path) -> InputKind:
@@ -64,7 +58,7 @@ def detect_input(path: Path) -> InputKind:
         return InputKind.RUN_DIR
     if any((path / k.value).is_dir() for k in SignalKind):
         return InputKind.DATASET
-    if any(detect(path) for detect in FR_DIR_DETECT):
+    if hang_inputs.detect_fr_dir(path):
         return InputKind.FLIGHT_RECORDER
     raise InputError(
         f"{path}: not a trainctl run dir (no run.json), not a dataset (no <kind>/host=<host>/ folders) "
@@ -85,11 +79,9 @@ def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
 def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
     kind = kind or detect_input(path)
     if kind is InputKind.LOG_FILE:
-        if not LOG_FILE_LOAD:
-            raise InputError(f"{path}: log files are not supported by this build")
-        return Signals(None, {SignalKind.LOG_EVENTS: LOG_FILE_LOAD[0](path)}, str(path))
+        return Signals(None, {SignalKind.LOG_EVENTS: logs_input.load_log_file(path)}, str(path))
     if kind is InputKind.FLIGHT_RECORDER:
-        tables, run = FR_DIR_LOAD[0](path)
+        tables, run = hang_inputs.load_fr_dir(path)
         return Signals(run, dict(tables), str(path))
     run = read_run_info(path)
     tables = _load_tables(path)
@@ -113,9 +105,3 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
         source=str(p),
         source_kind=kind.value,
     )
-
-
-from trainctl.ops import logs_input as _logs_input  # noqa: E402  (log signatures: registers its loaders)
-
-_logs_input.register(LOG_FILE_LOAD, RAW_PARSERS)
-from trainctl.ops import hang_inputs as _hang_inputs  # noqa: E402,F401  (registers FR dumps + stacks)

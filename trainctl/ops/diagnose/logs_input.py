@@ -1,8 +1,8 @@
-"""Registers the log parsers with `trainctl diagnose` (imported once from trainctl.ops.diagnosis).
+"""The log inputs of `trainctl diagnose` (called by trainctl.ops.diagnose.diagnosis).
 
-- LOG_FILE_LOAD: `trainctl diagnose some.log` on one pasted log, rank log or kernel log; rank and
+- load_log_file: `trainctl diagnose some.log` on one pasted log, rank log or kernel log; rank and
   host come from the text itself ([rankN]:, Ray ip, pdsh/syslog/NCCL host prefixes).
-- RAW_PARSERS: a run dir's or dataset's logs/H/rank-R.log (rank R on host H from the path) and
+- parse_run_dir_logs: a run dir's or dataset's logs/H/rank-R.log (rank R on host H from the path) and
   kernel/H/dmesg.txt (host H), parsed into log_events when no parsed table is there; a line there
   that names a host which is not one of run.json's hosts is attributed to H (original name kept
   in `fields` as host_as_logged / culprit_host_as_logged). A pasted single log keeps what the
@@ -21,7 +21,7 @@ from trainctl.errors import InputError
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["load_log_file", "parse_run_dir_logs", "register"]
+__all__ = ["load_log_file", "parse_run_dir_logs"]
 
 
 def load_log_file(path: Path) -> pa.Table:
@@ -38,10 +38,3 @@ def parse_run_dir_logs(root: Path, run: RunInfo | None) -> Mapping[SignalKind, p
     # own hostname) is H's: the policy must only ever blame hosts of the run.
     table = _logs.parse_run_logs(root, known_hosts=[h.host for h in run.hosts] if run is not None else None)
     return {SignalKind.LOG_EVENTS: table} if table.num_rows else {}
-
-
-def register(log_file_load: list, raw_parsers: list) -> None:
-    if load_log_file not in log_file_load:
-        log_file_load.append(load_log_file)
-    if parse_run_dir_logs not in raw_parsers:
-        raw_parsers.append(parse_run_dir_logs)

@@ -1,0 +1,1 @@
+"""Starting and supervising runs: the local launcher, the multi-host supervisor, acting on a live run."""
