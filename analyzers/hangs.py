@@ -505,8 +505,9 @@ def _collective_hangs(
     if mm is not None:
         return mm
 
-    behind = {r: p for r, p in exact.items() if p < head}
     positions = {r: p for r, p in exact.items()}
+    _in_flight(key, pg_desc, members, membership, pc, min(known.values()), starts_tracked, positions, hangs, edges)
+    behind = {r: p for r, p in exact.items() if p < head}
     if behind:
         seq = min(behind.values()) + 1
         missing = tuple(sorted(r for r, p in behind.items() if p < seq))
@@ -520,7 +521,7 @@ def _collective_hangs(
         unknown = tuple(sorted(r for r, p in floor.items() if p < seq))
         kind = _ABSENT
     else:
-        return _stuck_kernel(key, pg_desc, members, membership, pc, head, starts_tracked, positions, hangs, edges)
+        return None  # every member entered every seq: nothing missing (_in_flight saw the rest)
     if not waiting:
         return None
     at = pc[(pc["seq"] == seq) & pc["rank"].isin(waiting)]
@@ -555,53 +556,58 @@ def _collective_hangs(
     return None
 
 
-def _stuck_kernel(
+def _in_flight(
     key: tuple[str, str],
     pg_desc: str | None,
     members: list[int],
     membership: str,
     pc: pd.DataFrame,
-    head: int,
+    all_entered: int,
     starts_tracked: set[int],
     positions: dict[int, int],
     hangs: list[_Hang],
     edges: list[_Edge],
 ) -> None:
-    """Every member entered the last seq; with NCCL timing, a member whose entry never started
-    while another's did has a stuck stream (ProcessGroupNCCL records the start event only with
-    TORCH_NCCL_ENABLE_TIMING, so without it "scheduled" means nothing more than "not finished")."""
-    if head <= 0 or key[0] not in _NCCL_BACKENDS:
-        return None
-    at = pc[pc["seq"] == head]
-    by_rank = {int(r["rank"]): r for r in at.to_dict("records")}
-    if set(by_rank) != set(members) or any(r.get("state") == "completed" for r in by_rank.values()):
-        return None
-    started = tuple(sorted(r for r, row in by_rank.items() if row.get("state") == "started"))
-    stuck = tuple(sorted(r for r, row in by_rank.items() if row.get("state") == "scheduled" and r in starts_tracked))
-    if not started or not stuck:
-        return None
-    entry = by_rank[started[0]]
-    h = _Hang(
-        key,
-        pg_desc,
-        tuple(members),
-        membership,
-        _KERNEL,
-        head,
-        entry.get("op"),
-        started,
-        stuck,
-        (),
-        positions,
-        entry,
-        _ts_ns(min(by_rank[r]["enqueue_ts"] for r in started)),
-        states={r: str(row.get("state")) for r, row in by_rank.items()},
-    )
-    hangs.append(h)
-    for w in started:
-        for s in stuck:
-            edges.append(_Edge(w, s, _KERNEL, h))
-    return None
+    """Ops every member entered that did not finish (NCCL only: gloo has no completion events).
+
+    With TORCH_NCCL_ENABLE_TIMING (ProcessGroupNCCL records the start event only then, so without
+    it "scheduled" means no more than "not finished"), a member whose entry stayed "scheduled"
+    while another's "started" has a stuck stream: the others wait on it. Any other rank still
+    inside such an op is blocked in it too - in a hung run an op everyone entered that did not
+    finish is stuck below Flight Recorder (a kernel, a stream behind one, the network) - so it is
+    never a root, though on whom it waits is unknown."""
+    if all_entered <= 0 or pc.empty or key[0] not in _NCCL_BACKENDS:
+        return
+    cand = pc[pc["seq"] <= all_entered]
+    cand = cand[cand["state"] != "completed"]
+    for seq, at in cand.groupby("seq", sort=True):
+        every = pc[pc["seq"] == seq]
+        by_rank = {int(r["rank"]): r for r in every.to_dict("records")}
+        stuck: tuple[int, ...] = ()
+        if set(by_rank) >= set(members) and not any(r.get("state") == "completed" for r in by_rank.values()):
+            started = tuple(sorted(r for r, row in by_rank.items() if row.get("state") == "started"))
+            stuck = tuple(
+                sorted(r for r, row in by_rank.items() if row.get("state") == "scheduled" and r in starts_tracked)
+            )
+            if started and stuck:
+                entry = by_rank[started[0]]
+                h = _Hang(
+                    key, pg_desc, tuple(members), membership, _KERNEL, int(seq), entry.get("op"), started, stuck,
+                    (), positions, entry, _ts_ns(min(by_rank[r]["enqueue_ts"] for r in started)),
+                    states={r: str(row.get("state")) for r, row in by_rank.items()},
+                )  # fmt: skip
+                hangs.append(h)
+                edges.extend(_Edge(w, s, _KERNEL, h) for w in started for s in stuck)
+            else:
+                stuck = ()
+        for row in at.to_dict("records"):
+            if int(row["rank"]) in stuck:
+                continue  # waits on its own GPU: the root candidate, not blocked
+            h = _Hang(
+                key, pg_desc, tuple(members), membership, _COLL, int(seq), row.get("op"), (int(row["rank"]),),
+                (), (), {}, row, _ts_ns(row.get("enqueue_ts")),
+            )  # fmt: skip
+            edges.append(_Edge(int(row["rank"]), None, _UNATTRIBUTED, h))
 
 
 def _p2p_hangs(
@@ -631,7 +637,21 @@ def _p2p_hangs(
             continue  # a coalesced batch entry names no peer; its ops are recorded one by one
         ops.setdefault((int(row["rank"]), members[peer], str(row["op"])), []).append(row)
 
+    covered: set[tuple[int, Any, Any]] = set()
+
+    def ident(row: Mapping[str, Any]) -> tuple[int, Any, Any]:
+        return (int(row["rank"]), _int_or_none(row.get("record_id")), _int_or_none(row.get("p2p_seq")))
+
+    def blocked_on_nobody(rank: int, row: Mapping[str, Any], peer: int | None) -> None:
+        covered.add(ident(row))
+        h = _Hang(
+            key, pg_desc, tuple(members), membership, _P2P, _int_or_none(row.get("p2p_seq")), str(row.get("op")),
+            (rank,), (), (), {}, row, _ts_ns(row.get("enqueue_ts")), wrapped=wrapped, peer=peer,
+        )  # fmt: skip
+        edges.append(_Edge(rank, None, _UNATTRIBUTED, h))
+
     def hang(waiter: int, target: int, row: Mapping[str, Any], kind: str) -> None:
+        covered.add(ident(row))
         h = _Hang(
             key,
             pg_desc,
@@ -653,12 +673,17 @@ def _p2p_hangs(
         hangs.append(h)
         edges.append(_Edge(waiter, target, kind, h))
 
+    def full(r: int) -> bool:  # its whole p2p history of this group is in its dump
+        return inv.has(r, rec) and (r, rec) not in inv.rolled and r not in inv.empty_off
+
+    def silent(r: int) -> str:  # no dump, or recording off: absence; a rolled buffer: unknown
+        return _ABSENT if not inv.has(r, rec) or r in inv.empty_off else _UNKNOWN
+
     pairs = {(a, b) for (a, b, op) in ops if op == "send"} | {(b, a) for (a, b, op) in ops if op == "recv"}
     for s, d in sorted(pairs):
         sends = ops.get((s, d, "send"), [])
         recvs = ops.get((d, s, "recv"), [])
-        s_full = inv.has(s, rec) and (s, rec) not in inv.rolled
-        d_full = inv.has(d, rec) and (d, rec) not in inv.rolled
+        s_full, d_full = full(s), full(d)
         if s_full and d_full:
             if len(sends) > len(recvs) and _pending(sends[len(recvs)], bk):
                 hang(s, d, sends[len(recvs)], _P2P)
@@ -671,25 +696,25 @@ def _p2p_hangs(
             # d's pending recv would be among its newest entries; "unknown" only if d left no
             # trace of this pair at all (rolled past it) or no dump.
             seen_pair = bool(recvs) or bool(ops.get((d, s, "send")))
-            if inv.has(d, rec) and (d_full or seen_pair):
+            if d_full or (seen_pair and silent(d) == _UNKNOWN):
                 hang(s, d, p_sends[0], _P2P)
             else:
-                hang(s, d, p_sends[0], _UNKNOWN if inv.has(d, rec) else _ABSENT)
+                hang(s, d, p_sends[0], silent(d))
         elif p_recvs and not p_sends:
             if s_full and not sends:
                 hang(d, s, p_recvs[0], _P2P)
-            elif not inv.has(s, rec):
-                hang(d, s, p_recvs[0], _ABSENT)
-            elif not sends:
-                hang(d, s, p_recvs[0], _UNKNOWN)
+            elif not s_full and not sends:
+                hang(d, s, p_recvs[0], silent(s))
             else:
-                # blocked, but on no rank we can name
-                h = _Hang(
-                    key, pg_desc, tuple(members), membership, _P2P, _int_or_none(p_recvs[0].get("p2p_seq")),
-                    "recv", (d,), (), (), {}, p_recvs[0], _ts_ns(p_recvs[0].get("enqueue_ts")), wrapped=wrapped,
-                    peer=s,
-                )  # fmt: skip
-                edges.append(_Edge(d, None, _UNATTRIBUTED, h))
+                blocked_on_nobody(d, p_recvs[0], s)  # its sender's last send may have matched it
+    # Any other pending send/recv (both sides posted and stuck in transfer, a coalesced batch entry
+    # that names no peer): its rank is blocked in it, so it is no root, though on whom is unknown.
+    for row in pp.to_dict("records"):
+        if _pending(row, bk) and ident(row) not in covered:
+            peer = _int_or_none(row.get("peer"))
+            blocked_on_nobody(
+                int(row["rank"]), row, members[peer] if peer is not None and 0 <= peer < len(members) else None
+            )
 
 
 def _ts_ns(v: Any) -> int | None:
@@ -912,9 +937,10 @@ def _components(edges: list[_Edge]) -> list[list[_Edge]]:
 
 def _waits_text(e: _Edge, hosts: Mapping[int, str]) -> str:
     h = e.hang
+    if e.dst is None:
+        return f"{h.where}, on a peer the dumps do not name"
     if h.kind == _P2P:
-        peer = "?" if e.dst is None else _fmt_ranks([e.dst], hosts)
-        return f"{h.op} with {peer} ({h.where})"
+        return f"{h.op} with {_fmt_ranks([e.dst], hosts)} ({h.where})"
     return f"{h.where}"
 
 
@@ -934,29 +960,66 @@ def _hang_findings(
     blocked: dict[int, _Edge] = {}
     for e in sorted(edges, key=lambda e: (e.kind not in _PROOF, e.hang.wait_ts_ns or 1 << 62)):
         blocked.setdefault(e.src, e)
+    parts: list[tuple[list[_Edge], str, list[int]]] = []
     findings: list[Finding] = []
     for comp in _components(edges):
         proof_roots = sorted({e.dst for e in comp if e.kind in _PROOF and e.dst not in blocked and e.dst is not None})
         kernel_roots = sorted({e.dst for e in comp if e.kind == _KERNEL and e.dst not in blocked and e.dst is not None})
-        absent_roots = sorted({e.dst for e in comp if e.kind == _ABSENT and e.dst not in blocked and e.dst is not None})
+        # MegaScale's silent-rank rule holds only where every other member is known to be past the
+        # hung op: with a rolled-over member there, the silent rank is no likelier than it.
+        rolled_in = {id(e.hang) for e in comp if e.kind == _UNKNOWN}
+        absent_roots = sorted(
+            {
+                e.dst
+                for e in comp
+                if e.kind == _ABSENT and e.dst not in blocked and e.dst is not None and id(e.hang) not in rolled_in
+            }
+        )
         if proof_roots or kernel_roots:
-            basis = "proof" if proof_roots else _KERNEL
-            roots = proof_roots or kernel_roots
+            parts.append((comp, "proof" if proof_roots else _KERNEL, proof_roots or kernel_roots))
         elif absent_roots:
-            basis, roots = _ABSENT, absent_roots
-        elif any(e.kind in _PROOF for e in comp):
+            parts.append((comp, _ABSENT, absent_roots))
+        elif _cycle(comp):
             findings.extend(_deadlock_findings(comp, blocked, inv, hosts, stacks, run, world, missing_dumps, conf))
-            continue
-        else:
-            basis, roots = "none", []
+        elif any(e.kind != _UNATTRIBUTED for e in comp):
+            parts.append((comp, "none", []))
+        # else: only ops every member entered are pending - nothing proves a hang here
+    # A silent rank (no dump, empty buffer) or a rolled-over one cuts the wait graph: the ranks
+    # waiting on it look like a hang of their own. With a root proven elsewhere they are most
+    # likely behind it, so they join that finding as evidence instead of naming a second culprit.
+    proven = [i for i, (_, basis, _) in enumerate(parts) if basis in ("proof", _KERNEL)]
+    if proven:
+        head = parts[proven[0]]
+        extra = [e for comp, basis, _ in parts if basis in (_ABSENT, "none") for e in comp]
+        parts = [p for p in parts if p[1] in ("proof", _KERNEL)]
+        parts[0] = (head[0] + extra, head[1], head[2])
+    for comp, basis, roots in parts:
         findings.append(_one_hang(comp, basis, roots, blocked, inv, hosts, stacks, run, world, missing_dumps, conf))
     return findings
 
 
+def _short(h: _Hang) -> str:
+    if h.kind == _P2P and h.waiting and h.peer is not None:
+        arrow = "->" if h.op == "send" else "<-"
+        return f"pg {h.pg_name} {h.op} {h.waiting[0]}{arrow}{h.peer}"
+    return f"pg {h.pg_name} seq {h.seq}"
+
+
+def _cycle(comp: list[_Edge]) -> bool:
+    """Every rank others provably wait on provably waits on someone: a wait cycle (deadlock).
+    A rank blocked only on someone unknown closes no cycle."""
+    targets = {e.dst for e in comp if e.kind in _PROOF}
+    attributed = {e.src for e in comp if e.kind in (*_PROOF, _KERNEL)}
+    return bool(targets) and targets <= attributed
+
+
 def _primary(comp: list[_Edge], roots: list[int], basis: str, blocked: Mapping[int, _Edge]) -> _Hang:
-    kinds = {"proof": _PROOF, _KERNEL: (_KERNEL,), _ABSENT: (_ABSENT,), "none": (_UNKNOWN, _UNATTRIBUTED, _ABSENT)}[
-        basis
-    ]
+    kinds = {
+        "proof": _PROOF,
+        _KERNEL: (_KERNEL,),
+        _ABSENT: (_ABSENT,),
+        "none": (*_PROOF, _UNKNOWN, _UNATTRIBUTED, _ABSENT),
+    }[basis]
     cands: dict[int, _Hang] = {}
     for e in comp:
         if e.kind in kinds and (e.dst in roots or basis == "none"):
@@ -1031,6 +1094,13 @@ def _one_hang(
                 summary += f"; no dump from rank(s) {','.join(map(str, primary_no_dump))} (they may be behind too)"
         elif primary_rolled:
             confidence = min(confidence, conf["unknown"])
+        silent_off = sorted({e.dst for e in comp if e.kind == _ABSENT and e.dst in inv.empty_off} - set(culprits))
+        if silent_off:
+            confidence = min(confidence, conf["missing"])
+            summary += (
+                f"; rank(s) {','.join(map(str, silent_off))} recorded nothing (Flight Recorder off there?) and "
+                "others wait on them (behind this hang, or a second cause)"
+            )
         if primary_rolled:
             summary += (
                 f"; rank(s) {','.join(map(str, primary_rolled))} rolled their Flight Recorder buffer past this "
@@ -1067,12 +1137,13 @@ def _one_hang(
         confidence = conf["none"]
         unknown_all = sorted({e.dst for e in comp if e.dst is not None and e.kind == _UNKNOWN})
         summary = (
-            f"{waiting_txt} {verb} waiting in {h.where}, but the ranks that did not arrive cannot be told"
+            f"{waiting_txt} {verb} waiting in {h.where}, but the root of the hang cannot be told"
             + (
                 f": rank(s) {','.join(map(str, unknown_all))} rolled their Flight Recorder buffer past it "
                 "(raise TORCH_FR_BUFFER_SIZE)"
                 if unknown_all
-                else ": the peers' side is not in their dumps"
+                else ": the wait chain ends in ops whose other side the dumps do not show (a batched "
+                "send/recv names no peer, or both sides posted and the transfer is stuck)"
             )
             + "; no rank is blamed"
         )
@@ -1157,7 +1228,7 @@ def _one_hang(
             }
             for o in others
         ]
-        shown = ", ".join(f"pg {o.pg_name} {'p2p ' if o.kind == _P2P else ''}seq {o.seq}" for o in others[:6])
+        shown = ", ".join(_short(o) for o in others[:6])
         more = f" and {len(others) - 6} more" if len(others) > 6 else ""
         summary += f" (also hung: {shown}{more})"
     no_dump = [r for r in culprits if r in missing_dumps]
