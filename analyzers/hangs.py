@@ -309,6 +309,34 @@ def _inventory(coll: pd.DataFrame, status: pd.DataFrame, fr_dumps: pd.DataFrame 
     )
 
 
+def _coalesced_by_proxy(coll: pd.DataFrame) -> pd.DataFrame:
+    """Ops recorded inside a coalesced group take the state of the group's "coalesced" entry.
+
+    ProcessGroupNCCL::pointToPoint, when coalescing (batch_isend_irecv), records each send/recv
+    with no events ("per op that lack timing/state information"), so they stay "scheduled"
+    forever; endCoalescing records a `nccl:coalesced` entry with the same p2p (or collective) seq
+    whose events the watchdog updates. Each op of the group is as finished as that entry."""
+    if coll.empty or "state" not in coll.columns:
+        return coll
+    is_co = coll["op"].astype(str).str.endswith("coalesced")
+    if not is_co.any():
+        return coll
+    coll = coll.copy()
+    kind = coll["seq"].isna()  # p2p rows carry p2p_seq, collectives seq
+    num = coll["p2p_seq"].where(kind, coll["seq"])
+    keys = list(zip(coll["rank"], coll["bk"], coll["pg_name"], kind, num))
+    proxy: dict[tuple, tuple[Any, Any]] = {}
+    for k, co, state, retired in zip(keys, is_co, coll["state"], coll["retired"]):
+        if co:
+            proxy[k] = (state, retired)
+    states, retireds = list(coll["state"]), list(coll["retired"])
+    for i, (k, co) in enumerate(zip(keys, is_co)):
+        if not co and k in proxy:
+            states[i], retireds[i] = proxy[k]
+    coll["state"], coll["retired"] = states, retireds
+    return coll
+
+
 def _pending(row: Mapping[str, Any], backend: str) -> bool:
     """Not finished: on NCCL the end event was not seen; on gloo (no events) not retired."""
     if backend in _NCCL_BACKENDS:
@@ -353,6 +381,7 @@ def analyze_hangs(
         if col not in coll.columns:
             coll[col] = default
     coll["bk"] = [b if isinstance(b, str) and b else "" for b in coll["backend"]]
+    coll = _coalesced_by_proxy(coll)
     status = (
         pg_status.copy()
         if pg_status is not None

@@ -278,14 +278,29 @@ def load_dumps(paths: Iterable[Path], *, root: Path | None = None) -> list[Fligh
     last), and of two equally new ones the pickle (it carries the stacks).
     """
     kept: dict[tuple[int, str], FlightRecorderDump] = {}
+    unreadable: list[tuple[Path, FlightRecorderError]] = []
     for p in paths:
-        d = load_dump(p, root=root)
+        try:
+            d = load_dump(p, root=root)
+        except UnsafePickleError:
+            raise  # never skipped: a hostile file is reported, whatever else is there
+        except FlightRecorderError as exc:
+            unreadable.append((p, exc))
+            continue
         key = (d.rank, d.recorder)
         prev = kept.get(key)
         if prev is None or _newer(d, prev):
             if prev is not None:
                 logger.info("rank %d (%s recorder): using %s over %s", d.rank, d.recorder, d.path, prev.path)
             kept[key] = d
+    # A torn file (the watchdog killed mid-write, a half-copied dump) is skipped when another dump
+    # of the same rank and recorder was read; otherwise it fails clearly, naming the file.
+    for p, exc in unreadable:
+        rank = rank_from_name(p)
+        if rank is not None and (rank, "nccl" if "nccl" in p.name.lower() else "cpu") in kept:
+            logger.warning("%s; using the rank's other dump", exc)
+            continue
+        raise exc
     return [kept[k] for k in sorted(kept)]
 
 

@@ -26,6 +26,7 @@ TP, PP, DP = 2, 4, 2
 WORLD = TP * PP * DP
 GROUPS, OF = J.megatron_groups(TP, PP, DP)
 PROGRAMS = J.megatron_programs(TP, PP, DP)
+BATCHED = J.megatron_programs(TP, PP, DP, batched=True)  # batch_isend_irecv
 HOSTS = J.megatron_hosts(WORLD)
 LAYOUT = {"tp": TP, "pp": PP, "dp": DP}
 
@@ -412,7 +413,8 @@ def test_rank_blocked_in_a_batched_send_recv_is_not_a_root() -> None:
 
 
 def test_random_hangs_never_blame_a_healthy_rank_with_evidence_it_does_not_have(tmp_path) -> None:
-    # Seeded mixes of everything at once: culprit and stop point, buffer size, NCCL timing on or
+    # Seeded mixes of everything at once: single or batched send/recv, culprit and stop point,
+    # buffer size, NCCL timing on or
     # off, healthy ranks whose dump is missing or whose recording is off, a stuck kernel instead
     # of a CPU hang, pickle/JSON/watchdog files. A healthy rank may be named only by the silent-rank
     # rule (it left no dump or recorded nothing, confidence <= 0.6, said so); never with proof.
@@ -421,8 +423,9 @@ def test_random_hangs_never_blame_a_healthy_rank_with_evidence_it_does_not_have(
     rng = random.Random(20261124)
     exact = 0
     for i in range(40):
+        programs = rng.choice([PROGRAMS, BATCHED])
         culprit = rng.randrange(WORLD)
-        k = rng.randrange(len(PROGRAMS[culprit]))
+        k = rng.randrange(len(programs[culprit]))
         healthy = [r for r in range(WORLD) if r != culprit]
         missing = rng.sample(healthy, rng.choice([0, 0, 1, 2]))
         disabled = frozenset(rng.sample(healthy, rng.choice([0, 0, 1])))
@@ -430,7 +433,7 @@ def test_random_hangs_never_blame_a_healthy_rank_with_evidence_it_does_not_have(
         job = J.Job(
             WORLD,
             GROUPS,
-            PROGRAMS,
+            programs,
             stop_at={} if stuck else {culprit: k},
             stuck_kernel_at={culprit: k} if stuck else {},
             buffer_size=rng.choice([4, 8, 16, 64, 2000]),
@@ -452,3 +455,18 @@ def test_random_hangs_never_blame_a_healthy_rank_with_evidence_it_does_not_have(
             # nobody (a warning that says the root cannot be told)
             assert [f.ranks for f in crit] in ([(culprit,)], []), (i, [f.summary for f in fs])
     assert exact >= 30, exact  # most of the time the one finding is the culprit
+
+
+@pytest.mark.parametrize("culprit", range(0, WORLD, 3))
+def test_megatron_with_batch_isend_irecv_names_the_culprit(tmp_path, culprit) -> None:
+    # Megatron's default p2p path: batch_isend_irecv. ProcessGroupNCCL records each send/recv of a
+    # batch with no events (they stay "scheduled" forever) and one "nccl:coalesced" entry that
+    # carries the batch's state; read naively, every batched op ever sent would look hung.
+    assert any(len(op.parts) == 2 for op in BATCHED[culprit] if op.kind == "batch") or culprit >= 12
+    n = len(BATCHED[culprit])
+    for k in (9, n // 2):
+        job = J.Job(WORLD, GROUPS, BATCHED, stop_at={culprit: k}, buffer_size=16).run()
+        f = _only_culprit(_diagnose(job, tmp_path / f"k{k}", HOSTS, LAYOUT), (culprit,), HOSTS)
+        assert str(culprit) not in f.evidence["blocked"]
+    clean = J.Job(WORLD, GROUPS, BATCHED, buffer_size=16).run()
+    assert _critical(_diagnose(clean, tmp_path / "clean", HOSTS, LAYOUT)) == []
