@@ -253,7 +253,7 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
     version = str(obj.get("version", ""))
     if version and not version.startswith("2."):
         logger.warning("%s: Flight Recorder format %s (read as 2.x; torch 2.13 writes 2.10)", path, version)
-    lib = obj.get("comm_lib_version", obj.get("nccl_version"))  # nccl_version: formats before 2.7
+    lib = obj.get("comm_lib_version", obj.get("nccl_version"))  # older formats name it nccl_version
     # pg_config maps pg name -> {name, desc, ranks}; gloo leaves one {"": ...} placeholder (peers.md).
     pg_config = {str(k): v for k, v in (obj.get("pg_config") or {}).items() if isinstance(v, dict) and str(k)}
     return FlightRecorderDump(

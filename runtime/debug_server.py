@@ -19,10 +19,8 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from trainctl.rundir import worker_socket_path
 
@@ -106,21 +104,15 @@ def nccl_recorder_available() -> bool:
         return False
 
 
-def request(
-    sock_path: str | os.PathLike[str],
-    handler: str,
-    *,
-    timeout_s: float = 10.0,
-    params: Mapping[str, str] | None = None,
-) -> bytes:
-    """POST /handler/<handler>[?params] over the Unix socket; returns the response body."""
-    query = ("?" + urlencode(dict(params))) if params else ""
+def request(sock_path: str | os.PathLike[str], handler: str, *, timeout_s: float = 10.0) -> bytes:
+    """POST /handler/<handler> over the Unix socket (handlers' defaults: every entry, with stacks
+    where the format has them); returns the response body."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout_s)
     try:
         s.connect(str(sock_path))
         s.sendall(
-            f"POST /handler/{handler}{query} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
+            f"POST /handler/{handler} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
             "Connection: close\r\n\r\n".encode()
         )
         chunks = []
