@@ -1171,8 +1171,8 @@ def _one_hang(
                 f": rank(s) {','.join(map(str, unknown_all))} rolled their Flight Recorder buffer past it "
                 "(raise TORCH_FR_BUFFER_SIZE)"
                 if unknown_all
-                else ": the wait chain ends in ops whose other side the dumps do not show (a batched "
-                "send/recv names no peer, or both sides posted and the transfer is stuck)"
+                else ": the wait chain ends in ops every side entered, or in a send/recv whose other side "
+                "the dumps do not show - a stall below Flight Recorder (a kernel, a stream, the network)"
             )
             + "; no rank is blamed"
         )
