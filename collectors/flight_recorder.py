@@ -1,10 +1,29 @@
-"""PyTorch Flight Recorder dumps -> `collectives`, `pg_status` and `stacks` tables.
+"""PyTorch Flight Recorder dumps -> `collectives`, `pg_status`, `fr_dumps` and `stacks` tables.
 
-A dump is one file per rank, written by `torch._C._distributed_c10d._dump_fr_trace()` (pickle,
-with Python stacks in each entry's `frames`) or `_dump_fr_trace_json()` (JSON, no stacks), format
-version "2.10" in torch 2.13 (peers.md §1.3). Any file name prefix is accepted; the rank comes from
-the dump's own `rank` key when present, else from the digits the file name ends with
-(`rank-3.pkl`, `nccl_trace_rank_3`, `fr3.json`).
+A dump is one file per rank and recorder. torch 2.13 keeps two recorders in a CUDA build: the CPU
+one (`FlightRecorder<c10::Event>`, gloo; served as `fr_trace_json`, dumped by
+`_dump_fr_trace[_json]()`) and ProcessGroupNCCL's (`FlightRecorder<at::cuda::CUDAEvent>`; served
+as `dump_nccl_trace_json` / `dump_nccl_trace_pickle`, and written by the NCCL watchdog on a
+timeout to `<TORCH_FR_DUMP_TEMP_FILE><rank>`). Both write the same format, version "2.10" in torch
+2.13 (torch/csrc/distributed/c10d/FlightRecorder.hpp `version_val`; FlightRecorderDetail.hpp
+`getCollectiveTrace` / `dump_json`): top-level `version`, `pg_config` ({pg name: {name, desc,
+ranks: "[0, 1]"}}), `pg_status` ({rank-local pg_id: {last_enqueued_collective,
+last_started_collective, last_completed_collective}}), `comm_lib_version` and `entries` (JSON:
+absent when empty). A file whose name holds "nccl" (`nccl-rank-3.json` from the hang dump,
+`nccl_trace_rank_3` from the watchdog) or whose entries are `nccl:` ops is the NCCL recorder's.
+Any file name prefix is accepted; the rank comes from the dump's own `rank` key when present,
+else from the digits the file name ends with (`rank-3.pkl`, `nccl_trace_rank_3`, `fr3.json`).
+
+Per rank and recorder one dump is kept (the newest: its latest entry was created last; a pickle
+over a JSON of the same moment, for the stacks); the two recorders of a rank are merged in the
+tables, each row carrying its `backend` (profiling_name's prefix), because a group's gloo and
+NCCL halves count their seq ids separately.
+
+ProcessGroupNCCL records every op with BOTH counters (initWork: `record(..., seqCollective_,
+seqP2P_, ...)`), so a send/recv entry carries the collective_seq_id of the last collective before
+it: p2p rows get `seq` null and `p2p_seq` set, and their `peer` (the group rank after "->" or
+"<-" in "nccl:send 1->2" / "nccl:recv 3<-0", ProcessGroupNCCL::send/recv's profilingTitle), so
+nothing ever matches a send/recv as a collective.
 
 Pickles are loaded with `PlainUnpickler`, which admits only what the pickle opcodes build by
 themselves (dict, list, tuple, str, bytes, int, float, bool, None, set) and refuses every global
@@ -44,6 +63,9 @@ __all__ = [
     "load_dumps",
     "dumps_to_tables",
     "normalize_op",
+    "backend_of",
+    "p2p_peer",
+    "recorder_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -137,6 +159,50 @@ class FlightRecorderDump:
     pg_status: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     pg_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fmt: str = "pickle"  # pickle | json
+    recorder: str = "cpu"  # nccl | cpu
+    comm_lib_version: str | None = None
+
+    @property
+    def latest_ns(self) -> int:
+        """time_created_ns of the newest entry (0 for an empty buffer): which of two dumps is newer."""
+        return max((_int(e.get("time_created_ns")) or 0 for e in self.entries), default=0)
+
+
+# Backends whose ops ProcessGroupNCCL (or its ROCm build) records in the CUDA recorder.
+_NCCL_BACKENDS = frozenset({"nccl", "ncclx", "rccl", "rcclx"})
+
+
+def backend_of(profiling_name: str | None) -> str | None:
+    """'nccl:all_reduce' -> 'nccl'; 'gloo:broadcast' -> 'gloo'; no prefix -> None."""
+    name = (profiling_name or "").strip()
+    return name.split(":", 1)[0].lower() or None if ":" in name else None
+
+
+def recorder_of(path: Path, entries: Iterable[Mapping[str, Any]], comm_lib_version: str | None = None) -> str:
+    """'nccl' for ProcessGroupNCCL's recorder, else 'cpu'. Said by the file name, else the entries'
+    backend, else `comm_lib_version`: only accelerator backends call record_accelerator_version
+    (ProcessGroupNCCL records the NCCL version; gloo leaves it "")."""
+    if "nccl" in path.name.lower():
+        return "nccl"
+    for e in entries:
+        b = backend_of(e.get("profiling_name"))
+        if b is not None:
+            return "nccl" if b in _NCCL_BACKENDS else "cpu"
+    return "nccl" if comm_lib_version else "cpu"
+
+
+_PEER = re.compile(r"^(?:send\s+\d+\s*->\s*(\d+)|recv\s+\d+\s*<-\s*(\d+))$")
+
+
+def p2p_peer(profiling_name: str | None) -> int | None:
+    """Group rank of the other side of a send/recv: 'nccl:send 1->2' -> 2, 'nccl:recv 3<-0' -> 0."""
+    name = (profiling_name or "").strip()
+    if ":" in name:
+        name = name.split(":", 1)[1]
+    m = _PEER.match(name.strip())
+    if not m:
+        return None
+    return int(m.group(1) if m.group(1) is not None else m.group(2))
 
 
 def _host_of(path: Path, root: Path | None) -> str | None:
@@ -182,30 +248,66 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
         raise FlightRecorderError(
             f"{path}: cannot tell which rank wrote this dump; name it <prefix><rank> (e.g. rank-3.pkl)"
         )
+    # dump_json leaves "entries" out when the buffer is empty (FlightRecorderDetail.hpp).
     entries = tuple(e for e in obj.get("entries") or () if isinstance(e, dict))
+    version = str(obj.get("version", ""))
+    if version and not version.startswith("2."):
+        logger.warning("%s: Flight Recorder format %s (read as 2.x; torch 2.13 writes 2.10)", path, version)
+    lib = obj.get("comm_lib_version", obj.get("nccl_version"))  # older formats name it nccl_version
+    # pg_config maps pg name -> {name, desc, ranks}; gloo leaves one {"": ...} placeholder (peers.md).
+    pg_config = {str(k): v for k, v in (obj.get("pg_config") or {}).items() if isinstance(v, dict) and str(k)}
     return FlightRecorderDump(
         rank=int(rank),
         host=_host_of(path, root),
         path=path,
-        version=str(obj.get("version", "")),
+        version=version,
         entries=entries,
         pg_status={str(k): v for k, v in (obj.get("pg_status") or {}).items() if isinstance(v, dict)},
-        pg_config={str(k): v for k, v in (obj.get("pg_config") or {}).items() if isinstance(v, dict)},
+        pg_config=pg_config,
         fmt=fmt,
+        recorder=recorder_of(path, entries, None if lib in (None, "") else str(lib)),
+        comm_lib_version=None if lib in (None, "") else str(lib),
     )
 
 
 def load_dumps(paths: Iterable[Path], *, root: Path | None = None) -> list[FlightRecorderDump]:
-    """Load dumps; where one rank has both .pkl and .json, keep the pickle (it carries stacks)."""
-    by_rank: dict[int, FlightRecorderDump] = {}
+    """Load dumps, one per rank and recorder, sorted by (rank, recorder).
+
+    Several dumps of one recorder of one rank (the hang dump's JSON and pickle, the watchdog's own
+    file, an earlier attempt's) are not an error: the newest is kept (its latest entry was created
+    last), and of two equally new ones the pickle (it carries the stacks).
+    """
+    kept: dict[tuple[int, str], FlightRecorderDump] = {}
+    unreadable: list[tuple[Path, FlightRecorderError]] = []
     for p in paths:
-        d = load_dump(p, root=root)
-        prev = by_rank.get(d.rank)
-        if prev is None or (prev.fmt == "json" and d.fmt == "pickle"):
-            by_rank[d.rank] = d
-        elif prev.fmt == d.fmt:
-            raise FlightRecorderError(f"two dumps claim rank {d.rank}: {prev.path} and {d.path}; keep one per rank")
-    return [by_rank[r] for r in sorted(by_rank)]
+        try:
+            d = load_dump(p, root=root)
+        except UnsafePickleError:
+            raise  # never skipped: a hostile file is reported, whatever else is there
+        except FlightRecorderError as exc:
+            unreadable.append((p, exc))
+            continue
+        key = (d.rank, d.recorder)
+        prev = kept.get(key)
+        if prev is None or _newer(d, prev):
+            if prev is not None:
+                logger.info("rank %d (%s recorder): using %s over %s", d.rank, d.recorder, d.path, prev.path)
+            kept[key] = d
+    # A torn file (the watchdog killed mid-write, a half-copied dump) is skipped when another dump
+    # of the same rank and recorder was read; otherwise it fails clearly, naming the file.
+    for p, exc in unreadable:
+        rank = rank_from_name(p)
+        if rank is not None and (rank, "nccl" if "nccl" in p.name.lower() else "cpu") in kept:
+            logger.warning("%s; using the rank's other dump", exc)
+            continue
+        raise exc
+    return [kept[k] for k in sorted(kept)]
+
+
+def _newer(a: FlightRecorderDump, b: FlightRecorderDump) -> bool:
+    ka = (a.latest_ns, len(a.entries), a.fmt == "pickle", str(a.path))
+    kb = (b.latest_ns, len(b.entries), b.fmt == "pickle", str(b.path))
+    return ka > kb
 
 
 def normalize_op(profiling_name: str | None) -> str:
@@ -268,15 +370,31 @@ def _frames(v: Any) -> list[dict[str, Any]]:
 
 
 def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.Table]:
-    """`collectives`, `pg_status` and `stacks` (frames of each rank's latest entry), each with a host column."""
+    """`collectives`, `pg_status`, `fr_dumps` and `stacks` (frames of each rank's newest entry that
+    has them), each with a host column. The dumps of a rank's two recorders are concatenated."""
     coll: list[dict[str, Any]] = []
     coll_hosts: list[str | None] = []
     status: list[dict[str, Any]] = []
     status_hosts: list[str | None] = []
-    stacks: list[dict[str, Any]] = []
-    stack_hosts: list[str | None] = []
+    inventory: list[dict[str, Any]] = []
+    inventory_hosts: list[str | None] = []
+    latest: dict[int, tuple[Mapping[str, Any], FlightRecorderDump]] = {}
     for d in dumps:
-        latest: Mapping[str, Any] | None = None
+        record_ids = [r for r in (_int(e.get("record_id")) for e in d.entries) if r is not None]
+        inventory.append(
+            {
+                "rank": d.rank,
+                "recorder": d.recorder,
+                "fr_version": d.version or None,
+                "comm_lib_version": d.comm_lib_version,
+                "entries": len(d.entries),
+                "first_record_id": min(record_ids, default=None),
+                "last_record_id": max(record_ids, default=None),
+                "groups_configured": len(d.pg_config),
+                "source": str(d.path),
+            }
+        )
+        inventory_hosts.append(d.host)
         for e in d.entries:
             pg = e.get("process_group") or ("", "")
             pg_name, pg_desc = (
@@ -299,6 +417,7 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
                     "input_dtypes": [str(x) for x in e.get("input_dtypes") or []],
                     "output_dtypes": [str(x) for x in e.get("output_dtypes") or []],
                     "enqueue_ts": _ts(e.get("time_created_ns")),
+                    # JSON writes 0 and the pickle None for "never discovered" (FlightRecorderDetail.hpp).
                     "start_ts": _ts(e.get("time_discovered_started_ns")),
                     "end_ts": _ts(e.get("time_discovered_completed_ns")),
                     "state": e.get("state"),
@@ -306,53 +425,66 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
                     "timeout_ms": _int(e.get("timeout_ms")),
                     # The schema stores frames innermost last; Flight Recorder lists them innermost first.
                     "frames": json.dumps(frames[::-1]) if frames else None,
+                    "backend": backend_of(e.get("profiling_name")),
+                    "peer": p2p_peer(e.get("profiling_name")) if is_p2p else None,
                 }
             )
             coll_hosts.append(d.host)
-            if frames and (latest is None or (_int(e.get("record_id")) or 0) >= (_int(latest.get("record_id")) or 0)):
-                latest = e
+            if frames:
+                ts = _int(e.get("time_created_ns")) or 0
+                prev = latest.get(d.rank)
+                if prev is None or ts >= (_int(prev[0].get("time_created_ns")) or 0):
+                    latest[d.rank] = (e, d)
         # pg_status is keyed by the rank-local pg_id (the index among the groups this rank is a
         # member of), not by pg_name: rank 2's "1" may be the group rank 0 calls "1" or "2".
         # Map through the entries; a key with no entry left (ring-buffer wrap) cannot be placed
         # safely and is dropped, except the default group, which is pg 0 everywhere.
-        id_to_name = {str(e.get("pg_id")): _pg_name(e) for e in d.entries if e.get("pg_id") is not None}
-        id_to_name.setdefault("0", "0")
+        id_to_name: dict[str, tuple[str, str | None]] = {}
+        for e in d.entries:
+            if e.get("pg_id") is not None:
+                id_to_name[str(e.get("pg_id"))] = (_pg_name(e), backend_of(e.get("profiling_name")))
+        default_backend = next((b for _, b in id_to_name.values() if b), None)
+        id_to_name.setdefault("0", ("0", default_backend))
         for pg_id, st in d.pg_status.items():
-            pg_name = id_to_name.get(pg_id)
-            if pg_name is None:
+            placed = id_to_name.get(pg_id)
+            if placed is None:
                 logger.info("%s: pg_status key %s matches no entry; skipped", d.path, pg_id)
                 continue
             status.append(
                 {
                     "rank": d.rank,
-                    "pg_name": pg_name,
+                    "pg_name": placed[0],
                     "last_enqueued_seq": _int(st.get("last_enqueued_collective")),
                     "last_started_seq": _int(st.get("last_started_collective")),
                     "last_completed_seq": _int(st.get("last_completed_collective")),
                     "fr_version": d.version,
                     "source": str(d.path),
+                    "backend": placed[1],
                 }
             )
             status_hosts.append(d.host)
-        if latest is not None:
-            for depth, f in enumerate(_frames(latest.get("frames"))):
-                stacks.append(
-                    {
-                        "ts": _ts(latest.get("time_created_ns")),
-                        "rank": d.rank,
-                        "pid": None,
-                        "thread": str(latest.get("thread_name") or "") or None,
-                        "depth": depth,
-                        "function": f["name"] or "?",
-                        "filename": f["filename"] or None,
-                        "line": f["line"],
-                        "source": "flight_recorder",
-                    }
-                )
-                stack_hosts.append(d.host)
+    stacks: list[dict[str, Any]] = []
+    stack_hosts: list[str | None] = []
+    for rank, (e, d) in sorted(latest.items()):
+        for depth, f in enumerate(_frames(e.get("frames"))):
+            stacks.append(
+                {
+                    "ts": _ts(e.get("time_created_ns")),
+                    "rank": rank,
+                    "pid": None,
+                    "thread": str(e.get("thread_name") or "") or None,
+                    "depth": depth,
+                    "function": f["name"] or "?",
+                    "filename": f["filename"] or None,
+                    "line": f["line"],
+                    "source": "flight_recorder",
+                }
+            )
+            stack_hosts.append(d.host)
     return {
         SignalKind.COLLECTIVES: _table(SignalKind.COLLECTIVES, coll, coll_hosts),
         SignalKind.PG_STATUS: _table(SignalKind.PG_STATUS, status, status_hosts),
+        SignalKind.FR_DUMPS: _table(SignalKind.FR_DUMPS, inventory, inventory_hosts),
         SignalKind.STACKS: _table(SignalKind.STACKS, stacks, stack_hosts),
     }
 

@@ -5,8 +5,13 @@ torch ships the server (`torch._C._distributed_c10d._WorkerServer`, the one behi
 inside a gloo collective still answers (peers.md: ~5 ms). Gloo never dumps Flight Recorder by
 itself, so this is how trainctl gets dumps out of a hung CPU run.
 
-Handlers used: `fr_trace_json` (Flight Recorder, JSON, no stacks), `fr_trace` (pickle with Python
-stacks; slower, needs the GIL), `dump_traceback` (all Python thread stacks), `ping`.
+Handlers used: `fr_trace_json` (the CPU Flight Recorder - gloo - as JSON, no stacks), `fr_trace`
+(its pickle with Python stacks; slower, needs the GIL), `dump_traceback` (all Python thread
+stacks), `ping`. A CUDA build records NCCL's collectives in a second recorder, which its server
+serves as `dump_nccl_trace_json` and `dump_nccl_trace_pickle` (torch 2.13 FlightRecorderCuda.cpp
+registers both; torch/distributed/debug/_debug_handlers.py asks for `dump_nccl_trace_json`);
+query parameters `includecollectives`, `onlyactive` (and `includestacktraces` for the pickle),
+"true"/"false". The CPU wheel has neither.
 """
 
 from __future__ import annotations
@@ -19,7 +24,23 @@ from typing import Any
 
 from trainctl.rundir import worker_socket_path
 
-__all__ = ["start", "request", "DebugServerError"]
+__all__ = [
+    "start",
+    "request",
+    "DebugServerError",
+    "nccl_recorder_available",
+    "CPU_FR_JSON",
+    "CPU_FR_PICKLE",
+    "NCCL_FR_JSON",
+    "NCCL_FR_PICKLE",
+    "STACKS",
+]
+
+CPU_FR_JSON = "fr_trace_json"  # torch's own handler
+CPU_FR_PICKLE = "fr_trace"  # registered below (torch 2.13 has no CPU pickle handler)
+NCCL_FR_JSON = "dump_nccl_trace_json"  # ProcessGroupNCCL's recorder (CUDA builds)
+NCCL_FR_PICKLE = "dump_nccl_trace_pickle"
+STACKS = "dump_traceback"
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +63,9 @@ def start(run_dir: str | os.PathLike[str], rank: int) -> Any | None:
         log.warning("rank %d: torch has no _WorkerServer (%s); hang dumps will rely on py-spy", rank, exc)
         return None
     _register_fr_trace_pickle(c10d)
+    from trainctl.runtime import nccl_env
+
+    nccl_env.ensure_dump_dir()  # the NCCL watchdog's dump folder (its writer creates none)
     path = worker_socket_path(run_dir, rank)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)  # a stale socket from an earlier attempt would make bind fail
@@ -60,14 +84,29 @@ def _register_fr_trace_pickle(c10d: Any) -> None:
     register `fr_trace` (pickle with Python stacks, what torchfrtrace reads). Python handler:
     it needs the GIL, which a rank blocked in a gloo wait or a sleep does not hold."""
     try:
-        if "fr_trace" not in c10d._get_handler_names():
-            c10d._register_handler("fr_trace", _fr_trace_pickle)
+        if CPU_FR_PICKLE not in c10d._get_handler_names():
+            c10d._register_handler(CPU_FR_PICKLE, _fr_trace_pickle)
     except (AttributeError, RuntimeError) as exc:
         log.warning("fr_trace pickle handler not registered: %s", exc)
 
 
+def nccl_recorder_available() -> bool:
+    """Is this a torch build with ProcessGroupNCCL (and so the NCCL recorder and its handlers)?
+
+    The same Python that runs the ranks runs the hang dump on their host, so its build is theirs.
+    This is the CUDA boundary tests fake on a CPU-only machine.
+    """
+    try:
+        import torch.distributed as dist
+
+        return bool(dist.is_available() and dist.is_nccl_available())
+    except (ImportError, AttributeError, RuntimeError):
+        return False
+
+
 def request(sock_path: str | os.PathLike[str], handler: str, *, timeout_s: float = 10.0) -> bytes:
-    """POST /handler/<handler> over the Unix socket; returns the response body."""
+    """POST /handler/<handler> over the Unix socket (handlers' defaults: every entry, with stacks
+    where the format has them); returns the response body."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout_s)
     try:

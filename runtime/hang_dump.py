@@ -1,5 +1,12 @@
 """Dump a hung run's evidence on the host where its ranks run: Flight Recorder and Python stacks.
 
+Per rank: the CPU recorder (`fr/<host>/rank-R.json` and `.pkl`), on a CUDA build also the NCCL
+recorder, where ProcessGroupNCCL's collectives are (`fr/<host>/nccl-rank-R.json` and `.pkl`, from
+the `dump_nccl_trace_json` / `dump_nccl_trace_pickle` handlers), and the Python stacks
+(`stacks/<host>/rank-R.txt`, plus `rank-R.pyspy.txt` with py-spy). `diagnose` merges the two
+recorders of a rank, and reads the NCCL watchdog's own `nccl_trace_rank_R` there too
+(trainctl.runtime.nccl_env points it into fr/<host>/).
+
 Runs on the training host (its ranks' debug sockets are local there): the local launcher calls
 `dump_hung_ranks` directly, the multi-host supervisor and runbooks run `python -m
 trainctl.runtime.hang_dump RUN_DIR` on each host over SSH, which prints "OK TOTAL".
@@ -30,12 +37,19 @@ def _pyspy() -> str | None:
     return str(cand) if cand.is_file() else None
 
 
-def dump_hung_ranks(run_dir: Path, ranks: Mapping[int, dict], *, timeout_s: float = 20.0) -> dict[str, str]:
-    """Save every rank's Flight Recorder (json + pickle) and Python stacks, in parallel.
+def dump_hung_ranks(
+    run_dir: Path, ranks: Mapping[int, dict], *, timeout_s: float = 20.0, nccl: bool | None = None
+) -> dict[str, str]:
+    """Save every rank's Flight Recorder (json + pickle, both recorders on CUDA builds) and Python
+    stacks, in parallel.
 
+    nccl: ask for the NCCL recorder too; default: when this torch build has ProcessGroupNCCL
+    (debug_server.nccl_recorder_available).
     Returns {artefact path: "ok" or why it is missing}; a dead rank's missing dump is itself
     evidence for the hang analyzer, so failures are recorded, never raised.
     """
+    if nccl is None:
+        nccl = debug_server.nccl_recorder_available()
     pyspy = _pyspy()
     jobs: list[tuple[Path, Callable[[], bytes]]] = []
     for rank, info in sorted(ranks.items()):
@@ -47,10 +61,16 @@ def dump_hung_ranks(run_dir: Path, ranks: Mapping[int, dict], *, timeout_s: floa
             return lambda: debug_server.request(sock, handler, timeout_s=timeout_s)
 
         jobs += [
-            (fr_dir / f"rank-{rank}.json", req("fr_trace_json")),
-            (fr_dir / f"rank-{rank}.pkl", req("fr_trace")),
-            (st_dir / f"rank-{rank}.txt", req("dump_traceback")),
+            (fr_dir / f"rank-{rank}.json", req(debug_server.CPU_FR_JSON)),
+            (fr_dir / f"rank-{rank}.pkl", req(debug_server.CPU_FR_PICKLE)),
+            (st_dir / f"rank-{rank}.txt", req(debug_server.STACKS)),
         ]
+        if nccl:
+            # JSON needs no GIL; the pickle symbolizes Python stacks and may wait for it.
+            jobs += [
+                (fr_dir / f"nccl-rank-{rank}.json", req(debug_server.NCCL_FR_JSON)),
+                (fr_dir / f"nccl-rank-{rank}.pkl", req(debug_server.NCCL_FR_PICKLE)),
+            ]
         if pyspy and info.get("pid"):
 
             def spy(pid: int = int(info["pid"])) -> bytes:

@@ -45,6 +45,7 @@ class SignalKind(str, Enum):
     COLLECTION_STATUS = "collection_status"
     HOST_FACTS = "host_facts"
     PG_STATUS = "pg_status"
+    FR_DUMPS = "fr_dumps"
 
 
 class Phase(str, Enum):
@@ -103,6 +104,12 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("retired", pa.bool_()),
         _f("timeout_ms", pa.int64()),
         _f("frames", pa.string()),  # JSON list of {name, filename, line}, innermost last
+        # The communication library that recorded the entry (profiling_name's prefix: nccl, gloo,
+        # ...). A group's gloo and NCCL halves keep separate seq counters, so (backend, pg_name)
+        # is the key of a sequence, not pg_name alone. Null in datasets written before it existed.
+        _f("backend", pa.string()),
+        # send/recv: the group rank of the other side ("nccl:send 1->2" -> 2, "nccl:recv 3<-0" -> 0).
+        _f("peer", pa.int32()),
     ],
     SignalKind.GPU_METRICS: [
         _f("ts", _TS, False),
@@ -199,6 +206,22 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("last_completed_seq", pa.int64()),  # on gloo: retired, which includes timed-out ops
         _f("fr_version", pa.string()),
         _f("source", pa.string()),  # the dump file this row came from
+        _f("backend", pa.string()),  # as collectives.backend (the entries of that pg_id say which)
+    ],
+    # rank x recorder: one row per Flight Recorder dump read, empty ones included. Says who dumped
+    # at all (a rank without a row left no dump), whose ring buffer rolled over (first_record_id >
+    # 0: older entries are gone, so that rank is "unknown" before them, not "absent"), and whose
+    # buffer is empty (it recorded nothing: recording off, or no collective issued).
+    SignalKind.FR_DUMPS: [
+        _f("rank", pa.int32(), False),
+        _f("recorder", pa.string(), False),  # nccl (ProcessGroupNCCL's recorder) | cpu (gloo, hooks)
+        _f("fr_version", pa.string()),
+        _f("comm_lib_version", pa.string()),
+        _f("entries", pa.int64()),
+        _f("first_record_id", pa.int64()),
+        _f("last_record_id", pa.int64()),
+        _f("groups_configured", pa.int32()),  # pg_config entries (0: no group was ever recorded)
+        _f("source", pa.string()),
     ],
     SignalKind.HOST_FACTS: [
         _f("collected_ts", _TS),

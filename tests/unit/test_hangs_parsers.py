@@ -124,3 +124,16 @@ def test_read_stack_files_maps_both_formats() -> None:
     assert set(t["source"]) == {"dump_traceback", "py-spy"}
     assert sorted(t["host"].unique()) == ["node01", "node02"]
     assert sorted(t["rank"].unique()) == [0, 1, 2, 3]
+
+
+def test_a_torn_dump_next_to_a_good_one_of_the_same_recorder_is_skipped(tmp_path: Path) -> None:
+    # The NCCL watchdog writes nccl_trace_rank_<R> with std::ofstream; a rank aborted mid-write
+    # leaves it torn. The live dump of the same recorder is used; alone, the torn file still fails.
+    data = (REC / "fr/node01/rank-0.pkl").read_bytes()
+    (tmp_path / "rank-0.pkl").write_bytes(data)
+    (tmp_path / "rank-0.json").write_bytes(b'{"version": "2.10", "entries": [')
+    (d,) = fr.load_dumps(fr.find_dumps(tmp_path), root=tmp_path)
+    assert d.path.name == "rank-0.pkl"
+    (tmp_path / "rank-1.pkl").write_bytes(data[: len(data) // 3])
+    with pytest.raises(FlightRecorderError, match="rank-1.pkl"):
+        fr.load_dumps(fr.find_dumps(tmp_path), root=tmp_path)

@@ -1,8 +1,9 @@
 """The terminal hang map: the rank grid (pp stages x dp rows x tp columns) with each rank's state.
 
-MegaScale-style (seeds.md §2): waiting ranks are the ones that logged an ongoing collective, the
-culprit is the silent one. The grid and the states come from the hung_collective finding's
-`evidence["hang_map"]` (built by trainctl.analyzers.hangs), so `--json` carries the same data.
+MegaScale-style (seeds.md §2): the culprit is the rank the others wait on that waits on nobody;
+every rank blocked in a hung op (behind it, in a follow-on group, in a send/recv chain) is W.
+The grid and the states come from the hung_collective finding's `evidence["hang_map"]` (built by
+trainctl.analyzers.hangs), so `--json` carries the same data.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ from trainctl.findings import Finding, FindingKind, Report
 
 __all__ = ["hang_maps", "render_hang_map"]
 
-_STYLE = {"waiting": "yellow", "culprit": "bold white on red", "finished": "green", "no_data": "dim"}
-_MARK = {"waiting": "W", "culprit": "X", "finished": ".", "no_data": "?"}
+_STYLE = {
+    "waiting": "yellow",
+    "culprit": "bold white on red",
+    "finished": "green",
+    "no_data": "dim",
+    "unknown": "dim italic",
+}
+_MARK = {"waiting": "W", "culprit": "X", "finished": ".", "no_data": "?", "unknown": "~"}
 
 
 def render_hang_map(finding: Finding) -> Group | None:
@@ -30,7 +37,8 @@ def render_hang_map(finding: Finding) -> Group | None:
     hosts: Mapping[str, str | None] = hm.get("hosts", {})
     axes = hm.get("axes", {})
     ev = finding.evidence
-    title = f"hang map: {ev.get('op') or 'collective'} seq {ev.get('seq')} of pg {ev.get('pg_name')}" + (
+    p2p = "p2p " if ev.get("kind") == "p2p" else ""
+    title = f"hang map: {ev.get('op') or 'collective'} {p2p}seq {ev.get('seq')} of pg {ev.get('pg_name')}" + (
         f" ({ev['pg_desc']})" if ev.get("pg_desc") else ""
     )
     parts: list[Any] = [Text(title, style="bold")]
@@ -49,12 +57,17 @@ def render_hang_map(finding: Finding) -> Group | None:
                     cells.append(Text(""))
                     continue
                 st = states.get(str(r), "no_data")
+                st = st if st in _MARK else "no_data"
                 host = hosts.get(str(r))
                 cells.append(Text(f"{_MARK[st]} r{r}" + (f"\n{host}" if host else ""), style=_STYLE[st]))
             table.add_row(f"{axes.get('row')} {j}" if axes.get("row") else "", *cells)
         parts.append(table)
     parts.append(
-        Text("X culprit (never arrived)   W waiting in a collective   . finished   ? no data (no dump)", style="dim")
+        Text(
+            "X culprit (never arrived)   W waiting (blocked in a hung op)   . finished   ? no data (no dump)   "
+            "~ unknown (ring buffer rolled past it)",
+            style="dim",
+        )
     )
     return Group(*parts)
 

@@ -36,7 +36,7 @@ from trainctl.rundir import (
     read_rank_files,
     write_run_info,
 )
-from trainctl.runtime import inject
+from trainctl.runtime import inject, nccl_env
 from trainctl.runtime.hang_dump import dump_hung_ranks
 from trainctl.runtime.heartbeat import read_heartbeat
 
@@ -516,6 +516,7 @@ def launch_local(
                     "PYTHONUNBUFFERED": "1",
                 }
             )
+            env.update(nccl_env.flight_recorder_env(run_dir, host, env))  # NCCL watchdog dumps into fr/<host>/
             log_path = run_dir / "logs" / host / "agent.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab") as agent_log:

@@ -50,7 +50,7 @@ from trainctl.ops.launch import local
 from trainctl.ops.launch.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
-from trainctl.runtime import inject, policy
+from trainctl.runtime import inject, nccl_env, policy
 
 __all__ = ["HostsSpec", "SupervisorResult", "supervise_hosts"]
 
@@ -247,6 +247,7 @@ class Supervisor:
         s = self.spec
         return {
             **s.env,
+            **nccl_env.flight_recorder_env(s.remote_run_dir, host, s.env),  # NCCL watchdog dumps into fr/<host>/
             "TRAINCTL_RUN_DIR": s.remote_run_dir,
             "TRAINCTL_RUN_ID": s.run_id,
             "TRAINCTL_HOST": host,
