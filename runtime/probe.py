@@ -60,6 +60,7 @@ __all__ = [
     "ring_pairs",
     "slow_groups",
     "pair_suspects",
+    "slow_links",
     "bisect_split",
     "localize",
     "torchrun_argv",
@@ -154,20 +155,24 @@ def pair_baseline_s(pair_times_s: Mapping[tuple[str, str], float]) -> float:
     return median(list(best.values()))
 
 
-def pair_suspects(
-    pair_times_s: Mapping[tuple[str, str], float], **kw: float
-) -> tuple[set[str], set[str], set[tuple[str, str]]]:
-    """(hosts in any slow pair, hosts whose every pair is slow, slow links).
-
-    The second set is the suspect; a slow pair whose two hosts are both fast in another pair is a
-    slow link between them (neither host alone is to blame).
-    """
+def slow_pairs(pair_times_s: Mapping[tuple[str, str], float], **kw: float) -> set[tuple[str, str]]:
+    """Pairs slower than the fleet's median (pair_baseline_s)."""
     base = pair_baseline_s(pair_times_s)
-    slow = {p for p, t in pair_times_s.items() if slower(t, base, **kw)}
+    return {p for p, t in pair_times_s.items() if slower(t, base, **kw)}
+
+
+def pair_suspects(pair_times_s: Mapping[tuple[str, str], float], **kw: float) -> tuple[set[str], set[str]]:
+    """(hosts in any slow pair, hosts whose every pair is slow). The second set is the suspect."""
+    slow = slow_pairs(pair_times_s, **kw)
     involved = {h for p in slow for h in p}
-    blamed = {h for h in involved if all(p in slow for p in pair_times_s if h in p)}
-    links = {p for p in slow if not (set(p) & blamed)}
-    return involved, blamed, links
+    return involved, {h for h in involved if all(p in slow for p in pair_times_s if h in p)}
+
+
+def slow_links(pair_times_s: Mapping[tuple[str, str], float], **kw: float) -> set[tuple[str, str]]:
+    """Slow pairs whose two hosts are both fast in another pair: the link between them is slow,
+    neither host alone is to blame."""
+    _, blamed = pair_suspects(pair_times_s, **kw)
+    return {p for p in slow_pairs(pair_times_s, **kw) if not (set(p) & blamed)}
 
 
 def bisect_split(hosts: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -257,7 +262,7 @@ def localize(
 ) -> tuple[list[str], list[str]]:
     """(slow hosts, hosts blamed by the pair test). Bisection's final singletons win; with no
     bisection (nothing slow) the intra-host outliers are reported."""
-    _, blamed, _ = pair_suspects(pair_s, **kw)
+    _, blamed = pair_suspects(pair_s, **kw)
     if bisection_rounds:
         final = bisection_rounds[-1].get("slow", [])
         slow = [h for grp in final for h in grp] if final and isinstance(final[0], list) else list(final)
@@ -377,7 +382,7 @@ def _worker(
         pair_all.update(gather_max(mine))
     pair_s = {k: v[largest] for k, v in pair_all.items()}
     pairs = {tuple(k.split("|")): v for k, v in pair_s.items()}
-    _, _, links = pair_suspects(pairs, slow_factor=slow_factor, min_delta_s=min_delta_s)
+    links = slow_links(pairs, slow_factor=slow_factor, min_delta_s=min_delta_s)
     baseline = pair_baseline_s(pairs) if pairs else 0.0
     # 3. bisection of the slow set (every rank computes the same split from the same timings)
     rounds: list[dict[str, Any]] = []

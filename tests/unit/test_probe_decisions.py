@@ -12,6 +12,7 @@ from trainctl.runtime.probe import (
     pair_suspects,
     size_sweep,
     slow_groups,
+    slow_links,
 )
 
 H = [f"node0{i}" for i in range(1, 9)]
@@ -44,23 +45,24 @@ def test_a_bad_host_is_blamed_even_when_half_the_pairs_hold_it() -> None:
     # hosts of each host's best pair is not.
     pairs = ring({1: 1.05, 2: 1.05}, 4)
     assert pair_baseline_s(pairs) == pytest.approx(0.05)
-    involved, blamed, links = pair_suspects(pairs)
-    assert blamed == {"node03"} and links == set() and involved == {"node02", "node03", "node04"}
+    involved, blamed = pair_suspects(pairs)
+    assert blamed == {"node03"} and slow_links(pairs) == set() and involved == {"node02", "node03", "node04"}
 
 
 def test_a_slow_link_is_not_a_slow_host() -> None:
     # node01<->node02 slow; both are fast with their other neighbour.
-    involved, blamed, links = pair_suspects(ring({0: 1.0}, 4))
-    assert blamed == set() and links == {("node01", "node02")} and involved == {"node01", "node02"}
+    pairs = ring({0: 1.0}, 4)
+    involved, blamed = pair_suspects(pairs)
+    assert blamed == set() and slow_links(pairs) == {("node01", "node02")} and involved == {"node01", "node02"}
     # With 8 hosts, a bad host and a slow link elsewhere are told apart.
-    involved, blamed, links = pair_suspects(ring({2: 1.0, 3: 1.0, 6: 0.9}, 8))
-    assert blamed == {"node04"} and links == {("node07", "node08")}
+    pairs = ring({2: 1.0, 3: 1.0, 6: 0.9}, 8)
+    assert pair_suspects(pairs)[1] == {"node04"} and slow_links(pairs) == {("node07", "node08")}
 
 
 def test_healthy_spread_blames_nobody() -> None:
     # Every pair within 2x of the rest, or within the absolute floor: noise, not a fault.
-    _, blamed, links = pair_suspects(ring({0: 0.09, 3: 0.3}, 6))
-    assert blamed == set() and links == set()
+    pairs = ring({0: 0.09, 3: 0.3}, 6)
+    assert pair_suspects(pairs)[1] == set() and slow_links(pairs) == set()
 
 
 def test_intra_host_groups_are_judged_against_the_median_not_the_fastest() -> None:
