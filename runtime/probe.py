@@ -7,6 +7,20 @@ Three tests, each timed per group, run by every rank under torchrun (gloo on CPU
 3. bisection of the slow set: the hosts of slow pairs are halved and each half all-reduces on its
    own; the slow half is halved again until single hosts remain.
 
+What makes a slow link visible (issue 16 item 6):
+- Every group runs `warmup` untimed collectives first. On NCCL the first collective of a group
+  creates its communicator (ncclCommInitRank: bootstrap, topology, connection set-up), which takes
+  far longer than a collective; timed, it would hide any link's real speed.
+- Sizes sweep from 1 MiB up to `size_bytes` (default 64 MiB on NCCL: small messages measure
+  latency, only large ones reach a link's bandwidth). The judgement uses the largest size.
+- Times become algbw and busbw as nccl-tests defines them (NVIDIA/nccl-tests doc/PERFORMANCE.md:
+  algbw = S / t; busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for all-to-all), so groups of
+  different sizes compare on one scale.
+- A group is judged against the fleet's median, not the fastest group: per host, the best of its
+  neighbour pairs (a bad host has no fast pair; a good one has at least one unless both neighbours
+  are bad), and the median of that over hosts. A pair slow against that median whose hosts are both
+  fast elsewhere is a slow link, reported as such.
+
 The decisions (which groups are slow, how to split, who is to blame) are pure functions at the top
 of this module, unit-tested on timings; the worker only measures and every rank applies the same
 decision to the same all-gathered timings, so no rank has to broadcast a plan.
@@ -15,7 +29,9 @@ How torchrun is started on each host is the one thing that differs between simul
 this machine (`run_local_probe`: one torchrun agent per host with TRAINCTL_HOST set) and real
 hosts (the same `torchrun_argv` run over SSH). A drill makes a host slow on purpose:
 TRAINCTL_PROBE_SLOW_HOST=node03 (and TRAINCTL_PROBE_SLOW_DELAY_S) makes that host's ranks sleep
-before every collective, a real slowdown every peer in its groups has to wait for.
+before every collective, a real slowdown every peer in its groups has to wait for;
+TRAINCTL_PROBE_SLOW_LINK=node01|node02 does the same only in the group of exactly those two hosts
+(a slow link: each host is fast with anyone else).
 """
 
 from __future__ import annotations
@@ -39,9 +55,12 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ProbeError",
     "ProbeVerdict",
+    "bandwidth_gbps",
+    "size_sweep",
     "ring_pairs",
     "slow_groups",
     "pair_suspects",
+    "slow_links",
     "bisect_split",
     "localize",
     "torchrun_argv",
@@ -54,6 +73,39 @@ class ProbeError(PlaybookError):
 
 
 # ---------------------------------------------------------------- pure decisions
+
+MIB = 1 << 20
+DEFAULT_SIZE_BYTES_NCCL = 64 * MIB  # reaches NVLink/IB bandwidth (nccl-tests sweeps to GBs; 64 MiB is past the knee)
+DEFAULT_SIZE_BYTES_GLOO = 1 * MIB  # gloo on CPU is a functional check; raise it with size_bytes
+
+
+def size_sweep(size_bytes: int) -> list[int]:
+    """1 MiB, 8 MiB, 64 MiB, ... up to and including `size_bytes` (just `size_bytes` below 1 MiB)."""
+    sizes, s = [], MIB
+    while s < size_bytes:
+        sizes.append(s)
+        s *= 8
+    return [*sizes, size_bytes]
+
+
+def bandwidth_gbps(op: str, size_bytes: int, time_s: float, nranks: int) -> tuple[float, float]:
+    """(algbw, busbw) in GB/s for one collective of `size_bytes` per rank taking `time_s`.
+
+    nccl-tests (doc/PERFORMANCE.md): algbw = S / t; busbw = algbw x 2(n-1)/n for all-reduce and
+    x (n-1)/n for all-to-all, all-gather and reduce-scatter, so busbw is comparable across group
+    sizes and with the hardware's peak. One rank moves nothing: busbw 0.
+    """
+    algbw = size_bytes / max(time_s, 1e-12) / 1e9
+    factor = {"all_reduce": 2.0 * (nranks - 1) / nranks}.get(op, (nranks - 1) / nranks) if nranks > 0 else 0.0
+    return algbw, algbw * factor
+
+
+def median(values: Sequence[float]) -> float:
+    v = sorted(values)
+    if not v:
+        return 0.0
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def ring_pairs(hosts: Sequence[str]) -> list[list[tuple[str, str]]]:
@@ -74,24 +126,53 @@ def ring_pairs(hosts: Sequence[str]) -> list[list[tuple[str, str]]]:
     return [r for r in rounds if r]
 
 
-def slow_groups(times_s: Mapping[Any, float], *, slow_factor: float = 2.0, min_delta_s: float = 0.3) -> set[Any]:
-    """Groups whose time exceeds `slow_factor` x the fastest group AND the fastest by `min_delta_s`.
+def slower(t: float, baseline_s: float, *, slow_factor: float = 2.0, min_delta_s: float = 0.3) -> bool:
+    """`t` exceeds `slow_factor` x the baseline AND the baseline by `min_delta_s` (the absolute floor
+    keeps scheduler noise on small collectives from naming anyone)."""
+    return t > baseline_s * slow_factor and t - baseline_s > min_delta_s
 
-    The fastest group is the baseline (a median would be dragged up when half the groups hold the
-    bad host); the absolute floor keeps scheduler noise on tiny collectives from naming anyone.
-    """
+
+def slow_groups(times_s: Mapping[Any, float], *, slow_factor: float = 2.0, min_delta_s: float = 0.3) -> set[Any]:
+    """Groups slower than the median group (use where a minority of groups can hold a bad host:
+    intra-host tests, one group per host)."""
     if not times_s:
         return set()
-    best = min(times_s.values())
-    return {k for k, t in times_s.items() if t > best * slow_factor and t - best > min_delta_s}
+    base = median(list(times_s.values()))
+    return {k for k, t in times_s.items() if slower(t, base, slow_factor=slow_factor, min_delta_s=min_delta_s)}
+
+
+def pair_baseline_s(pair_times_s: Mapping[tuple[str, str], float]) -> float:
+    """The fleet's median over hosts of each host's best neighbour pair.
+
+    Half the ring pairs hold a bad host when there are 4 hosts (each host is in two pairs), so the
+    median pair would be slow; a host's best pair is slow only when the host itself is bad (or both
+    of its neighbours are), so the median over hosts stays the healthy time.
+    """
+    best: dict[str, float] = {}
+    for (a, b), t in pair_times_s.items():
+        for h in (a, b):
+            best[h] = min(best.get(h, t), t)
+    return median(list(best.values()))
+
+
+def slow_pairs(pair_times_s: Mapping[tuple[str, str], float], **kw: float) -> set[tuple[str, str]]:
+    """Pairs slower than the fleet's median (pair_baseline_s)."""
+    base = pair_baseline_s(pair_times_s)
+    return {p for p, t in pair_times_s.items() if slower(t, base, **kw)}
 
 
 def pair_suspects(pair_times_s: Mapping[tuple[str, str], float], **kw: float) -> tuple[set[str], set[str]]:
     """(hosts in any slow pair, hosts whose every pair is slow). The second set is the suspect."""
-    slow = slow_groups(pair_times_s, **kw)
+    slow = slow_pairs(pair_times_s, **kw)
     involved = {h for p in slow for h in p}
-    blamed = {h for h in involved if all(p in slow for p in pair_times_s if h in p)}
-    return involved, blamed
+    return involved, {h for h in involved if all(p in slow for p in pair_times_s if h in p)}
+
+
+def slow_links(pair_times_s: Mapping[tuple[str, str], float], **kw: float) -> set[tuple[str, str]]:
+    """Slow pairs whose two hosts are both fast in another pair: the link between them is slow,
+    neither host alone is to blame."""
+    _, blamed = pair_suspects(pair_times_s, **kw)
+    return {p for p in slow_pairs(pair_times_s, **kw) if not (set(p) & blamed)}
 
 
 def bisect_split(hosts: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -109,18 +190,31 @@ class ProbeVerdict:
     bisection: tuple[Mapping[str, Any], ...] = ()
     pair_blamed: tuple[str, ...] = ()
     backend: str = "gloo"
+    slow_links: tuple[str, ...] = ()  # "a|b": slow between two hosts that are fast elsewhere
+    sizes_bytes: tuple[int, ...] = ()
+    iters: int = 0
+    # group -> {size_bytes: busbw GB/s} (nccl-tests' definition; see bandwidth_gbps)
+    busbw_gbps: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    baseline_busbw_gbps: float | None = None  # the fleet's median neighbour-pair busbw at the largest size
 
     def summary(self) -> str:
         if self.failing_hosts:
             return f"collective self-test: {','.join(self.failing_hosts)} failed to complete collectives"
+        base = f"; fleet median busbw {self.baseline_busbw_gbps:.2f} GB/s" if self.baseline_busbw_gbps else ""
         if self.slow_hosts:
             worst = max(self.intra_host_s.values(), default=0.0)
             return (
                 f"collective self-test over {len(self.hosts)} hosts ({self.backend}): slow host(s) "
                 f"{','.join(self.slow_hosts)} (bisection; neighbour pairs blamed {','.join(self.pair_blamed) or 'none'}; "
-                f"slowest intra-host all-to-all {worst:.3f}s)"
+                f"slowest intra-host all-to-all {worst:.3f}s{base})"
             )
-        return f"collective self-test over {len(self.hosts)} hosts ({self.backend}): no slow or failing host"
+        if self.slow_links:
+            return (
+                f"collective self-test over {len(self.hosts)} hosts ({self.backend}): slow link(s) "
+                f"{', '.join(x.replace('|', '<->') for x in self.slow_links)} (both hosts fast with their other "
+                f"neighbour{base})"
+            )
+        return f"collective self-test over {len(self.hosts)} hosts ({self.backend}): no slow or failing host{base}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,8 +226,31 @@ class ProbeVerdict:
             "bisection": [dict(b) for b in self.bisection],
             "pair_blamed": list(self.pair_blamed),
             "backend": self.backend,
+            "slow_links": list(self.slow_links),
+            "sizes_bytes": list(self.sizes_bytes),
+            "iters": self.iters,
+            "busbw_gbps": {k: dict(v) for k, v in self.busbw_gbps.items()},
+            "baseline_busbw_gbps": self.baseline_busbw_gbps,
             "summary": self.summary(),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], failing_hosts: Sequence[str] = ()) -> ProbeVerdict:
+        return cls(
+            tuple(d["hosts"]),
+            tuple(d["slow_hosts"]),
+            tuple(failing_hosts),
+            d["intra_host_s"],
+            d["pair_s"],
+            tuple(d["bisection"]),
+            tuple(d["pair_blamed"]),
+            d["backend"],
+            tuple(d.get("slow_links", ())),
+            tuple(d.get("sizes_bytes", ())),
+            int(d.get("iters", 0)),
+            d.get("busbw_gbps", {}),
+            d.get("baseline_busbw_gbps"),
+        )
 
 
 def localize(
@@ -156,7 +273,9 @@ def localize(
 # ---------------------------------------------------------------- the worker (under torchrun)
 
 
-def _worker(out_path: str, size_bytes: int, iters: int, slow_factor: float, min_delta_s: float) -> None:
+def _worker(
+    out_path: str, size_bytes: int | None, iters: int, slow_factor: float, min_delta_s: float, warmup: int = 2
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -167,8 +286,12 @@ def _worker(out_path: str, size_bytes: int, iters: int, slow_factor: float, min_
     rank, world = dist.get_rank(), dist.get_world_size()
     me = os.environ.get("TRAINCTL_HOST") or socket.gethostname()
     slow_host = os.environ.get("TRAINCTL_PROBE_SLOW_HOST")
-    delay_s = float(os.environ.get("TRAINCTL_PROBE_SLOW_DELAY_S", "0.2")) if slow_host == me else 0.0
+    drill_delay_s = float(os.environ.get("TRAINCTL_PROBE_SLOW_DELAY_S", "0.2"))
+    delay_s = drill_delay_s if slow_host == me else 0.0
+    slow_link = set(filter(None, os.environ.get("TRAINCTL_PROBE_SLOW_LINK", "").split("|")))
     device = torch.device("cuda") if backend == "nccl" else torch.device("cpu")
+    largest = size_bytes or (DEFAULT_SIZE_BYTES_NCCL if backend == "nccl" else DEFAULT_SIZE_BYTES_GLOO)
+    sizes = size_sweep(largest)
 
     names: list[Any] = [None] * world
     dist.all_gather_object(names, me)
@@ -183,76 +306,136 @@ def _worker(out_path: str, size_bytes: int, iters: int, slow_factor: float, min_
             groups[key] = dist.new_group(sorted(r for h in members for r in ranks_of[h]))
         return groups[key]
 
-    def timed(members: Sequence[str], op: str) -> float | None:
-        """Time `iters` collectives in the group of `members` (None if this rank is not in it)."""
+    def sync() -> None:
+        if backend == "nccl":
+            torch.cuda.synchronize()
+
+    def timed(members: Sequence[str], op: str) -> dict[int, float] | None:
+        """Seconds for `iters` collectives of each size in the group of `members` (None: not a member).
+
+        `warmup` untimed collectives first: on NCCL the group's communicator is created by its first
+        collective, which must not count as the link's speed.
+        """
         g = group(members)
         if me not in members:
             return None
-        n = max(size_bytes // 4, 1)
+        sleep_s = drill_delay_s if slow_link and set(members) == slow_link else delay_s
         gsize = sum(len(ranks_of[h]) for h in members)
-        n -= n % gsize
-        t = torch.ones(max(n, gsize), device=device)
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            if delay_s:
-                time.sleep(delay_s)  # drill: this host is slow on purpose
-            if op == "all_to_all":
-                outt = torch.empty_like(t)
-                dist.all_to_all_single(outt, t, group=g)
-            else:
-                dist.all_reduce(t, group=g)
-        if backend == "nccl":
-            torch.cuda.synchronize()
-        return time.perf_counter() - t0
+        out: dict[int, float] = {}
+        for size in sizes:
+            n = max(size // 4, gsize)
+            n -= n % gsize
+            t = torch.ones(n, device=device)
+            outt = torch.empty_like(t) if op == "all_to_all" else None
 
-    def gather_max(results: dict[str, float | None]) -> dict[str, float]:
+            def once(t: torch.Tensor = t, outt: torch.Tensor | None = outt) -> None:
+                if outt is not None:
+                    dist.all_to_all_single(outt, t, group=g)
+                else:
+                    dist.all_reduce(t, group=g)
+
+            for _ in range(warmup if size == sizes[0] else 1):
+                once()
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                if sleep_s:
+                    time.sleep(sleep_s)  # drill: this host (or link) is slow on purpose
+                once()
+            sync()
+            out[size] = time.perf_counter() - t0
+        return out
+
+    def gather_max(results: dict[str, dict[int, float] | None]) -> dict[str, dict[int, float]]:
         allr: list[Any] = [None] * world
         dist.all_gather_object(allr, results)
-        merged: dict[str, float] = {}
+        merged: dict[str, dict[int, float]] = {}
         for d in allr:
-            for k, v in d.items():
-                if v is not None:
-                    merged[k] = max(merged.get(k, 0.0), v)  # a group is as slow as its slowest member
+            for k, per_size in d.items():
+                if per_size is None:
+                    continue
+                m = merged.setdefault(k, {})
+                for size, v in per_size.items():
+                    m[size] = max(m.get(size, 0.0), v)  # a group is as slow as its slowest member
         return merged
+
+    def nranks(key: str) -> int:
+        return sum(len(ranks_of[h]) for h in key.split("|"))
+
+    def busbw(op: str, times: Mapping[str, Mapping[int, float]]) -> dict[str, dict[str, float]]:
+        return {
+            k: {str(sz): round(bandwidth_gbps(op, sz, t / max(iters, 1), nranks(k))[1], 4) for sz, t in v.items()}
+            for k, v in times.items()
+        }
 
     # 1. intra-host all-to-all (all hosts at once: the groups are disjoint)
     for h in hosts:
         group([h])
-    intra = gather_max({h: timed([h], "all_to_all") for h in hosts if me == h})
+    intra_all = gather_max({h: timed([h], "all_to_all") for h in hosts if me == h})
+    intra = {h: v[largest] for h, v in intra_all.items()}
     # 2. neighbour all-reduce, round by round
-    pair_s: dict[str, float] = {}
+    pair_all: dict[str, dict[int, float]] = {}
     for rnd in ring_pairs(hosts):
         for p in rnd:
             group(p)
         mine = {f"{a}|{b}": timed([a, b], "all_reduce") for a, b in rnd if me in (a, b)}
-        pair_s.update(gather_max(mine))
+        pair_all.update(gather_max(mine))
+    pair_s = {k: v[largest] for k, v in pair_all.items()}
     pairs = {tuple(k.split("|")): v for k, v in pair_s.items()}
-    involved, _ = pair_suspects(pairs, slow_factor=slow_factor, min_delta_s=min_delta_s)
+    links = slow_links(pairs, slow_factor=slow_factor, min_delta_s=min_delta_s)
+    baseline = pair_baseline_s(pairs) if pairs else 0.0
     # 3. bisection of the slow set (every rank computes the same split from the same timings)
     rounds: list[dict[str, Any]] = []
-    frontier = [[h for h in hosts if h in involved]] if involved else []
-    baseline = min(pairs.values()) if pairs else 0.0
+    # bisection looks for slow hosts: pairs that are slow links (both hosts fast elsewhere) are left out
+    suspects = {
+        h
+        for p, t in pairs.items()
+        if p not in links and slower(t, baseline, slow_factor=slow_factor, min_delta_s=min_delta_s)
+        for h in p
+    }
+    frontier = [[h for h in hosts if h in suspects]] if suspects else []
+    bis_all: dict[str, dict[int, float]] = {}
     while frontier and any(len(s) > 1 for s in frontier):
         halves = [half for s in frontier for half in (bisect_split(s) if len(s) > 1 else (s, [])) if half]
         for hv in halves:
             group(hv)
         mine = {"|".join(hv): timed(hv, "all_reduce") for hv in halves if me in hv}
-        times = gather_max(mine)
-        # a half is slow against the clean baseline (the fastest pair), not against its sibling:
-        # when both halves hold a bad host both stay in the frontier
+        per = gather_max(mine)
+        bis_all.update(per)
+        times = {k: v[largest] for k, v in per.items()}
+        # a half is slow against the fleet's median pair time (see pair_baseline_s), not against its
+        # sibling: when both halves hold a bad host both stay in the frontier
         slow = [
             hv
             for hv in halves
-            if times["|".join(hv)] > baseline * slow_factor and times["|".join(hv)] - baseline > min_delta_s
+            if slower(times["|".join(hv)], baseline, slow_factor=slow_factor, min_delta_s=min_delta_s)
         ]
         rounds.append({"halves": halves, "times_s": times, "slow": slow})
         frontier = slow
     if rank == 0:
         slow_hosts, blamed = localize(intra, pairs, rounds, hosts, slow_factor=slow_factor, min_delta_s=min_delta_s)
-        if not rounds and len(involved) == 1:
-            slow_hosts = sorted(involved)
+        if not rounds and len(suspects) == 1:
+            slow_hosts = sorted(suspects)
+        pair_bw = busbw("all_reduce", pair_all)
+        best_bw: dict[str, float] = {}  # per host, its best neighbour pair (as pair_baseline_s, in GB/s)
+        for k, v in pair_bw.items():
+            for h in k.split("|"):
+                best_bw[h] = max(best_bw.get(h, 0.0), v[str(largest)])
+        base_bw = median(list(best_bw.values())) if best_bw else None
         verdict = ProbeVerdict(
-            tuple(hosts), tuple(slow_hosts), (), intra, pair_s, tuple(rounds), tuple(blamed), backend
+            tuple(hosts),
+            tuple(slow_hosts),
+            (),
+            intra,
+            pair_s,
+            tuple(rounds),
+            tuple(blamed),
+            backend,
+            tuple(sorted("|".join(p) for p in links)),
+            tuple(sizes),
+            iters,
+            {**busbw("all_to_all", intra_all), **pair_bw, **busbw("all_reduce", bis_all)},
+            round(base_bw, 4) if base_bw is not None else None,
         )
         Path(out_path).write_text(json.dumps(verdict.to_dict(), indent=2))
     dist.barrier()
@@ -270,9 +453,10 @@ def torchrun_argv(
     master_addr: str,
     master_port: int,
     out_path: str,
-    size_bytes: int,
+    size_bytes: int | None,
     iters: int,
     python: str = sys.executable,
+    warmup: int = 2,
 ) -> list[str]:
     """The command each host runs; over SSH only the way it is started changes."""
     return [
@@ -288,10 +472,11 @@ def torchrun_argv(
         "trainctl.runtime.probe",
         "--out",
         out_path,
-        "--size-bytes",
-        str(size_bytes),
+        *(["--size-bytes", str(size_bytes)] if size_bytes else []),
         "--iters",
         str(iters),
+        "--warmup",
+        str(warmup),
     ]
 
 
@@ -305,14 +490,18 @@ def run_local_probe(
     hosts: Sequence[str],
     *,
     nproc_per_host: int = 1,
-    size_bytes: int = 1 << 20,
+    size_bytes: int | None = None,
     iters: int = 5,
     slow_host: str | None = None,
     slow_delay_s: float = 0.2,
+    slow_link: tuple[str, str] | None = None,
     workdir: str | os.PathLike[str] = "probe-out",
     timeout_s: float = 600,
 ) -> ProbeVerdict:
-    """Run the self-test over simulated hosts: one torchrun agent per host on this machine."""
+    """Run the self-test over simulated hosts: one torchrun agent per host on this machine.
+
+    size_bytes: the largest message (the sweep starts at 1 MiB); None: 64 MiB on NCCL, 1 MiB on gloo.
+    """
     work = Path(workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     out_path = work / "probe-result.json"
@@ -324,7 +513,9 @@ def run_local_probe(
             env = {**os.environ, "TRAINCTL_HOST": h, "OMP_NUM_THREADS": "1", "PYTHONSAFEPATH": "1"}
             if slow_host is not None:
                 env["TRAINCTL_PROBE_SLOW_HOST"] = slow_host
-                env["TRAINCTL_PROBE_SLOW_DELAY_S"] = str(slow_delay_s)
+            if slow_link is not None:
+                env["TRAINCTL_PROBE_SLOW_LINK"] = "|".join(slow_link)
+            env["TRAINCTL_PROBE_SLOW_DELAY_S"] = str(slow_delay_s)
             log = open(work / f"{h}.log", "wb")
             argv = torchrun_argv(
                 nnodes=len(hosts),
@@ -369,17 +560,7 @@ def run_local_probe(
             f"collective self-test produced no result (hosts that failed or timed out: {','.join(failed) or 'none'}); "
             f"see the torchrun logs in {work}"
         )
-    d = json.loads(out_path.read_text())
-    return ProbeVerdict(
-        tuple(d["hosts"]),
-        tuple(d["slow_hosts"]),
-        tuple(failed),
-        d["intra_host_s"],
-        d["pair_s"],
-        tuple(d["bisection"]),
-        tuple(d["pair_blamed"]),
-        d["backend"],
-    )
+    return ProbeVerdict.from_dict(json.loads(out_path.read_text()), failed)
 
 
 def _main(argv: Sequence[str] | None = None) -> None:
@@ -387,12 +568,13 @@ def _main(argv: Sequence[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description="trainctl collective self-test worker (run under torchrun)")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--size-bytes", type=int, default=1 << 20)
+    ap.add_argument("--size-bytes", type=int, default=None, help="largest message (default: 64 MiB NCCL, 1 MiB gloo)")
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed collectives per group before timing")
     ap.add_argument("--slow-factor", type=float, default=2.0)
     ap.add_argument("--min-delta-s", type=float, default=0.3)
     a = ap.parse_args(argv)
-    _worker(a.out, a.size_bytes, a.iters, a.slow_factor, a.min_delta_s)
+    _worker(a.out, a.size_bytes, a.iters, a.slow_factor, a.min_delta_s, a.warmup)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def run_remote_probe(
     ssh_config: str | None = None,
     python: str | None = None,
     nproc_per_host: int = 1,
-    size_bytes: int = 1 << 20,
+    size_bytes: int | None = None,
     iters: int = 5,
     slow_host: str | None = None,
     slow_delay_s: float = 0.2,
@@ -102,14 +102,4 @@ def run_remote_probe(
             f"collective self-test produced no result (hosts that failed or timed out: {','.join(failed) or 'none'}); "
             f"see {workdir}/<host>.log on each host"
         )
-    d = json.loads(text)
-    return ProbeVerdict(
-        tuple(d["hosts"]),
-        tuple(d["slow_hosts"]),
-        tuple(failed),
-        d["intra_host_s"],
-        d["pair_s"],
-        tuple(d["bisection"]),
-        tuple(d["pair_blamed"]),
-        d["backend"],
-    )
+    return ProbeVerdict.from_dict(json.loads(text), failed)
