@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from trainctl.dataset import write_table
-from trainctl.ops.playbook.engine import read_audit
+from trainctl.ops.playbook.audit import read_audit
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.schemas import SignalKind, schema_for
 

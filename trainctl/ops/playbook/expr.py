@@ -213,10 +213,18 @@ class _Parser:
         return ("path", root, tuple(segs))
 
 
+MAX_EXPR_CHARS = 2048  # a condition is a line; longer is a mistake or an attack on the parser
+
+
 def parse(src: str) -> Expr:
     if not isinstance(src, str) or not src.strip():
         raise ExprError("empty expression")
-    return Expr(src, _Parser(src).parse())
+    if len(src) > MAX_EXPR_CHARS:
+        raise ExprError(f"expression longer than {MAX_EXPR_CHARS} characters")
+    try:
+        return Expr(src, _Parser(src).parse())
+    except RecursionError:
+        raise ExprError(f"expression nested too deeply: {src[:40]!r}...") from None
 
 
 def _matches(item: Any, key: str, value: Any) -> bool:
