@@ -68,6 +68,14 @@ class _LimitedLoader(yaml.SafeLoader):
         self._depth = 0
         self._aliases = 0
 
+    def fetch_flow_collection_start(self, token_class: Any) -> None:  # PyYAML's Scanner hook
+        # Flow nesting is refused while scanning: PyYAML's scanner re-checks every open level's
+        # possible simple key on each token, quadratic in depth, before the composer sees a node.
+        if self.flow_level >= MAX_DEPTH:
+            line = self.get_mark().line + 1
+            raise _Refused(line, f"nested deeper than {MAX_DEPTH} levels", "a playbook needs a handful; flatten it")
+        super().fetch_flow_collection_start(token_class)
+
     def compose_node(self, parent: Any, index: Any) -> Any:  # PyYAML's Composer hook
         line = self.peek_event().start_mark.line + 1
         if self.check_event(yaml.AliasEvent):

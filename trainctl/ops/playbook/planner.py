@@ -226,11 +226,10 @@ def plan_step(playbook: Playbook, index: int, state: PlanState) -> PlannedStep:
 
     if isinstance(action, EvictAction) and below:
         trusted = {h for f in acted for h in f.hosts}
-        doubtful = [f for f in below if set(f.hosts) & set(action.targets) - trusted]
-        if doubtful:
-            return _escalate(
-                playbook, step, state, doubtful, f"{','.join(action.targets)} is named only below the gate"
-            )
+        only_below = [h for h in action.targets if h not in trusted and any(h in f.hosts for f in below)]
+        if only_below:
+            doubtful = [f for f in below if set(f.hosts) & set(only_below)]
+            return _escalate(playbook, step, state, doubtful, f"{','.join(only_below)} is named only below the gate")
 
     destructive = step.destructive or (isinstance(action, NotifyAction) and action.destructive)
     if state.dry_run:

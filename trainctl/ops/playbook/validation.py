@@ -221,7 +221,7 @@ class _Level:
         f = _field(self.schema, key)
         if key == "type" and self.schema is StepSchema:
             return self.fail(path, f"step {self.sid!r} has unknown type {value!r}", f"use one of {_one_of(StepType)}")
-        if etype == "enum" and self.schema is TriggerSchema:
+        if etype == "enum" and self.schema is TriggerSchema and key in ("kinds", "categories"):
             what = "finding kind" if key == "kinds" else "category"
             enum = FindingKind if key == "kinds" else Category
             return self.fail(path, f"unknown {what} {value!r}", f"use one of {_one_of(enum)}", key=False)
