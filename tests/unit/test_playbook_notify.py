@@ -94,7 +94,9 @@ def test_payloads_are_shaped_per_service() -> None:
         ("https://hooks.slack.com/services/T0/B0/s3cretT0ken", "https://hooks.slack.com/services/***"),
         ("https://bob:hunter2@example.com/in?token=abc", "https://***@example.com/in?***"),
         ("pagerduty://routingkey123@apikey456/trainctl", "pagerduty://***"),
-        ("mailtos://user:pw@smtp.example.com", "mailtos://***"),
+        ("mailtos://user:pw@smtp.example.com", "mailtos://***@smtp.example.com"),
+        ("json://u:p@127.0.0.1:9000/in/t0ken", "json://***@127.0.0.1:9000/in/***"),
+        ("slack://TokenA/TokenB/TokenC/#ops", "slack://***"),
     ],
 )
 def test_urls_keep_only_what_names_the_endpoint(url: str, shown: str) -> None:

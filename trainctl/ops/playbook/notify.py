@@ -165,12 +165,15 @@ def send(url: str, note: Notification, *, timeout_s: float, redactor: Redactor) 
     shown = redact_url(url)
     service = service_of(url)
     shaped = shape(service, note)
+    # the URL as given: the run's log filter (Redactor.logging) masks it on the way out
+    logger.info("notify service=%s url=%s", service.value, url)
     if service is Service.WEBHOOK:
         return Sent(service, shown, _post_json(url, shaped.json_payload or {}, timeout_s, redactor))
     return _send_apprise(url, service, shaped, timeout_s, redactor)
 
 
 def _post_json(url: str, payload: Mapping[str, Any], timeout_s: float, redactor: Redactor) -> int:
+    shown = redact_url(url)
     u = urlsplit(url)
     headers = {"Content-Type": "application/json"}
     if u.username or u.password:
@@ -184,7 +187,7 @@ def _post_json(url: str, payload: Mapping[str, Any], timeout_s: float, redactor:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
             return int(resp.status)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise NotifyError(f"POST {redact_url(url)} failed: {redactor.text(str(exc))}; check the webhook URL") from None
+        raise NotifyError(f"POST {shown} failed: {redactor.text(str(exc))}; check the webhook URL") from None
 
 
 def _send_apprise(url: str, service: Service, shaped: Shaped, timeout_s: float, redactor: Redactor) -> Sent:

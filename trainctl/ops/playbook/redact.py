@@ -13,18 +13,21 @@ message and log line through it. Two rules:
 - any URL with a password or a credential-like query parameter (token, key, secret, password,
   signature, ...) is redacted wherever it appears, registered or not.
 
-A redacted web URL keeps its scheme, host, port and first path segment, so a person can still
-tell which endpoint failed: `https://hooks.slack.com/services/***`, `https://***@example.com/hook`.
+A redacted URL keeps its scheme, host, port and first path segment, so a person can still tell
+which endpoint failed: `https://hooks.slack.com/services/***`, `https://***@example.com/hook`,
+`mailtos://***@smtp.example.com`; where the host part is itself a key (`slack://TOKEN/...`,
+`pagerduty://KEY@APIKEY`: not an IP and no dot) only the scheme is kept: `slack://***`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 __all__ = ["MASK", "Redactor", "redact_url"]
 
@@ -34,6 +37,19 @@ _CRED_PARAM = re.compile(r"(token|key|secret|pass|pwd|sig|auth|credential|apikey
 _MIN_PART = 6  # shorter URL parts ("v1", "hook") are not secrets on their own, and would mask ordinary words
 
 
+def _named_host(u: SplitResult) -> bool:
+    """Is the URL's host part a real host (an IP or a dotted name)? In `slack://TokenA/...` or
+    `pagerduty://KEY@APIKEY` it is a credential instead."""
+    host = u.hostname or ""
+    if not host:
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return "." in host
+
+
 def redact_url(url: str) -> str:
     """The URL with its secret parts masked (see the module docstring)."""
     try:
@@ -41,7 +57,9 @@ def redact_url(url: str) -> str:
         port = u.port
     except ValueError:
         return f"{url.split('://', 1)[0]}://{MASK}" if "://" in url else MASK
-    if u.scheme.lower() not in ("http", "https") or not u.hostname:
+    if u.scheme.lower() not in ("http", "https") and not _named_host(u):
+        return f"{u.scheme}://{MASK}"
+    if not u.hostname:
         return f"{u.scheme}://{MASK}"
     host = u.hostname + (f":{port}" if port else "")
     cred = f"{MASK}@" if (u.username or u.password) else ""
@@ -60,7 +78,7 @@ def _url_parts(url: str) -> list[str]:
         u = urlsplit(url)
     except ValueError:
         return []
-    if u.scheme.lower() not in ("http", "https") or not u.hostname:
+    if u.scheme.lower() not in ("http", "https") and not _named_host(u):
         rest = url.split("://", 1)[1] if "://" in url else url
         return [rest, *re.split(r"[/@:?#&=]", rest)]
     segs = [s for s in u.path.split("/") if s]
