@@ -1,4 +1,4 @@
-"""Runbook schema: every built-in validates; bad files name FILE:LINE, what is wrong and the fix."""
+"""Playbook schema: every built-in validates; bad files name FILE:LINE, what is wrong and the fix."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainctl.errors import InputError, TrainctlError
+from trainctl.errors import InputError
 from trainctl.ops.evict.operation import Confirm, Progress, RelaunchOutcome
 from trainctl.ops.evict.quarantine import Ledger
 from trainctl.ops.evict.relaunch_plan import PlanKind, RelaunchPlan
@@ -54,7 +54,7 @@ def run_members(run: str | os.PathLike[str] | None, *, spares: tuple[str, ...] =
     try:
         opts = run_control.launch_options(run)
         hosts |= set(opts.hosts) | set(opts.spares)
-    except (TrainctlError, KeyError, ValueError) as exc:  # a --local run, or a finished one: run.json only
+    except Exception as exc:  # noqa: BLE001 - a --local or finished run, or unreadable options: run.json's hosts only
         logger.info("no launch options for %s (%s): run.json's hosts only", run, exc)
     return frozenset(hosts)
 

@@ -1,6 +1,6 @@
-"""The small, safe expression language of runbook `when:` conditions and `${...}` templates.
+"""The small, safe expression language of playbook `when:` conditions and `${...}` templates.
 
-Runbooks must never run arbitrary Python (they are copied between teams and run with --yes on
+Playbooks must never run arbitrary Python (they are copied between teams and run with --yes on
 production clusters), so conditions are parsed by this module's recursive-descent parser and
 evaluated against a plain dict context. Nothing is looked up outside that context.
 
@@ -17,7 +17,7 @@ Grammar (keywords are lower case):
 
 Paths walk dicts and lists: `diagnose.findings[kind=hung_collective].hosts` keeps the findings
 whose `kind` equals `hung_collective` (or whose list-valued field contains it) and collects their
-`hosts`, flattening lists. A missing key yields null (a runbook asks "is there a culprit?", and
+`hosts`, flattening lists. A missing key yields null (a playbook asks "is there a culprit?", and
 an absent answer is "no"), so `when:` never fails on a step that produced no such output.
 """
 
