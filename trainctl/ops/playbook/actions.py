@@ -149,7 +149,7 @@ class ProbeAction:
     hosts: tuple[str, ...]
     local: bool = True
     nproc_per_host: int = 1
-    size_bytes: int = 1 << 20
+    size_bytes: int | None = None  # None: the probe's own default (it depends on the backend)
     iters: int = 5
     slow_host: str | None = None
     slow_delay_s: float = 0.2
@@ -284,7 +284,9 @@ def build_action(step: Step, args: Mapping[str, Any], ctx: Mapping[str, Any], *,
             hosts=hosts,
             local=_bool(sid, "local", args.get("local"), True),
             nproc_per_host=int(_number(sid, "nproc_per_host", args.get("nproc_per_host"), 1, integer=True)),
-            size_bytes=int(_number(sid, "size_bytes", args.get("size_bytes"), 1 << 20, integer=True)),
+            size_bytes=(
+                int(_number(sid, "size_bytes", args["size_bytes"], 1, integer=True)) if args.get("size_bytes") else None
+            ),
             iters=int(_number(sid, "iters", args.get("iters"), 5, integer=True)),
             slow_host=check_host_name(str(slow)) if slow else None,
             slow_delay_s=_number(sid, "slow_delay_s", args.get("slow_delay_s"), 0.2),

@@ -153,7 +153,7 @@ def run_playbook(
             clean = redactor.text(str(exc))
             if clean == str(exc):
                 raise
-            raise PlaybookError(clean) from None
+            raise type(exc)(clean) from None  # the same error, its secrets masked
 
 
 def _run(

@@ -168,7 +168,7 @@ def _probe(a: ProbeAction, env: Env) -> Outcome:
                 ssh_config=a.ssh_config,
                 env=dict(a.env),
                 nproc_per_host=a.nproc_per_host,
-                size_bytes=a.size_bytes,
+                **({"size_bytes": a.size_bytes} if a.size_bytes else {}),  # else the probe's default
                 iters=a.iters,
                 slow_host=a.slow_host,
                 slow_delay_s=a.slow_delay_s,
@@ -183,7 +183,7 @@ def _probe(a: ProbeAction, env: Env) -> Outcome:
         verdict = probe_mod.run_local_probe(
             list(a.hosts),
             nproc_per_host=a.nproc_per_host,
-            size_bytes=a.size_bytes,
+            **({"size_bytes": a.size_bytes} if a.size_bytes else {}),  # else the probe's default
             iters=a.iters,
             slow_host=a.slow_host,
             slow_delay_s=a.slow_delay_s,

@@ -70,7 +70,7 @@ class ProbeWith(_Schema):
     hosts: Hosts | None = Field(None, description="a list of hosts or a ${...} template (default: the run's hosts)")
     local: StrictBool | Template = Field(True, description="yes/no: simulated hosts here, or the real hosts over SSH")
     nproc_per_host: Count | Template = Field(1, description="a positive whole number")
-    size_bytes: Count | Template = Field(1 << 20, description="a positive whole number of bytes")
+    size_bytes: Count | Template | None = Field(None, description="a positive whole number of bytes")
     iters: Count | Template = Field(5, description="a positive whole number")
     slow_host: StrictStr | None = Field(None, description="a host name (a drill)")
     slow_delay_s: Seconds | Template = Field(0.2, description="a positive, finite number of seconds")
