@@ -239,6 +239,8 @@ class _Level:
             return f"step {self.sid!r}: "
         if self.stype:
             return f"step {self.sid!r} ({self.stype}): with."
+        if self.schema is InputSchema:
+            return f"input {self.sid!r}: "
         return "trigger." if self.schema is TriggerSchema else ""
 
     def _unknown_key(self, key: Any) -> tuple[str, str]:
