@@ -1,1 +1,1 @@
-"""Built-in runbooks (YAML package data), loaded with importlib.resources.files(__name__)."""
+"""Built-in playbooks (YAML package data), loaded with importlib.resources.files(__name__)."""

@@ -84,8 +84,8 @@ class CheckpointError(TrainctlError):
 
 
 class PlaybookError(TrainctlError):
-    """A runbook failed while running."""
+    """A playbook failed while running."""
 
 
 class PlaybookInvalid(PlaybookError):
-    """A runbook file does not follow the schema (message names file, line and fix)."""
+    """A playbook file does not follow the schema (message names file, line and fix)."""

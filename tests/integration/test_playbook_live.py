@@ -1,4 +1,4 @@
-"""hung-collective runbook on a live hung `trainctl launch --hosts` run of real sshd test hosts.
+"""hung-collective playbook on a live hung `trainctl launch --hosts` run of real sshd test hosts.
 
 The run hangs (rank drill) with --hang-timeout 0, so its supervisor keeps it up for an operator:
 `--dry-run` must change nothing; `--yes` collects over SSH (dumping the live ranks first), names

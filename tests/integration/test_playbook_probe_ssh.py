@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from trainctl.ops.playbook.engine import RunOptions, parse_runbook, run_runbook
+from trainctl.ops.playbook.executor import RunOptions, run_playbook
 from trainctl.ops.playbook.probe_remote import run_remote_probe
+from trainctl.ops.playbook.validation import parse_playbook
 
 pytestmark = [pytest.mark.slow, pytest.mark.sshd]
 HOSTS = ["node01", "node02", "node03", "node04"]
@@ -40,7 +41,7 @@ def test_probe_over_ssh_names_the_slow_host_and_no_one_when_clean(sshd_cluster, 
 @pytest.mark.timeout(200)
 def test_runbook_probe_step_with_local_false(sshd_cluster, tmp_path):
     cluster = sshd_cluster(4)
-    book = parse_runbook(
+    book = parse_playbook(
         f"""
 name: probe-ssh
 description: probe real hosts
@@ -59,7 +60,7 @@ steps:
     )
     run = tmp_path / "run"
     run.mkdir()
-    res = run_runbook(book, run, RunOptions(yes=True, incident_id="inc-probe"))
+    res = run_playbook(book, run, RunOptions(yes=True, incident_id="inc-probe"))
     assert res.completed, [r.to_dict() for r in res.records]
     rec = res.records[0]
     assert rec.status.value == "ok" and rec.outputs["slow_hosts"] == ["node02"]

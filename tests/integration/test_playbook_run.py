@@ -1,4 +1,4 @@
-"""The runbook engine end to end through the real CLI: dry-run, audit, resume, destructive gating.
+"""The playbook engine end to end through the real CLI: dry-run, audit, resume, destructive gating.
 
 `diagnose` runs for real as a subprocess on a run dir built with trainctl.rundir; the webhook is a
 real http.server on 127.0.0.1 (port 0).
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from trainctl.dataset import write_table
-from trainctl.ops.playbook.engine import read_audit
+from trainctl.ops.playbook.audit import read_audit
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.schemas import SignalKind, schema_for
 
@@ -160,7 +160,7 @@ def test_real_run_writes_every_step_to_the_audit_and_resume_skips_completed(
     cli, run_dir: Path, env, tmp_path: Path, hook
 ) -> None:
     book = tmp_path / "book.yaml"
-    # First attempt: the webhook is down (closed port) so notify fails and the runbook stops.
+    # First attempt: the webhook is down (closed port) so notify fails and the playbook stops.
     dead = _Hook()
     dead_url = dead.url
     dead.close()

@@ -1,4 +1,4 @@
-"""Runbook schema: every built-in validates; bad files name FILE:LINE, what is wrong and the fix."""
+"""Playbook schema: every built-in validates; bad files name FILE:LINE, what is wrong and the fix."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import pytest
 
 from trainctl.errors import PlaybookInvalid
 from trainctl.findings import PLAYBOOK_FOR_KIND
-from trainctl.ops.playbook.engine import StepType, builtin_names, load_builtin, load_runbook, parse_runbook
 from trainctl.ops.playbook.expr import ExprError, evaluate, parse, render
+from trainctl.ops.playbook.model import StepType
+from trainctl.ops.playbook.validation import builtin_names, load_builtin, load_playbook, parse_playbook
 
 GOOD = """\
 name: demo
@@ -36,7 +37,7 @@ def test_every_builtin_validates_and_matches_the_findings_table() -> None:
 
 
 def test_destructive_flag_comes_from_the_type() -> None:
-    book = parse_runbook(GOOD, "good.yaml")
+    book = parse_playbook(GOOD, "good.yaml")
     assert [(s.id, s.destructive) for s in book.steps] == [("diagnose", False), ("evict", True)]
     assert {t for t in StepType if t.destructive} == {StepType.EVICT_NODE, StepType.RELAUNCH}
 
@@ -97,7 +98,7 @@ def test_bad_files_name_file_line_and_fix(text: str, expected: str, tmp_path) ->
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(PlaybookInvalid) as ei:
-        load_runbook(path)
+        load_playbook(path)
     msg = str(ei.value).replace(str(tmp_path) + "/", "")
     assert msg.startswith(expected), msg
 
@@ -157,7 +158,7 @@ def test_probe_decisions_localise_the_host_in_both_slow_pairs() -> None:
 def test_evict_node_step_passes_allow_shrink_only_with_the_relaunch() -> None:
     from pathlib import Path
 
-    from trainctl.ops.playbook.engine import _evict_args
+    from trainctl.ops.playbook.actions import _evict_args
 
     run = Path("/runs/r1")
     with_shrink = {"reason": "xid 79", "relaunch": True, "allow_shrink": True, "spares": ["node09"]}

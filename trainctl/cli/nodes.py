@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
 from trainctl.cli.console import err, out
-from trainctl.errors import InputError, TrainctlError
+from trainctl.errors import InputError
 from trainctl.exit_codes import ExitCode
-from trainctl.findings import Finding
+from trainctl.ops.evict.launched_run import LiveRelaunch, run_members
+from trainctl.ops.evict.operation import EvictRequest, load_finding
+from trainctl.ops.evict.operation import evict_node as run_eviction
 from trainctl.ops.evict.quarantine import Ledger
-from trainctl.ops.evict.relaunch_plan import PlanKind
-from trainctl.ops.evict.schedulers import SchedulerKind, drain_commands, format_argv, resume_commands, run_commands
-from trainctl.rundir import RunInfo, is_run_dir, read_run_info
+from trainctl.ops.evict.relaunch_plan import RelaunchPlan
+from trainctl.ops.evict.schedulers import SchedulerKind, format_argv, resume_commands, run_commands
+from trainctl.ops.evict.targets import check_host_name
 
 nodes_app = typer.Typer(help="The quarantine ledger: list, restore, audit trail.", no_args_is_help=True)
 
@@ -27,50 +29,20 @@ def _emit_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2))
 
 
-def _load_finding(spec: str | None) -> dict[str, Any] | None:
-    if spec is None:
-        return None
-    where = "--finding"
-    text = spec
-    if spec.startswith("@"):
-        path = Path(spec[1:])
-        where = str(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise InputError(
-                f"{path}: cannot read the finding file ({exc.strerror}); pass --finding @FILE or inline JSON"
-            ) from exc
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{where}: not JSON ({exc}); pass one finding object from `trainctl diagnose --json`") from exc
-    if isinstance(doc, dict) and "findings" in doc and isinstance(doc["findings"], list) and len(doc["findings"]) == 1:
-        doc = doc["findings"][0]  # a whole report with one finding is fine too
-    try:
-        return Finding.from_dict(doc).to_dict()
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise InputError(
-            f"{where}: not a trainctl finding ({exc!r}); it needs kind, severity and summary as in `trainctl diagnose --json`"
-        ) from exc
-
-
-def _resolve_run(run: str | None) -> tuple[str | None, RunInfo | None]:
-    """--run is a run dir (run.json gives the id and hosts) or a bare run id recorded as given."""
-    if run is None:
-        return None, None
-    if is_run_dir(run):
-        info = read_run_info(run)
-        return (info.run_id if info else run), info
-    return run, None
-
-
 def _fmt_ts(ts_ns: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(ts_ns / 1e9))
 
 
+def _split(spares: str | None) -> tuple[str, ...] | None:
+    return tuple(s.strip() for s in spares.split(",") if s.strip()) if spares else None
+
+
 def evict_node(
-    host: str = typer.Argument(..., help="The host to quarantine, as the scheduler names it."),
+    host: str = typer.Argument(
+        ...,
+        help="The host to quarantine, as the scheduler names it (RFC 1123 name or IP); with --run RUN_DIR also "
+        "a Slurm hostlist of the run's hosts, e.g. node[02-03]. ALL, selectors, options and globs are refused.",
+    ),
     reason: str = typer.Option(..., "--reason", help="Why (audit trail; also the Slurm drain reason)."),
     run: str | None = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
     finding: str | None = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
@@ -100,146 +72,54 @@ def evict_node(
     ),
 ) -> None:
     """Quarantine HOST in the ledger (with an audit record), drain it in the scheduler, relaunch the run without it."""
-    finding_doc = _load_finding(finding)
-    run_id, info = _resolve_run(run)
-    if relaunch and info is None:
-        raise InputError(
-            f"--relaunch needs --run RUN_DIR holding run.json (got {run!r}); it gives the hosts and layout"
-        )
-    ledger = Ledger()
-    commands = drain_commands(scheduler, host, reason)
-    plan = None
-    if relaunch and info is not None and run is not None:
-        from trainctl.ops.launch import run_control
-
-        # The same plan the relaunch executes (run_control.relaunch_without), so --dry-run tells the truth.
-        plan, _ = run_control.relaunch_plan_for(
-            run,
-            [host],
-            spares=_split(spares),
-            quarantined=sorted(ledger.quarantined_hosts()),
-            allow_shrink=allow_shrink,
-        )
-    doc: dict[str, Any] = {
-        "host": host,
-        "reason": reason,
-        "run": run_id,
-        "dry_run": dry_run,
-        "ledger": str(ledger.state_path),
-        "scheduler": scheduler.value,
-        "commands": [list(c) for c in commands],
-        "finding": finding_doc,
-        "relaunch": plan.to_dict() if plan else None,
-    }
-    if dry_run:
-        if json_out:
-            _emit_json(doc)
-        else:
-            out.print(f"dry run: would quarantine {host} in {ledger.state_path} (reason: {reason})", highlight=False)
-            for c in commands:
-                out.print(f"dry run: would run: {format_argv(c)}", highlight=False, markup=False)
-            if plan:
-                _print_plan(plan)
-        return
-    if relaunch and run is not None:
-        # before the ledger changes: refuse the whole thing, not half of it
-        if plan is not None and plan.kind is PlanKind.STOP:
-            raise InputError(f"cannot relaunch {run} without {host}: {plan.reason} (nothing was changed)")
-        _check_relaunch(run, host, yes=yes)
-    entry = ledger.evict(
-        host,
+    # The operation (trainctl.ops.evict.operation) does the work; this parses and renders.
+    found = load_finding(finding)
+    spare_list = _split(spares)
+    request = EvictRequest(
+        targets=(host,),
         reason=reason,
-        run=run_id,
-        finding=finding_doc,
-        extra={"scheduler": scheduler.value, "commands": [list(c) for c in commands]},
+        run=run,
+        findings=(found,) if found else (),
+        scheduler=scheduler,
+        relaunch=(
+            LiveRelaunch(spares=spare_list, allow_shrink=allow_shrink, wait_timeout_s=wait_timeout, confirmed=yes)
+            if relaunch
+            else None
+        ),
+        members=run_members(run, spares=spare_list or ()),
+        dry_run=dry_run,
     )
-    err.print(f"quarantined {host} in {ledger.state_path} (eviction #{entry.evictions})", highlight=False)
-    try:
-        for c in commands:
-            err.print(f"running: {format_argv(c)}", highlight=False, markup=False)
-        run_commands(commands)
-    except TrainctlError as exc:
-        # The ledger keeps the host (trainctl will not launch on it); the drain can be retried.
-        raise type(exc)(
-            f"{host} is quarantined in the ledger, but the {scheduler.value} drain failed: {exc}; "
-            f"fix it and rerun `trainctl evict-node {host} --reason ... --scheduler {scheduler.value}`"
-        ) from exc
-    doc["entry"] = entry.to_dict()
-    failed = False
-    if relaunch and run is not None:
-        doc["relaunch"] = _execute_relaunch(
-            run, host, spares, ledger, yes=yes, wait_timeout_s=wait_timeout, allow_shrink=allow_shrink
-        )
-        failed = not doc["relaunch"].get("ok")
+    result = run_eviction(
+        request,
+        confirm=(lambda q: typer.confirm(q, default=False)) if sys.stdin.isatty() else None,
+        progress=lambda line: err.print(line, highlight=False, markup=False),
+    )
     if json_out:
-        _emit_json(doc)
+        _emit_json(result.to_dict())
+    elif dry_run:
+        who = ",".join(result.hosts)
+        out.print(f"dry run: would quarantine {who} in {result.ledger_path} (reason: {reason})", highlight=False)
+        for line in result.commands_shell:
+            out.print(f"dry run: would run: {line}", highlight=False, markup=False)
+        if result.relaunch_plan is not None:
+            _print_plan(result.relaunch_plan)
     else:
-        out.print(f"evicted {host}: {reason}" + (f" (run {run_id})" if run_id else ""), highlight=False)
-        if doc.get("relaunch"):
-            r = doc["relaunch"]
-            out.print(f"relaunch plan: {r['plan']['kind']}: {r['plan']['reason']}", highlight=False)
+        who = ",".join(result.hosts)
+        out.print(f"evicted {who}: {reason}" + (f" (run {result.run_id})" if result.run_id else ""), highlight=False)
+        rl = result.relaunch
+        if rl is not None:
+            out.print(f"relaunch plan: {rl.plan.kind.value}: {rl.plan.reason}", highlight=False)
             out.print(
-                f"relaunched on {','.join(r['hosts'])} as {r['run_dir']}: "
-                + (f"exit {r['exit_code']}" if r["finished"] else f"still running after {wait_timeout:.0f}s")
-                + f", steps {r['first_step']}..{r['last_step']}",
+                f"relaunched on {','.join(rl.hosts)} as {rl.run_dir}: "
+                + (f"exit {rl.exit_code}" if rl.finished else f"still running after {wait_timeout:.0f}s")
+                + f", steps {rl.first_step}..{rl.last_step}",
                 highlight=False,
             )
-    if failed:
+    if result.relaunch is not None and not result.relaunch.ok:
         raise typer.Exit(ExitCode.RUN_FAILED)
 
 
-def _split(spares: str | None) -> list[str] | None:
-    return [s.strip() for s in spares.split(",") if s.strip()] if spares else None
-
-
-def _execute_relaunch(
-    run: str,
-    host: str,
-    spares: str | None,
-    ledger: Ledger,
-    *,
-    yes: bool,
-    wait_timeout_s: float,
-    allow_shrink: bool = False,
-) -> dict[str, Any]:
-    """Stop the run, start it again without HOST (trainctl.ops.launch.run_control), wait for it."""
-    from trainctl.ops.launch import run_control
-    from trainctl.ops.playbook.engine import trainctl_argv
-
-    plan, stopped, handle = run_control.relaunch_without(
-        run,
-        [host],
-        spares=_split(spares),
-        quarantined=sorted(ledger.quarantined_hosts()),
-        trainctl=trainctl_argv(),
-        allow_shrink=allow_shrink,
-    )
-    err.print(
-        f"stopped {run} ({stopped['supervisor']}); relaunched on {','.join(plan.hosts)} as {handle.run_dir} "
-        f"(pid {handle.proc.pid}, log {handle.log_path}); waiting up to {wait_timeout_s:.0f}s",
-        highlight=False,
-    )
-    res = run_control.wait_relaunch(handle, wait_timeout_s)
-    return {**res, "plan": plan.to_dict(), "stopped": stopped}
-
-
-def _check_relaunch(run: str, host: str, *, yes: bool) -> None:
-    import sys
-
-    from trainctl.ops.launch import run_control
-
-    run_control.launch_options(run)  # the run's launch options must be known (InputError says how)
-    if not yes:
-        if not sys.stdin.isatty():
-            raise InputError(
-                f"--relaunch stops run {run} and starts it again without {host}; pass --yes to allow it "
-                f"(nothing was changed)"
-            )
-        if not typer.confirm(f"stop {run} and relaunch it without {host}?", default=False):
-            raise InputError("relaunch declined; nothing changed (neither the ledger nor the run)")
-
-
-def _print_plan(plan) -> None:
+def _print_plan(plan: RelaunchPlan) -> None:
     out.print(f"relaunch plan: {plan.kind.value}: {plan.reason}", highlight=False)
     if plan.hosts:
         out.print(f"relaunch hosts: {','.join(plan.hosts)} (world size {plan.world_size})", highlight=False)
@@ -281,6 +161,8 @@ def restore_node(
     if host not in entries:
         known = ", ".join(sorted(entries)) or "none"
         raise InputError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
+    if scheduler is not SchedulerKind.NONE:
+        check_host_name(host)  # the name reaches scontrol/kubectl: one host, never an option or ALL
     commands = resume_commands(scheduler, host)
     doc: dict[str, Any] = {
         "host": host,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,18 +14,14 @@ from rich.text import Text
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError
 from trainctl.exit_codes import ExitCode
-from trainctl.ops.playbook.engine import (
-    RunOptions,
-    StepRecord,
-    StepStatus,
-    builtin_names,
-    find_runbook,
-    load_builtin,
-    run_runbook,
-)
+from trainctl.ops.playbook.audit import StepRecord, StepStatus
+from trainctl.ops.playbook.executor import RunOptions, run_playbook
+from trainctl.ops.playbook.validation import builtin_names, find_playbook, load_builtin
 
 app = typer.Typer(
-    help="Runbooks: chain collect, diagnose, probe, evict and relaunch for one incident type.", no_args_is_help=True
+    help="Playbooks (other tools say runbooks): chain collect, diagnose, probe, evict-node and relaunch for one "
+    "incident type.",
+    no_args_is_help=True,
 )
 
 _STYLE = {
@@ -33,6 +30,7 @@ _STYLE = {
     StepStatus.SKIPPED: "dim",
     StepStatus.REFUSED: "bold red",
     StepStatus.PLANNED: "cyan",
+    StepStatus.ESCALATED: "bold yellow",
 }
 
 
@@ -41,8 +39,8 @@ def _emit_json(doc: object) -> None:
 
 
 @app.command("list")
-def list_cmd(json_out: bool = typer.Option(False, "--json", help="Runbooks as JSON.")) -> None:
-    """The built-in runbooks and the findings that trigger them."""
+def list_cmd(json_out: bool = typer.Option(False, "--json", help="Playbooks as JSON.")) -> None:
+    """The built-in playbooks, the findings that trigger them and the confidence they act at."""
     books = [load_builtin(n) for n in builtin_names()]
     if json_out:
         _emit_json(
@@ -57,23 +55,23 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Runbooks as JS
             ]
         )
         return
-    table = Table(title="trainctl runbooks")
-    for col in ("name", "trigger", "steps", "description"):
+    table = Table(title="trainctl playbooks")
+    for col in ("name", "trigger", "acts at", "steps", "description"):
         table.add_column(col, overflow="fold")
     for b in books:
         trig = ",".join(k.value for k in b.trigger.kinds) + (
             f" ({','.join(c.value for c in b.trigger.categories)})" if b.trigger.categories else ""
         )
         steps = " > ".join(s.id + ("!" if s.destructive else "") for s in b.steps)
-        table.add_row(b.name, trig, steps, b.description)
+        table.add_row(b.name, trig, b.trigger.confidence_label, steps, b.description)
     out.print(table)
     err.print("[dim]! marks destructive steps (need --yes or a confirmation)[/]")
 
 
 @app.command("show")
-def show_cmd(name: str = typer.Argument(..., help="Built-in name or a runbook YAML file.")) -> None:
-    """Print a runbook's YAML (built-in or file), after validating it."""
-    book = find_runbook(name)
+def show_cmd(name: str = typer.Argument(..., help="Built-in name or a playbook YAML file.")) -> None:
+    """Print a playbook's YAML (built-in or file), after validating it."""
+    book = find_playbook(name)
     if Path(name).suffix in (".yaml", ".yml"):
         print(Path(name).read_text(), end="")
     else:
@@ -102,7 +100,7 @@ def _confirm(question: str, default: bool) -> bool:
 
 
 def _print_record(rec: StepRecord) -> None:
-    cmd = " ".join(rec.command)
+    cmd = shlex.join(rec.command)  # quoted as a person would type it
     err.print(
         Text.assemble(
             (f"[{rec.status.value:>7}] ", _STYLE[rec.status]),
@@ -116,24 +114,30 @@ def _print_record(rec: StepRecord) -> None:
 
 @app.command("run")
 def run_cmd(
-    name: str = typer.Argument(..., help="Built-in runbook name (see `playbook list`) or a YAML file."),
+    name: str = typer.Argument(..., help="Built-in playbook name (see `playbook list`) or a YAML file."),
     run: Path = typer.Option(..., "--run", help="The run dir (--run-dir of `trainctl launch`)."),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the plan; run only read-only steps; change and write nothing."
     ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow destructive steps and answer yes to questions."),
     resume: str | None = typer.Option(None, "--resume", help="Incident id to resume: completed steps are skipped."),
-    inputs: list[str] = typer.Option([], "--input", help="Runbook input NAME=VALUE (repeatable)."),
+    inputs: list[str] = typer.Option([], "--input", help="Playbook input NAME=VALUE (repeatable)."),
     json_out: bool = typer.Option(False, "--json", help="The result (every step's record) as JSON on stdout."),
 ) -> None:
-    """Run a runbook against a run; every step is appended to RUN/incidents/<id>/audit.jsonl."""
-    book = find_runbook(name)
+    """Run a playbook against a run; every step is appended to RUN/incidents/<id>/audit.jsonl."""
+    book = find_playbook(name)
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     opts = RunOptions(
-        dry_run=dry_run, yes=yes, interactive=interactive, confirm=_confirm, resume=resume, inputs=_parse_inputs(inputs)
+        dry_run=dry_run,
+        yes=yes,
+        interactive=interactive,
+        confirm=_confirm,
+        resume=resume,
+        inputs=_parse_inputs(inputs),
+        progress=lambda line: err.print(line, highlight=False, markup=False),
     )
     err.print(f"[bold]{book.name}[/] on {run}" + (" [cyan](dry run: nothing will be changed)[/]" if dry_run else ""))
-    result = run_runbook(book, run, opts, on_record=_print_record)
+    result = run_playbook(book, run, opts, on_record=_print_record)
     if json_out:
         _emit_json(result.to_dict())
     else:
@@ -146,7 +150,7 @@ def run_cmd(
                 r.type + (" !" if r.destructive else ""),
                 Text(r.status.value, style=_STYLE[r.status]),
                 r.decision,
-                " ".join(r.command),
+                shlex.join(r.command),
             )
         out.print(table)
         if result.audit_path:

@@ -6,7 +6,7 @@ Kept under TRAINCTL_HOME (default `$XDG_STATE_HOME/trainctl`, else `~/.local/sta
     audit.jsonl       append-only trail, one JSON object per evict/restore, never rewritten
     quarantine.lock   flock(2) target serialising every read-modify-write
 
-Several processes (a supervisor per run, an SRE at a shell, a runbook) may evict at once, so each
+Several processes (a supervisor per run, an SRE at a shell, a playbook) may evict at once, so each
 change takes an exclusive flock on the lock file, appends to the audit trail (fsync), then
 rewrites quarantine.json through temp + fsync + rename. The audit line is written first, as a
 write-ahead log: a crash between the two leaves an audit record that `rebuild_from_audit()` replays,

@@ -44,8 +44,9 @@ from typing import Any
 from trainctl.collectors.ssh import SshClient
 from trainctl.errors import InputError, LaunchError
 from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.ops.evict.operation import EvictRequest, SupervisedRelaunch, evict_node
 from trainctl.ops.evict.quarantine import Ledger, refuse_quarantined
-from trainctl.ops.evict.relaunch_plan import PlanKind, plan_relaunch, shrink_allowed
+from trainctl.ops.evict.relaunch_plan import PlanKind
 from trainctl.ops.launch import local
 from trainctl.ops.launch.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
@@ -665,26 +666,29 @@ class Supervisor:
                         rc,
                         time.monotonic() - t0,
                     )
-                for h in targets:
-                    ev = next((f for f in action.evidence if h in f.hosts), None)
-                    self.ledger.evict(
-                        h,
+                # the one eviction operation (trainctl.ops.evict.operation), as the CLI and playbooks use it
+                eviction = evict_node(
+                    EvictRequest(
+                        targets=tuple(targets),
                         reason=action.reason,
                         run=s.run_id,
-                        finding=ev.to_dict() if ev else None,
-                        extra={"attempt": number, "rule": action.rule},
-                    )
-                    evicted.append(h)
-                may_shrink, hint = shrink_allowed(script=s.script, opt_in=s.allow_shrink)
-                plan = plan_relaunch(
-                    hosts,
-                    quarantined=set(self.ledger.quarantined_hosts()) | set(targets),
-                    spares=spares,
-                    nproc_per_node=s.nproc_per_node,
-                    layout=self.layout,
-                    allow_shrink=may_shrink,
-                    no_shrink_hint=hint,
+                        findings=tuple(f.to_dict() for f in action.evidence),
+                        members=frozenset(hosts) | frozenset(spares),
+                        ledger_extra={"attempt": number, "rule": action.rule},
+                        relaunch=SupervisedRelaunch(
+                            hosts=tuple(hosts),
+                            spares=tuple(spares),
+                            nproc_per_node=s.nproc_per_node,
+                            layout=dict(self.layout),
+                            script=s.script,
+                            allow_shrink=s.allow_shrink,
+                        ),
+                    ),
+                    ledger=self.ledger,
                 )
+                evicted.extend(eviction.hosts)
+                plan = eviction.relaunch_plan
+                assert plan is not None  # a SupervisedRelaunch always plans
                 self.journal.write(
                     "relaunch_plan",
                     attempt=number,

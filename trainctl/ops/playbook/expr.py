@@ -1,6 +1,6 @@
-"""The small, safe expression language of runbook `when:` conditions and `${...}` templates.
+"""The small, safe expression language of playbook `when:` conditions and `${...}` templates.
 
-Runbooks must never run arbitrary Python (they are copied between teams and run with --yes on
+Playbooks must never run arbitrary Python (they are copied between teams and run with --yes on
 production clusters), so conditions are parsed by this module's recursive-descent parser and
 evaluated against a plain dict context. Nothing is looked up outside that context.
 
@@ -17,7 +17,7 @@ Grammar (keywords are lower case):
 
 Paths walk dicts and lists: `diagnose.findings[kind=hung_collective].hosts` keeps the findings
 whose `kind` equals `hung_collective` (or whose list-valued field contains it) and collects their
-`hosts`, flattening lists. A missing key yields null (a runbook asks "is there a culprit?", and
+`hosts`, flattening lists. A missing key yields null (a playbook asks "is there a culprit?", and
 an absent answer is "no"), so `when:` never fails on a step that produced no such output.
 """
 
@@ -213,10 +213,18 @@ class _Parser:
         return ("path", root, tuple(segs))
 
 
+MAX_EXPR_CHARS = 2048  # a condition is a line; longer is a mistake or an attack on the parser
+
+
 def parse(src: str) -> Expr:
     if not isinstance(src, str) or not src.strip():
         raise ExprError("empty expression")
-    return Expr(src, _Parser(src).parse())
+    if len(src) > MAX_EXPR_CHARS:
+        raise ExprError(f"expression longer than {MAX_EXPR_CHARS} characters")
+    try:
+        return Expr(src, _Parser(src).parse())
+    except RecursionError:
+        raise ExprError(f"expression nested too deeply: {src[:40]!r}...") from None
 
 
 def _matches(item: Any, key: str, value: Any) -> bool:
