@@ -105,15 +105,15 @@ def test_dry_run_changes_nothing(cli, env, tmp_path) -> None:
     r = cli("evict-node", "node03", "--reason", "ecc", "--scheduler", "k8s", "--dry-run", env=env)
     assert r.code == 0, r.stderr
     assert r.stdout.splitlines()[1:] == [
-        "dry run: would run: kubectl cordon node03",
-        "dry run: would run: kubectl drain node03 --ignore-daemonsets --delete-emptydir-data",
+        "dry run: would run: kubectl cordon -- node03",
+        "dry run: would run: kubectl drain --ignore-daemonsets --delete-emptydir-data -- node03",
     ]
     assert not (tmp_path / "home" / "quarantine.json").exists()
     assert recorded(tmp_path / "argv.jsonl") == []
     cli("evict-node", "node03", "--reason", "ecc", env=env)
     before = (tmp_path / "home" / "quarantine.json").read_text()
     r = cli("nodes", "restore", "node03", "--scheduler", "k8s", "--dry-run", "--json", env=env)
-    assert json.loads(r.stdout)["commands"] == [["kubectl", "uncordon", "node03"]]
+    assert json.loads(r.stdout)["commands"] == [["kubectl", "uncordon", "--", "node03"]]
     assert (tmp_path / "home" / "quarantine.json").read_text() == before
     assert recorded(tmp_path / "argv.jsonl") == []
 

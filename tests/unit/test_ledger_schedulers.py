@@ -53,10 +53,10 @@ def recorded(log: Path) -> list[list[str]]:
         (
             SchedulerKind.K8S,
             [
-                ("kubectl", "cordon", "node02"),
-                ("kubectl", "drain", "node02", "--ignore-daemonsets", "--delete-emptydir-data"),
+                ("kubectl", "cordon", "--", "node02"),
+                ("kubectl", "drain", "--ignore-daemonsets", "--delete-emptydir-data", "--", "node02"),
             ],
-            [("kubectl", "uncordon", "node02")],
+            [("kubectl", "uncordon", "--", "node02")],
         ),
     ],
 )
@@ -74,8 +74,8 @@ def test_run_k8s_in_order(fake_path) -> None:
     res = run_commands(drain_commands(SchedulerKind.K8S, "node02", "x"))
     assert [r.returncode for r in res] == [0, 0]
     assert recorded(fake_path) == [
-        ["kubectl", "cordon", "node02"],
-        ["kubectl", "drain", "node02", "--ignore-daemonsets", "--delete-emptydir-data"],
+        ["kubectl", "cordon", "--", "node02"],
+        ["kubectl", "drain", "--ignore-daemonsets", "--delete-emptydir-data", "--", "node02"],
     ]
 
 
@@ -85,9 +85,9 @@ def test_failure_carries_stderr_and_stops(fake_path, monkeypatch) -> None:
     with pytest.raises(SchedulerError) as ei:
         run_commands(drain_commands(SchedulerKind.K8S, "node02", "x"))
     assert str(ei.value) == (
-        '`kubectl cordon node02` failed with exit 1: Error from server (NotFound): nodes "node02" not found'
+        '`kubectl cordon -- node02` failed with exit 1: Error from server (NotFound): nodes "node02" not found'
     )
-    assert recorded(fake_path) == [["kubectl", "cordon", "node02"]]  # no drain after a failed cordon
+    assert recorded(fake_path) == [["kubectl", "cordon", "--", "node02"]]  # no drain after a failed cordon
 
 
 def test_missing_executable(tmp_path, monkeypatch) -> None:

@@ -6,8 +6,9 @@ them. Conventions (research/peers.md §5.5):
 
 - Slurm: `scontrol update NodeName=H State=DRAIN Reason=...`. DRAIN stops new allocations only;
   running jobs continue. Slurm refuses a drain without a reason. Restore: `State=RESUME`.
-- Kubernetes: `kubectl cordon H` (unschedulable), then `kubectl drain H --ignore-daemonsets
-  --delete-emptydir-data` (evicts pods, honouring PodDisruptionBudgets). Restore: `kubectl uncordon H`.
+- Kubernetes: `kubectl cordon -- H` (unschedulable), then `kubectl drain --ignore-daemonsets
+  --delete-emptydir-data -- H` (evicts pods, honouring PodDisruptionBudgets). Restore: `kubectl uncordon -- H`. The `--` ends kubectl's options (cobra/pflag), so a host
+  name can never be read as a flag, whatever passed validation.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def drain_commands(kind: SchedulerKind, host: str, reason: str) -> list[tuple[st
         return [("scontrol", "update", f"NodeName={host}", "State=DRAIN", f"Reason={_slurm_reason(reason)}")]
     if kind is SchedulerKind.K8S:
         return [
-            ("kubectl", "cordon", host),
-            ("kubectl", "drain", host, "--ignore-daemonsets", "--delete-emptydir-data"),
+            ("kubectl", "cordon", "--", host),
+            ("kubectl", "drain", "--ignore-daemonsets", "--delete-emptydir-data", "--", host),
         ]
     return []
 
@@ -76,7 +77,7 @@ def resume_commands(kind: SchedulerKind, host: str) -> list[tuple[str, ...]]:
     if kind is SchedulerKind.SLURM:
         return [("scontrol", "update", f"NodeName={host}", "State=RESUME")]
     if kind is SchedulerKind.K8S:
-        return [("kubectl", "uncordon", host)]
+        return [("kubectl", "uncordon", "--", host)]
     return []
 
 
