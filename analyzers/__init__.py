@@ -46,6 +46,9 @@ def _registry() -> list[Analyzer]:
             faulty_hosts.analyze,
         )
     )
+    from trainctl.analyzers import nccl
+
+    analyzers.append(Analyzer("nccl", (SignalKind.NCCL_PROCS,), nccl.analyze))
     from trainctl.analyzers import coverage
 
     analyzers.append(Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), coverage.analyze))

@@ -55,6 +55,9 @@ def start(run_dir: str | os.PathLike[str], rank: int) -> Any | None:
     Returns None (and logs why) when this torch has no _WorkerServer: a missing debug endpoint
     must never stop training.
     """
+    from trainctl.runtime import nccl_env
+
+    nccl_env.point_debug_file(rank)  # before NCCL's first log line opens its debug file (see nccl_env)
     try:
         import torch._C._distributed_c10d as c10d
 
@@ -63,8 +66,6 @@ def start(run_dir: str | os.PathLike[str], rank: int) -> Any | None:
         log.warning("rank %d: torch has no _WorkerServer (%s); hang dumps will rely on py-spy", rank, exc)
         return None
     _register_fr_trace_pickle(c10d)
-    from trainctl.runtime import nccl_env
-
     nccl_env.ensure_dump_dir()  # the NCCL watchdog's dump folder (its writer creates none)
     path = worker_socket_path(run_dir, rank)
     path.parent.mkdir(parents=True, exist_ok=True)

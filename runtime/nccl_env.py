@@ -14,6 +14,17 @@ and libtorch_cpu's strings):
   `~/.cache/torch/comm_lib_trace_rank_`) and opens it with std::ofstream, which does not create
   folders - `ensure_dump_dir` makes it on the rank's host.
 
+NCCL's own log (issue 16 item 2): `NCCL_DEBUG=WARN` unless the user chose a level (INFO, with
+NCCL_DEBUG_SUBSYS=INIT,NET, prints the init lines trainctl.collectors.nccl_topology reads: which
+network, which transport to each peer, the net plugin, GPU Direct RDMA), and each rank's output in
+its own file, logs/<host>/nccl-rank-<R>.log (rundir.nccl_log_path). NCCL_DEBUG_FILE only expands %h
+(hostname) and %p (pid) (NCCL src/debug.cc), so the launcher passes the folder in
+TRAINCTL_NCCL_DEBUG_DIR and each rank names its file itself (`point_debug_file`, from
+trainctl.runtime.debug_server.start, right after init_process_group). NCCL opens the file on its
+first log line (ncclDebugInit), which comes with the first communicator; torch creates NCCL
+communicators lazily, after that point, unless init_process_group got a device_id (eager init):
+then NCCL's lines go to the rank's stdout, i.e. its rank log, as without trainctl.
+
 So the watchdog's own dump lands at `RUN/fr/<host>/nccl_trace_rank_<R>`, next to the dumps
 trainctl takes from live ranks, and `diagnose` reads both (one per recorder and rank, the newest).
 Values a user already set are left alone. Not set: `TORCH_NCCL_DEBUG_INFO_PIPE_FILE` (it mkfifo()s
@@ -27,18 +38,28 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-from trainctl.rundir import fr_dump_dir
+from trainctl.rundir import fr_dump_dir, nccl_log_path
 
-__all__ = ["DUMP_FILE_PREFIX", "flight_recorder_env", "ensure_dump_dir"]
+__all__ = [
+    "DUMP_FILE_PREFIX",
+    "NCCL_DEBUG_DIR_ENV",
+    "flight_recorder_env",
+    "nccl_debug_env",
+    "rank_env",
+    "ensure_dump_dir",
+    "point_debug_file",
+]
 
 log = logging.getLogger(__name__)
 
 # <prefix><rank>: a name the Flight Recorder loader reads as the NCCL recorder of rank <rank>.
 DUMP_FILE_PREFIX = "nccl_trace_rank_"
 DEFAULT_BUFFER_SIZE = 2000  # torch 2.13's own default, stated so a dump's size is never a guess
+NCCL_DEBUG_DIR_ENV = "TRAINCTL_NCCL_DEBUG_DIR"
+NCCL_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 
 # Each setting with the aliases torch reads for it; one already set (under any alias) is kept.
 _ALIASES: tuple[tuple[str, ...], ...] = (
@@ -90,3 +111,54 @@ def ensure_dump_dir(environ: Mapping[str, str] | None = None) -> Path | None:
         log.warning("cannot create %s for the NCCL watchdog's Flight Recorder dump: %s", folder, exc)
         return None
     return folder
+
+
+def nccl_debug_env(
+    run_dir: str | os.PathLike[str], host: str, already: Mapping[str, str] | None = None, *, level: str = "WARN"
+) -> dict[str, str]:
+    """NCCL_DEBUG (WARN by default; INFO adds the init lines) and where each rank's NCCL log goes.
+
+    A level, subsystem list or file the user set is kept (their NCCL_DEBUG_FILE wins over ours).
+    """
+    already = already or {}
+    level = level.upper()
+    if level not in NCCL_LEVELS:
+        raise ValueError(f"NCCL debug level {level!r}: use one of {', '.join(NCCL_LEVELS)}")
+    out: dict[str, str] = {}
+    if "NCCL_DEBUG" not in already:
+        out["NCCL_DEBUG"] = level
+    if level in ("INFO", "TRACE") and "NCCL_DEBUG_SUBSYS" not in already:
+        # NCCL's default mask is INIT,BOOTSTRAP,ENV; GPU Direct RDMA per HCA is logged under NET.
+        out["NCCL_DEBUG_SUBSYS"] = "INIT,NET"
+    if "NCCL_DEBUG_FILE" not in already:
+        out[NCCL_DEBUG_DIR_ENV] = str(nccl_log_path(run_dir, host, 0).parent)
+    return out
+
+
+def rank_env(
+    run_dir: str | os.PathLike[str], host: str, already: Mapping[str, str] | None = None, *, nccl_debug: str = "WARN"
+) -> dict[str, str]:
+    """Everything NCCL-related a rank on `host` gets: Flight Recorder dumps and NCCL's own log."""
+    return {
+        **flight_recorder_env(run_dir, host, already),
+        **nccl_debug_env(run_dir, host, already, level=nccl_debug),
+    }
+
+
+def point_debug_file(rank: int, environ: MutableMapping[str, str] | None = None) -> Path | None:
+    """In the rank: NCCL_DEBUG_FILE=<TRAINCTL_NCCL_DEBUG_DIR>/nccl-rank-<rank>.log (folder created).
+
+    Nothing happens when the launcher set no folder or the user set NCCL_DEBUG_FILE themselves.
+    """
+    environ = os.environ if environ is None else environ
+    folder = environ.get(NCCL_DEBUG_DIR_ENV)
+    if not folder or environ.get("NCCL_DEBUG_FILE"):
+        return None
+    path = Path(folder) / f"nccl-rank-{rank}.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        log.warning("cannot create %s for NCCL's log (it stays on stdout): %s", path.parent, exc)
+        return None
+    environ["NCCL_DEBUG_FILE"] = str(path)
+    return path

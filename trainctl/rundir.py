@@ -146,6 +146,11 @@ def rank_log_path(run_dir: str | os.PathLike[str], host: str, rank: int) -> Path
     return Path(run_dir) / "logs" / host / f"rank-{rank}.log"
 
 
+def nccl_log_path(run_dir: str | os.PathLike[str], host: str, rank: int) -> Path:
+    """NCCL's own debug output of one rank (NCCL_DEBUG_FILE, set by trainctl.runtime.nccl_env)."""
+    return Path(run_dir) / "logs" / host / f"nccl-rank-{rank}.log"
+
+
 def fr_dump_dir(run_dir: str | os.PathLike[str], host: str) -> Path:
     return Path(run_dir) / "fr" / host
 

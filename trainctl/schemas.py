@@ -46,6 +46,8 @@ class SignalKind(str, Enum):
     HOST_FACTS = "host_facts"
     PG_STATUS = "pg_status"
     FR_DUMPS = "fr_dumps"
+    NCCL_PROCS = "nccl_procs"
+    NCCL_LINKS = "nccl_links"
 
 
 class Phase(str, Enum):
@@ -222,6 +224,36 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("last_record_id", pa.int64()),
         _f("groups_configured", pa.int32()),  # pg_config entries (0: no group was ever recorded)
         _f("source", pa.string()),
+    ],
+    # One row per process whose NCCL wrote INFO init lines (NCCL_DEBUG=INFO, logs/H/nccl-rank-R.log;
+    # trainctl.collectors.nccl_topology): what it chose, so a fallback to sockets is a fact, not a guess.
+    SignalKind.NCCL_PROCS: [
+        _f("rank", pa.int32()),  # trainctl's rank (from the file name), else NCCL's in its largest comm
+        _f("pid", pa.int64()),
+        _f("hostname", pa.string()),  # as NCCL logged it (the machine's own name)
+        _f("cuda_dev", pa.int16()),
+        _f("nccl_version", pa.string()),
+        _f("network", pa.string()),  # "Using network X": IB, Socket, or a plugin's name
+        _f("net_plugin", pa.string()),
+        _f("net_devices", pa.string()),  # "IB: [0]mlx5_0:1/IB ..." / "Socket: [0]eth0:10.0.0.1<0>"
+        _f("gdr", pa.bool_()),  # GPU Direct RDMA enabled for at least one HCA
+        _f("nccl_rank", pa.int32()),
+        _f("nccl_nranks", pa.int32()),
+        _f("links_net", pa.int32()),  # channel connections by transport
+        _f("links_p2p", pa.int32()),
+        _f("links_shm", pa.int32()),
+        _f("warnings", pa.int32()),  # NCCL WARN lines in the same file
+        _f("source", pa.string()),
+    ],
+    # One row per channel connection NCCL set up ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read").
+    SignalKind.NCCL_LINKS: [
+        _f("rank", pa.int32()),  # the process that logged it (as nccl_procs.rank)
+        _f("channel", pa.int16()),
+        _f("src_rank", pa.int32()),  # NCCL ranks of the communicator
+        _f("dst_rank", pa.int32()),
+        _f("direction", pa.string()),  # send | receive (NET links) | null
+        _f("transport", pa.string()),  # P2P | SHM | NET
+        _f("detail", pa.string()),  # IPC/read, CUMEM, direct/direct, IB/0/GDRDMA, Socket/1, ...
     ],
     SignalKind.HOST_FACTS: [
         _f("collected_ts", _TS),

@@ -17,7 +17,7 @@ from trainctl import dataset
 from trainctl.analyzers import run_analyzers
 from trainctl.errors import InputError
 from trainctl.findings import Report
-from trainctl.ops.diagnose import hang_inputs, logs_input
+from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs
 from trainctl.rundir import RunInfo, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
@@ -40,7 +40,11 @@ LAZY_ROWS = 5_000_000
 # returns tables by kind; a kind is taken from them only when the directory holds no parsed table
 # of that kind.
 RawParser = Callable[[Path, "RunInfo | None"], Mapping[SignalKind, pa.Table]]
-RAW_PARSERS: tuple[RawParser, ...] = (logs_input.parse_run_dir_logs, hang_inputs.parse_run_dir_hang_artefacts)
+RAW_PARSERS: tuple[RawParser, ...] = (
+    logs_input.parse_run_dir_logs,
+    hang_inputs.parse_run_dir_hang_artefacts,
+    nccl_inputs.parse_run_dir_nccl,
+)
 
 
 def detect_input(path: Path) -> InputKind:
@@ -79,7 +83,11 @@ def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
 def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
     kind = kind or detect_input(path)
     if kind is InputKind.LOG_FILE:
-        return Signals(None, {SignalKind.LOG_EVENTS: logs_input.load_log_file(path)}, str(path))
+        tables: dict[SignalKind, TableLike] = {SignalKind.LOG_EVENTS: logs_input.load_log_file(path)}
+        # A pasted log may hold NCCL's INFO init lines (which network, which transport per peer).
+        nccl = nccl_inputs.parse_nccl_file(path, host=None, rank=None)  # hosts as NCCL logged them
+        tables.update({k: t for k, t in nccl.items() if t.num_rows})
+        return Signals(None, tables, str(path))
     if kind is InputKind.FLIGHT_RECORDER:
         tables, run = hang_inputs.load_fr_dir(path)
         return Signals(run, dict(tables), str(path))

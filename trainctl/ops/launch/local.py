@@ -516,7 +516,7 @@ def launch_local(
                     "PYTHONUNBUFFERED": "1",
                 }
             )
-            env.update(nccl_env.flight_recorder_env(run_dir, host, env))  # NCCL watchdog dumps into fr/<host>/
+            env.update(nccl_env.rank_env(run_dir, host, env))  # FR watchdog dumps, NCCL_DEBUG and its per-rank log
             log_path = run_dir / "logs" / host / "agent.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab") as agent_log:

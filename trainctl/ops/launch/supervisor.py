@@ -248,7 +248,7 @@ class Supervisor:
         s = self.spec
         return {
             **s.env,
-            **nccl_env.flight_recorder_env(s.remote_run_dir, host, s.env),  # NCCL watchdog dumps into fr/<host>/
+            **nccl_env.rank_env(s.remote_run_dir, host, s.env),  # FR watchdog dumps, NCCL_DEBUG and its per-rank log
             "TRAINCTL_RUN_DIR": s.remote_run_dir,
             "TRAINCTL_RUN_ID": s.run_id,
             "TRAINCTL_HOST": host,
