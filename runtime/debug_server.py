@@ -66,7 +66,10 @@ def start(run_dir: str | os.PathLike[str], rank: int) -> Any | None:
         log.warning("rank %d: torch has no _WorkerServer (%s); hang dumps will rely on py-spy", rank, exc)
         return None
     _register_fr_trace_pickle(c10d)
-    nccl_env.ensure_dump_dir()  # the NCCL watchdog's dump folder (its writer creates none)
+    if nccl_recorder_available() and _cuda_available():
+        # The NCCL watchdog's dump folder (its writer creates none); only where NCCL can run, so
+        # a CPU run dir holds no empty fr/ folder that reads as "a dump was taken".
+        nccl_env.ensure_dump_dir()
     path = worker_socket_path(run_dir, rank)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)  # a stale socket from an earlier attempt would make bind fail
@@ -102,6 +105,15 @@ def nccl_recorder_available() -> bool:
 
         return bool(dist.is_available() and dist.is_nccl_available())
     except (ImportError, AttributeError, RuntimeError):
+        return False
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except (ImportError, RuntimeError):
         return False
 
 

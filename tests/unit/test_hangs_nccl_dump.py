@@ -66,6 +66,10 @@ if {fake!r}:
     assert "dump_nccl_trace_json" not in c10d._get_handler_names()  # else this is a CUDA build
     c10d._register_handler("dump_nccl_trace_json", nccl_json)
     c10d._register_handler("dump_nccl_trace_pickle", nccl_pickle)
+if {fake_cuda!r}:
+    # FAKED boundary (CPU wheel, no GPU): a CUDA build with NCCL, where the watchdog can dump.
+    debug_server.nccl_recorder_available = lambda: True
+    debug_server._cuda_available = lambda: True
 server = debug_server.start({run!r}, 0)
 Path({ready!r}).write_text("ok")
 while True:
@@ -78,9 +82,11 @@ def rank0(tmp_path):
     """Start rank 0's worker server in a subprocess; yields (run dir, handler log)."""
     procs = []
 
-    def start(fake_nccl: bool, env: dict | None = None) -> tuple[Path, Path]:
+    def start(fake_nccl: bool, env: dict | None = None, fake_cuda: bool = False) -> tuple[Path, Path]:
         run, log, ready = tmp_path / "run", tmp_path / "served.log", tmp_path / "ready"
-        code = _RANK.format(fixtures=str(FIXTURES), log=str(log), fake=fake_nccl, run=str(run), ready=str(ready))
+        code = _RANK.format(
+            fixtures=str(FIXTURES), log=str(log), fake=fake_nccl, run=str(run), ready=str(ready), fake_cuda=fake_cuda
+        )
         procs.append(subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **(env or {})}))
         deadline = time.monotonic() + 120
         while not ready.exists():
@@ -171,7 +177,14 @@ def test_the_variables_are_the_ones_torch_2_13_reads() -> None:
 
 def test_debug_server_start_makes_the_watchdog_dump_folder(rank0, tmp_path) -> None:
     folder = tmp_path / "run" / "fr" / "node01"
-    run, _ = rank0(fake_nccl=False, env={"TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_")})
+    run, _ = rank0(fake_nccl=False, env={"TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_")}, fake_cuda=True)
     assert folder.is_dir()
     body = debug_server.request(debug_server.socket_for(run, 0), "fr_trace_json", timeout_s=20)
     assert json.loads(body)["version"] == "2.10"
+
+
+def test_a_cpu_rank_makes_no_watchdog_folder(rank0, tmp_path) -> None:
+    # No NCCL here: an empty fr/<host>/ would read as "a dump was taken" (a dry run must leave none).
+    folder = tmp_path / "run" / "fr" / "node01"
+    rank0(fake_nccl=False, env={"TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_")})
+    assert not folder.exists()
