@@ -6,15 +6,22 @@ rendezvous) and duplicates are refused, since a host listed twice would get two 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import hostlist
+
 from trainctl.errors import InventoryError
 
-__all__ = ["HostSpec", "parse_hosts", "expand_nodelist"]
+__all__ = ["HostSpec", "parse_hosts", "expand_nodelist", "check_host", "MAX_HOSTS"]
 
-_HOST_RE = re.compile(r"^[A-Za-z0-9_.\-@:\[\]]+$")
+# RFC 1123 host names (letters, digits, dashes; labels of at most 63) plus `_`, which real
+# inventories and ssh config aliases use. `..`, `;`, spaces and leading dashes never pass.
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST_RE = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
+MAX_HOSTS = 100_000  # one host list; past this a range is a typo (node[1-99999999])
 
 
 @dataclass(frozen=True)
@@ -25,54 +32,41 @@ class HostSpec:
     slots: int | None = None
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas that are not inside [...] (Slurm ranges hold commas)."""
-    out, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise InventoryError(f"unbalanced ']' in host list {text!r}; Slurm ranges look like node[01-16,20]")
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if depth != 0:
-        raise InventoryError(f"unbalanced '[' in host list {text!r}; Slurm ranges look like node[01-16,20]")
-    out.append("".join(cur))
-    return [s.strip() for s in out if s.strip()]
-
-
 def expand_nodelist(expr: str) -> list[str]:
-    """Expand one Slurm nodelist term: `node[01-03,7]` -> node01 node02 node03 node07.
+    """Expand a Slurm hostlist: `node[01-03,7]` -> node01 node02 node03 node7 (python-hostlist, the
+    same rules as Slurm: zero padding from the range's bounds, several bracket groups as a product)."""
+    try:
+        names = hostlist.expand_hostlist(expr, allow_duplicates=True)  # duplicates are refused below, by name
+    except hostlist.BadHostlist as exc:
+        why = str(exc)
+        hint = "write it low-high" if "start > stop" in why else "Slurm ranges look like node[01-16,20]"
+        if "start > stop" in why:
+            why = "a range runs backwards"
+        elif "unbalanced" in why:
+            why = "unbalanced brackets"
+        raise InventoryError(f"bad host list {expr!r}: {why}; {hint}") from None
+    if len(names) > MAX_HOSTS:
+        raise InventoryError(f"host list {expr!r} expands to {len(names)} hosts, over {MAX_HOSTS}; check the bounds")
+    return names
 
-    Zero padding follows the range's first bound (as Slurm does); several bracket groups
-    (`rack[1-2]-gpu[1-2]`) expand as a product, left to right.
-    """
-    m = re.search(r"\[([^\[\]]*)\]", expr)
-    if not m:
-        return [expr]
-    head, tail = expr[: m.start()], expr[m.end() :]
-    values: list[str] = []
-    for item in m.group(1).split(","):
-        item = item.strip()
-        if re.fullmatch(r"\d+", item):
-            values.append(item)
-            continue
-        rm = re.fullmatch(r"(\d+)-(\d+)", item)
-        if not rm:
-            raise InventoryError(f"bad range {item!r} in {expr!r}; use node[01-16,20]")
-        lo, hi = rm.group(1), rm.group(2)
-        if int(hi) < int(lo):
-            raise InventoryError(f"range {item!r} in {expr!r} runs backwards; write it low-high")
-        if int(hi) - int(lo) > 100_000:
-            raise InventoryError(f"range {item!r} in {expr!r} expands to over 100000 hosts; check the bounds")
-        width = len(lo) if lo.startswith("0") else 0
-        values.extend(str(i).zfill(width) for i in range(int(lo), int(hi) + 1))
-    return [name for v in values for name in expand_nodelist(f"{head}{v}{tail}")]
+
+def check_host(name: str, *, where: str = "--hosts") -> str:
+    """`name` or `name:port` with an RFC 1123 host name or an IP address and a port in 1..65535."""
+    host, port = name, None
+    if name.count(":") == 1:  # one colon: host:port (an IPv6 address has several)
+        host, port = name.split(":")
+    if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
+        raise InventoryError(f"{where}: {name!r} has port {port!r}; a port is a number in 1..65535 (node01:2222)")
+    try:
+        ipaddress.ip_address(host)
+        return name
+    except ValueError:
+        pass
+    if len(host) > 253 or not _HOST_RE.match(host):
+        raise InventoryError(
+            f"{where}: {name!r} is not a host name (letters, digits and dashes in dot-separated labels, e.g. node01)"
+        )
+    return name
 
 
 def _parse_hostfile(path: Path) -> list[HostSpec]:
@@ -101,13 +95,7 @@ def _parse_hostfile(path: Path) -> list[HostSpec]:
 
 
 def _expand_terms(text: str, *, where: str) -> list[str]:
-    names = []
-    for term in _split_top_level(text):
-        for name in expand_nodelist(term):
-            if not _HOST_RE.match(name) or name.startswith("-"):
-                raise InventoryError(f"{where}: {name!r} is not a host name")
-            names.append(name)
-    return names
+    return [check_host(name, where=where) for name in expand_nodelist(text)]
 
 
 def parse_hosts(spec: str) -> list[HostSpec]:

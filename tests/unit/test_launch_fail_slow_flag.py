@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainctl.cli.launch import build_spec
+from trainctl.cli.launch import build_spec, request_from_argv
 from trainctl.errors import InputError
 from trainctl.ops.launch import run_control
 from trainctl.ops.launch.run_control import record_launch, relaunch_argv
@@ -43,6 +43,7 @@ def test_cli_error_is_one_line(cli) -> None:
 
 def test_relaunch_keeps_the_ratio(tmp_path) -> None:
     run = tmp_path / "run"
-    record_launch(run, ["--hosts", "node01,node02", "--run-dir", str(run), "--fail-slow-ratio", "0"], cwd=str(tmp_path))
+    argv = ["--hosts", "node01,node02", "--run-dir", str(run), "--fail-slow-ratio", "0"]
+    record_launch(run, request_from_argv(argv, cwd=tmp_path))
     new = relaunch_argv(run_control.launch_options(run), hosts=["node01"], spares=[], run_dir="/x", remote_run_dir="/r")
     assert new[new.index("--fail-slow-ratio") + 1] == "0.0"

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from trainctl.cli.launch import request_from_argv
 from trainctl.ops.evict.relaunch_plan import PlanKind
 from trainctl.ops.launch import run_control
 from trainctl.ops.launch.run_control import record_launch, relaunch_argv, relaunch_plan_for
@@ -25,24 +26,21 @@ def _run(tmp_path: Path, *, script: str | None, launch_args: list[str] = (), ext
         ),
     )
     tail = ["--", script] if script else []
-    record_launch(
-        run,
-        [
-            "--hosts",
-            "node01,node02,node03",
-            "--nproc-per-node",
-            "2",
-            "--run-dir",
-            str(run),
-            "--checkpoint-every",
-            "4",
-            "--checkpoint-dir",
-            "/shared/ck",
-            *launch_args,
-            *tail,
-        ],
-        cwd=str(tmp_path),
-    )
+    argv = [
+        "--hosts",
+        "node01,node02,node03",
+        "--nproc-per-node",
+        "2",
+        "--run-dir",
+        str(run),
+        "--checkpoint-every",
+        "4",
+        "--checkpoint-dir",
+        "/shared/ck",
+        *launch_args,
+        *tail,
+    ]
+    record_launch(run, request_from_argv(argv, cwd=tmp_path))
     return run
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from trainctl.cli.launch import request_from_argv
 from trainctl.ops.launch import run_control
 from trainctl.ops.launch.run_control import LaunchOptions, record_launch, relaunch_argv
 
@@ -38,7 +39,7 @@ def test_relaunch_argv_keeps_options_and_drops_drills(tmp_path) -> None:
         "--tp",
         "1",
     ]
-    record_launch(tmp_path, argv, cwd="/home/u")
+    record_launch(tmp_path, request_from_argv(argv, cwd="/home/u"))
     lo = run_control.launch_options(tmp_path)
     assert lo.hosts == ["node01", "node02", "node03"] and lo.spares == ["node04"]
     assert lo.ssh_config == "/home/u/cfg" and lo.remote_run_dir == "/r/run"

@@ -19,7 +19,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,14 @@ from enum import Enum
 from pathlib import Path
 
 from trainctl.errors import InputError, LaunchError
+from trainctl.ops.launch.request import (
+    TRAINER_MODULE,
+    LaunchRequest,
+    reference_layout,
+    simulated_hosts,
+    torchrun_argv,
+    trainer_tp,
+)
 from trainctl.rundir import (
     HostRanks,
     RunInfo,
@@ -58,8 +65,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TRAINER_MODULE = "trainctl.runtime.trainer"
-SHIM_MODULE = "trainctl.runtime.shim"
 POLL_INTERVAL_S = 0.25
 STOP_GRACE_S = 10.0
 
@@ -187,9 +192,28 @@ class LaunchSpec:
     startup_timeout_s: float = 180.0
     keep_hung: bool = False
 
+    env: Mapping[str, str] = field(default_factory=dict)  # --env NAME=VALUE for every rank
+
     @property
     def world_size(self) -> int:
         return self.nproc_per_node * len(self.hosts)
+
+    @classmethod
+    def from_request(cls, req: LaunchRequest, run_id: str) -> LaunchSpec:
+        """The local launcher's view of a validated --local request (run_dir already decided)."""
+        return cls(
+            run_dir=Path(req.run_dir or Path("runs") / run_id),
+            run_id=run_id,
+            nproc_per_node=req.nproc_per_node,
+            hosts=simulated_hosts(req.hosts_local),
+            script=req.script,
+            args=req.trainer_args(),
+            inject=req.inject,
+            max_restarts=req.max_restarts,
+            hang_timeout_s=req.hang_timeout or None,
+            keep_hung=req.keep_hung,
+            env=req.env(),
+        )
 
 
 @dataclass(frozen=True)
@@ -219,11 +243,6 @@ class LaunchResult:
         return self.status is ActionKind.SUCCEEDED
 
 
-def simulated_hosts(n: int) -> tuple[str, ...]:
-    width = max(2, len(str(n)))
-    return tuple(f"node{i:0{width}d}" for i in range(1, n + 1))
-
-
 def default_run_id() -> str:
     return datetime.now(UTC).strftime("r-%Y%m%d-%H%M%S")
 
@@ -232,15 +251,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _trainer_tp(args: Sequence[str], world: int) -> int:
-    for i, a in enumerate(args):
-        if a == "--tp" and i + 1 < len(args):
-            return int(args[i + 1])
-        if a.startswith("--tp="):
-            return int(a.split("=", 1)[1])
-    return 2 if world % 2 == 0 else 1
 
 
 def validate(spec: LaunchSpec) -> None:
@@ -271,7 +281,7 @@ def validate(spec: LaunchSpec) -> None:
             "torch is not installed in this Python; install trainctl[runtime] (scripts/setup.sh does)"
         ) from None
     if spec.script is None:
-        tp = _trainer_tp(spec.args, spec.world_size)
+        tp = trainer_tp(spec.args, spec.world_size)
         if spec.world_size % tp:
             raise InputError(f"--tp {tp} does not divide the world size {spec.world_size}; pick a divisor")
 
@@ -280,13 +290,7 @@ def initial_run_info(spec: LaunchSpec) -> RunInfo:
     groups: dict[str, tuple[tuple[int, ...], ...]] = {}
     layout: dict[str, int] = {}
     if spec.script is None:
-        world, tp = spec.world_size, _trainer_tp(spec.args, spec.world_size)
-        dp = world // tp
-        groups = {
-            "tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
-            "dp": tuple(tuple(range(j, world, tp)) for j in range(tp)),
-        }
-        layout = {"dp": dp, "tp": tp, "pp": 1}
+        groups, layout = reference_layout(spec.world_size, trainer_tp(spec.args, spec.world_size))
     return RunInfo(
         run_id=spec.run_id,
         world_size=spec.world_size,
@@ -422,28 +426,15 @@ def format_root_cause(rc: RootCause, what: str) -> str:
 
 
 def _agent_cmd(spec: LaunchSpec, port: int) -> list[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nnodes",
-        str(len(spec.hosts)),
-        "--nproc-per-node",
-        str(spec.nproc_per_node),
-        "--rdzv-backend",
-        "c10d",
-        "--rdzv-endpoint",
-        f"127.0.0.1:{port}",
-        "--rdzv-id",
-        spec.run_id,
-        "--max-restarts",
-        str(spec.max_restarts),
-        "--monitor-interval",
-        "0.5",
-    ]
-    if spec.script is None:
-        return cmd + ["-m", TRAINER_MODULE, *spec.args]
-    return cmd + ["-m", SHIM_MODULE, str(Path(spec.script).resolve()), *spec.args]
+    return torchrun_argv(
+        nnodes=len(spec.hosts),
+        nproc_per_node=spec.nproc_per_node,
+        rdzv_endpoint=f"127.0.0.1:{port}",
+        rdzv_id=spec.run_id,
+        max_restarts=spec.max_restarts,
+        script=str(Path(spec.script).resolve()) if spec.script is not None else None,
+        args=spec.args,
+    )
 
 
 def _stop(procs: Sequence[subprocess.Popen], run_dir: Path, notify: Callable[[str], None]) -> None:
@@ -504,7 +495,7 @@ def launch_local(
     t0 = time.monotonic()
     try:
         for host in spec.hosts:
-            env = dict(os.environ)
+            env = {**os.environ, **spec.env}  # --env NAME=VALUE reaches every rank
             env.update(
                 {
                     "TRAINCTL_RUN_DIR": str(run_dir),

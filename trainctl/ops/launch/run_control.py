@@ -1,22 +1,22 @@
 """Act on a multi-host run that `trainctl launch --hosts` started: find its options, dump, stop, relaunch.
 
 Runbooks (and `trainctl evict-node --relaunch`) need three things the launch knows:
-  - its options (hosts, spares, ssh config, checkpoint dir, trainer args): the launch's own argv,
-    read from RUN/launch.json when the launcher recorded it (`record_launch`), else from the live
-    supervisor process of the run (its /proc cmdline, re-parsed by the launch command's own parser,
-    so nothing here re-implements option handling);
+  - its options (hosts, spares, ssh config, checkpoint dir, trainer args): the launch request
+    (trainctl.ops.launch.request.LaunchRequest) the launcher stored in RUN/launch.json
+    (`record_launch`); nothing here parses a command line;
   - how to stop it: SIGINT to the supervisor (its `finally` stops every remote agent and rank
     group), then a sweep over SSH that kills any rank group left (the supervisor's own rule: the
     pids in ranks/rank-R.json are session leaders);
   - how to relaunch it: `trainctl launch --hosts NEW --spares LEFT ...` with the same options, a new
-    run dir, no drill, as a subprocess that can be waited on. The trainer resumes from the newest
+    run dir, no drill (the stored request, `relaunched`, rendered back to argv from the same
+    declarations), as a subprocess that can be waited on. The trainer resumes from the newest
     complete checkpoint in the shared --checkpoint-dir (what the supervisor does on its own evictions).
     With no spare left the plan may be a smaller run (relaunch_plan.shrink_allowed: the reference
     trainer, or a user script with --allow-shrink given to `launch` or to `evict-node --relaunch`).
 
 The supervisor is found as the process of this user holding RUN/logs/agent-*.log open (it streams
 the remote agent logs there for the life of an attempt): exact ownership of this run's files, not
-a match on a program name. A supervisor on another machine is not found; record_launch covers that.
+a match on a program name; only to stop it: its options come from launch.json alone.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trainctl.errors import InputError, LaunchError
+from trainctl.ops.launch.request import REQUEST_SCHEMA_VERSION, LaunchRequest
 
 logger = logging.getLogger(__name__)
 
@@ -57,39 +58,34 @@ LAUNCH_RECORD = "launch.json"
 
 @dataclass(frozen=True)
 class LaunchOptions:
-    """The `trainctl launch --hosts` options of a run, as the launch command parsed them."""
+    """The `trainctl launch --hosts` options of a run: its stored launch request, and where it was found."""
 
-    params: Mapping[str, Any]  # the launch command's parameters (click names)
-    cwd: str  # relative paths in params are relative to this
-    source: str  # "launch.json" or "supervisor pid N"
+    params: Mapping[str, Any]  # the request's fields (LaunchRequest.to_dict)
+    cwd: str  # where the launch ran (paths in the request are already absolute)
+    source: str  # the launch.json it came from
     supervisor_pid: int | None = None
 
-    def _path(self, key: str) -> str | None:
-        v = self.params.get(key)
-        if v in (None, ""):
-            return None
-        p = Path(str(v))
-        return str(p if p.is_absolute() else Path(self.cwd) / p)
+    @property
+    def request(self) -> LaunchRequest:
+        return LaunchRequest.from_dict(dict(self.params), where=self.source)
 
     @property
     def hosts(self) -> list[str]:
-        from trainctl.inventory import parse_hosts
-
-        return [h.name for h in parse_hosts(str(self.params["hosts"]))]
+        return list(self.request.host_names())
 
     @property
     def spares(self) -> list[str]:
-        from trainctl.inventory import parse_hosts
-
-        return [h.name for h in parse_hosts(str(self.params["spares"]))] if self.params.get("spares") else []
+        return list(self.request.spare_names())
 
     @property
     def ssh_config(self) -> str | None:
-        return self._path("ssh_config")
+        v = self.params.get("ssh_config")
+        return str(v) if v else None
 
     @property
     def run_dir(self) -> str | None:
-        return self._path("run_dir")
+        v = self.params.get("run_dir")
+        return str(v) if v else None
 
     @property
     def remote_run_dir(self) -> str | None:
@@ -108,29 +104,14 @@ class LaunchOptions:
         }
 
 
-def _launch_command():
-    import typer
-
-    from trainctl.cli.launch import launch
-
-    t = typer.Typer()
-    t.command()(launch)
-    return typer.main.get_command(t)
-
-
-def _parse_launch_argv(argv: Sequence[str]) -> dict[str, Any]:
-    cmd = _launch_command()
-    ctx = cmd.make_context("launch", list(argv), resilient_parsing=False)
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in ctx.params.items()}
-
-
-def record_launch(run_dir: str | os.PathLike[str], argv: Sequence[str], cwd: str | None = None) -> Path:
-    """Write RUN/launch.json: the launch's argv (after `launch`) and cwd. For `trainctl launch` to call."""
+def record_launch(run_dir: str | os.PathLike[str], request: LaunchRequest, cwd: str | None = None) -> Path:
+    """Write RUN/launch.json: the launch request (schema 2) and where it ran. For `trainctl launch` to call."""
     from trainctl.rundir import atomic_write_text
 
     p = Path(run_dir) / LAUNCH_RECORD
     p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(p, json.dumps({"argv": list(map(str, argv)), "cwd": cwd or os.getcwd()}, indent=2))
+    doc = {"schema_version": REQUEST_SCHEMA_VERSION, "request": request.to_dict(), "cwd": cwd or os.getcwd()}
+    atomic_write_text(p, json.dumps(doc, indent=2))
     return p
 
 
@@ -155,39 +136,40 @@ def find_supervisor(run_dir: str | os.PathLike[str]) -> int | None:
     return None
 
 
-def _argv_after_launch(cmdline: list[str]) -> list[str] | None:
-    # [python, .../trainctl, launch, ...] or [python, -c, "...main()", launch, ...]
-    for i, a in enumerate(cmdline):
-        if a == "launch" and i > 0:
-            return cmdline[i + 1 :]
-    return None
-
-
 def launch_options(run_dir: str | os.PathLike[str]) -> LaunchOptions:
-    """The run's launch options: RUN/launch.json, else the live supervisor's command line."""
+    """The run's launch request from RUN/launch.json (and its live supervisor's pid, to stop it)."""
     run = Path(run_dir).resolve()
     rec = run / LAUNCH_RECORD
     pid = find_supervisor(run)
-    if rec.is_file():
-        d = json.loads(rec.read_text())
-        return LaunchOptions(_parse_launch_argv(d["argv"]), d.get("cwd", str(run)), str(rec), pid)
-    if pid is None:
+    if not rec.is_file():
+        if pid is None:
+            raise InputError(
+                f"{run}: no {LAUNCH_RECORD} and no live `trainctl launch --hosts` supervisor of this run on this "
+                f"machine; relaunch by hand with `trainctl launch --hosts ...` (the options are in supervisor.jsonl)"
+            )
         raise InputError(
-            f"{run}: no {LAUNCH_RECORD} and no live `trainctl launch --hosts` supervisor of this run on this "
-            f"machine; relaunch by hand with `trainctl launch --hosts ...` (the options are in supervisor.jsonl)"
+            f"{run}: no {LAUNCH_RECORD} (supervisor pid {pid} is live, but trainctl reads a run's options only from "
+            f"its launch record); stop it and relaunch by hand with `trainctl launch --hosts ...`"
         )
     try:
-        cmdline = [a.decode() for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-    except OSError as exc:
-        raise InputError(f"supervisor pid {pid} of {run}: cannot read its command line ({exc})") from exc
-    argv = _argv_after_launch(cmdline)
-    if argv is None:
-        raise InputError(f"supervisor pid {pid} of {run} is not `trainctl launch` ({shlex.join(cmdline)[:200]})")
-    params = _parse_launch_argv(argv)
-    if not params.get("hosts"):
-        raise InputError(f"{run} was launched without --hosts; runbook relaunch acts on `trainctl launch --hosts` runs")
-    return LaunchOptions(params, cwd, f"supervisor pid {pid}", pid)
+        doc = json.loads(rec.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"{rec}: unreadable launch record ({exc}); relaunch by hand with `trainctl launch ...`"
+        ) from exc
+    if not isinstance(doc, dict) or doc.get("schema_version") != REQUEST_SCHEMA_VERSION:
+        old = doc.get("argv") if isinstance(doc, dict) else None
+        how = f"`trainctl launch {shlex.join(map(str, old))}`" if isinstance(old, list) else "`trainctl launch ...`"
+        raise InputError(
+            f"{rec}: written by an older trainctl (schema {doc.get('schema_version', 1) if isinstance(doc, dict) else '?'},"
+            f" not {REQUEST_SCHEMA_VERSION}); relaunch by hand with {how}"
+        )
+    request = LaunchRequest.from_dict(doc.get("request"), where=str(rec))  # a wrong shape: one line, here
+    if not request.hosts:
+        raise InputError(
+            f"{run} was launched without --hosts; playbook relaunch acts on `trainctl launch --hosts` runs"
+        )
+    return LaunchOptions(request.to_dict(), str(doc.get("cwd") or run), str(rec), pid)
 
 
 def _remote(opts: LaunchOptions):
@@ -262,28 +244,6 @@ def _zombie(pid: int) -> bool:
 # ---------------------------------------------------------------- relaunch
 
 
-_FLAGS = {  # launch parameter -> option (lists repeat the option); bools are flags
-    "nproc_per_node": "--nproc-per-node",
-    "max_restarts": "--max-restarts",
-    "hang_timeout": "--hang-timeout",
-    "checkpoint_every": "--checkpoint-every",
-    "checkpoint_dir": "--checkpoint-dir",
-    "steps": "--steps",
-    "ssh_config": "--ssh-config",
-    "python": "--python",
-    "rank_env": "--env",
-    "allow_quarantined": "--allow-quarantined",
-    "allow_shrink": "--allow-shrink",
-    "fail_slow_ratio": "--fail-slow-ratio",
-}
-
-
-def _script_of(params: Mapping[str, Any]) -> str | None:
-    """The launch's SCRIPT (None: the reference trainer; leading --options go to it)."""
-    rest = list(params.get("script_and_args") or [])
-    return str(rest[0]) if rest and not str(rest[0]).startswith("-") else None
-
-
 def relaunch_argv(
     opts: LaunchOptions,
     *,
@@ -298,29 +258,8 @@ def relaunch_argv(
     `tp`: the reference trainer's tensor-parallel size, passed explicitly when the launch did not
     (its default follows the world size's parity, and a smaller world must keep the shards' tp).
     """
-    p = opts.params
-    argv = ["launch", "--hosts", ",".join(hosts), "--run-dir", run_dir, "--remote-run-dir", remote_run_dir]
-    if spares:
-        argv += ["--spares", ",".join(spares)]
-    for key, flag in _FLAGS.items():
-        v = p.get(key)
-        if v is None or v == () or v == [] or v is False:
-            continue
-        if key in ("ssh_config", "checkpoint_dir"):
-            v = opts._path(key)
-        if v is True:
-            argv.append(flag)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                argv += [flag, str(x)]
-        else:
-            argv += [flag, str(v)]
-    rest = list(p.get("script_and_args") or [])
-    if tp is not None and _script_of(p) is None and not any(a == "--tp" or str(a).startswith("--tp=") for a in rest):
-        rest += ["--tp", str(tp)]
-    if rest:
-        argv += ["--", *rest]
-    return argv
+    new = opts.request.relaunched(hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir, tp=tp)
+    return ["launch", *new.to_argv(relaunch=True)]
 
 
 @dataclass
@@ -348,9 +287,10 @@ def start_relaunch(
     env: Mapping[str, str] | None = None,
     tp: int | None = None,
 ) -> RelaunchHandle:
-    argv = relaunch_argv(opts, hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir, tp=tp)
+    new = opts.request.relaunched(hosts=hosts, spares=spares, run_dir=run_dir, remote_run_dir=remote_run_dir, tp=tp)
+    argv = ["launch", *new.to_argv(relaunch=True)]
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    record_launch(run_dir, argv[1:], cwd=os.getcwd())
+    record_launch(run_dir, new, cwd=os.getcwd())
     log_path = str(Path(run_dir) / "launch.log")
     log = open(log_path, "ab")
     try:
@@ -462,7 +402,7 @@ def relaunch_plan_for(
             if info is None:
                 raise
     current, spare_list = _hosts_and_spares(info, opts, spares)
-    script = info.script if info is not None else _script_of(opts.params)  # type: ignore[union-attr]
+    script = info.script if info is not None else opts.request.script  # type: ignore[union-attr]
     opt_in = bool(
         allow_shrink
         or (opts is not None and opts.params.get("allow_shrink"))

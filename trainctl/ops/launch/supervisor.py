@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import sys
 import time
@@ -49,6 +50,7 @@ from trainctl.ops.evict.quarantine import Ledger, refuse_quarantined
 from trainctl.ops.evict.relaunch_plan import PlanKind
 from trainctl.ops.launch import local
 from trainctl.ops.launch.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
+from trainctl.ops.launch.request import LaunchRequest, host_plan, reference_layout, torchrun_argv, trainer_tp
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.runtime import inject, nccl_env, policy
@@ -90,6 +92,35 @@ class HostsSpec:
     fail_slow_ratio: float = 1.5
     allow_shrink: bool = False  # a user script may come back at a smaller world size (the reference trainer always may)
 
+    @classmethod
+    def from_request(cls, req: LaunchRequest, run_id: str) -> HostsSpec:
+        """The supervisor's view of a validated --hosts request (run_dir already decided, absolute)."""
+        run_dir = Path(req.run_dir or Path("runs") / run_id)
+        ratio = req.fail_slow_ratio
+        return cls(
+            run_dir=run_dir,
+            remote_run_dir=req.remote_run_dir or str(run_dir),
+            run_id=run_id,
+            hosts=req.host_names(),
+            nproc_per_node=req.nproc_per_node,
+            spares=req.spare_names(),
+            script=req.script,
+            args=req.script_args,
+            inject=req.inject,
+            max_restarts=req.max_restarts,
+            hang_timeout_s=req.hang_timeout or None,
+            checkpoint_every=req.checkpoint_every,
+            checkpoint_dir=str(req.checkpoint_dir) if req.checkpoint_dir else None,
+            steps=req.steps,
+            ssh_config=str(req.ssh_config) if req.ssh_config else None,
+            python=req.python or sys.executable,
+            env=req.env(),
+            allow_quarantined=req.allow_quarantined,
+            ledger_home=os.environ.get("TRAINCTL_HOME") or None,
+            allow_shrink=req.allow_shrink,
+            **({} if ratio is None else {"fail_slow": ratio != 0, "fail_slow_ratio": ratio or cls.fail_slow_ratio}),
+        )
+
 
 @dataclass(frozen=True)
 class SupervisorResult:
@@ -106,7 +137,7 @@ def _trainer_args(spec: HostsSpec, world: int) -> list[str]:
     args = list(spec.args)
     if spec.script is None:
         if not any(a == "--tp" or a.startswith("--tp=") for a in args):
-            args += ["--tp", str(local._trainer_tp(args, world))]
+            args += ["--tp", str(trainer_tp(args, world))]
         if spec.steps is not None:
             args += ["--steps", str(spec.steps)]
         if spec.checkpoint_every:
@@ -274,10 +305,7 @@ class Supervisor:
             run_id=s.run_id,
             world_size=world,
             nproc_per_node=s.nproc_per_node,
-            hosts=tuple(
-                HostRanks(h, tuple(range(i * s.nproc_per_node, (i + 1) * s.nproc_per_node)))
-                for i, h in enumerate(hosts)
-            ),
+            hosts=host_plan(hosts, s.nproc_per_node),
             script=s.script,
             created_ts_ns=time.time_ns(),
             extra={
@@ -288,55 +316,33 @@ class Supervisor:
                 "allow_shrink": s.allow_shrink,
             },
         )
-        tp = local._trainer_tp(_trainer_args(s, world), world) if s.script is None else 1
         if s.script is None:
-            dp = world // tp
-            info = RunInfo(
-                **{
-                    **info.__dict__,
-                    "groups": {
-                        "tp": tuple(tuple(range(i * tp, (i + 1) * tp)) for i in range(dp)),
-                        "dp": tuple(tuple(range(j, world, tp)) for j in range(tp)),
-                    },
-                    "layout": {"dp": dp, "tp": tp, "pp": 1},
-                }
-            )
+            groups, layout = reference_layout(world, trainer_tp(_trainer_args(s, world), world))
+            info = RunInfo(**{**info.__dict__, "groups": groups, "layout": layout})
         self.layout = dict(info.layout)
         self.info = info
         write_run_info(self.run_dir, info)
         run_json = json.dumps(info.to_dict(), indent=2).encode()
-        train = [
-            s.python,
-            "-m",
-            "torch.distributed.run",
-            "--nnodes",
-            str(len(hosts)),
-            "--nproc-per-node",
-            str(s.nproc_per_node),
-            "--rdzv-backend",
-            "c10d",
-            "--rdzv-endpoint",
-            f"{rdzv_host}:{port}",
-            "--rdzv-id",
-            f"{s.run_id}-a{number}",
-            "--max-restarts",
-            "0",
-            "--monitor-interval",
-            "0.5",
-        ]
         args = _trainer_args(s, world)
-        if s.script is None:
-            train += ["-m", local.TRAINER_MODULE, *args]
-        else:
-            train += ["-m", local.SHIM_MODULE, s.script, *args]
+
+        def train(first: bool) -> list[str]:
+            return torchrun_argv(
+                python=s.python,
+                nnodes=len(hosts),
+                nproc_per_node=s.nproc_per_node,
+                rdzv_endpoint=f"{rdzv_host}:{port}",
+                rdzv_id=f"{s.run_id}-a{number}",
+                max_restarts=0,
+                script=s.script,
+                args=args,
+                rdzv_conf=f"is_host={'1' if first else '0'}",  # explicit: every loopback host "matches"
+            )
 
         def start_host(host: str) -> None:
             # This attempt's rank files, heartbeats and error files only (earlier ones were collected).
             self.remote.run(host, f"mkdir -p {_q(rd)} && cd {_q(rd)} && rm -rf ranks heartbeats errors sockets drills")
             self.remote.write_file(host, f"{rd}/run.json", run_json)
-            first = host == hosts[0]
-            conf = ["--rdzv-conf", f"is_host={'1' if first else '0'}"]  # explicit: every loopback host "matches"
-            cmd = train[: train.index("--max-restarts")] + conf + train[train.index("--max-restarts") :]
+            cmd = train(host == hosts[0])
             att.agents[host] = self.remote.start(
                 host,
                 "torchrun",
