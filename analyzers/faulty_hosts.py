@@ -546,11 +546,16 @@ class _HostRows:
         self.cache[host] = df
         return df
 
-    def per_gpu(self, host: str, gpu: int, column: str) -> pd.Series | None:
+    def per_gpu(self, host: str, gpu: int, column: str, between_ns: tuple[int, int] | None = None) -> pd.Series | None:
+        """One GPU's values of `column`, in time order (optionally only between two timestamps)."""
         df = self.get(host)
         if df is None or column not in df.columns:
             return None
-        v = df.loc[df["gpu"] == gpu].sort_values("ts")[column].dropna()
+        d = df.loc[df["gpu"] == gpu]
+        ts = d["ts"].astype("int64") if len(d) else d["ts"]
+        if between_ns is not None:
+            d = d.loc[(ts >= between_ns[0]) & (ts <= between_ns[1])]
+        v = d.sort_values("ts")[column].dropna()
         return v if len(v) else None
 
 
@@ -980,10 +985,14 @@ def _pcie_rule(
             "pcie_link_width_min": _r(np.nanmin(wid_g[h, gi]), 0),
             "pcie_link_width_max": _r(np.nanmax(wmax_g[h, gi]), 0),
         }
-        r = rows.per_gpu(fr.names[h], int(gi), "pcie_replay_errors_total")
+        # Replays while the link was down, per minute (NVIDIA recommends at most 8:
+        # DCGM_LIMIT_MAX_PCIREPLAY_RATE); read only now, for this GPU.
+        on = np.flatnonzero(dg[h, gi])
+        span = (int(fr.ts_of(on[0])) - fr._step, int(fr.ts_of(on[-1])) + fr._step)
+        r = rows.per_gpu(fr.names[h], int(gi), "pcie_replay_errors_total", span)
         if r is not None and len(r) > 1:
-            # NVIDIA recommends at most 8 replays a minute (DCGM, DCGM_LIMIT_MAX_PCIREPLAY_RATE).
-            ev["pcie_replays_per_min"] = round(float(r.iloc[-1] - r.iloc[0]) / max(1.0, len(r) * fr.interval_s / 60), 2)
+            minutes = max(1.0 / 60, (on[-1] - on[0] + 1) * fr.interval_s / 60)
+            ev["pcie_replays_per_min"] = round(float(r.iloc[-1] - r.iloc[0]) / minutes, 2)
         return ev
 
     def what(h: int, gi: int, ev: dict[str, Any]) -> str:
