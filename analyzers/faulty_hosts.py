@@ -71,6 +71,7 @@ from trainctl.nvml_codes import (
     SW_THERMAL,
     THROTTLE_BITS,
 )
+from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
 
@@ -83,6 +84,7 @@ __all__ = [
     "DEFAULT_OUTLIER_METRICS",
     "TEMPERATURE_OUTLIER",
     "find_faulty_hosts",
+    "pipeline_roles",
     "analyze",
 ]
 
@@ -1489,9 +1491,28 @@ def _log_xids(col: _Collector, t: pa.Table | None) -> None:
         _xid_evidence(col, str(r.host), int(r.xid), ts_ns, ev)
 
 
+def pipeline_roles(run: RunInfo | None) -> dict[str, str] | None:
+    """Host -> pipeline stage from the run's grid, when it has more than one stage.
+
+    Stages do different work (the first runs the data loader, the last the LM head and loss), so
+    their hosts are compared only with hosts of the same stage. Rank order is Megatron's, as the
+    runtime's (runtime/rank_map.py): rank = pp_index * (dp * tp) + dp_index * tp + tp_index.
+    """
+    if run is None or not run.layout or int(run.layout.get("pp", 1)) <= 1:
+        return None
+    per_stage = int(run.layout.get("dp", 1)) * int(run.layout.get("tp", 1))
+    roles = {}
+    for hr in run.hosts:
+        stages = sorted({r // per_stage for r in hr.ranks})
+        if stages:
+            roles[hr.host] = f"pp stage {stages[0]}" if len(stages) == 1 else f"pp stages {stages[0]}-{stages[-1]}"
+    return roles or None
+
+
 def analyze(signals: Signals) -> list[Finding]:
     return find_faulty_hosts(
         signals.tables.get(SignalKind.GPU_METRICS),
         signals.tables.get(SignalKind.HOST_METRICS),
         signals.tables.get(SignalKind.LOG_EVENTS),
+        peer_groups=pipeline_roles(signals.run),
     )

@@ -142,11 +142,17 @@ def main() -> None:
     ap.add_argument("--detector", choices=["current", "baseline"], default="current")
     ap.add_argument("--rev", default="main", help="git revision of the baseline analyzer")
     ap.add_argument("--limit", type=int, help="first N scenarios per list (quick looks)")
+    ap.add_argument("--kw", action="append", default=[], help="NAME=VALUE keyword for the detector (ablations)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print the FP / missed / miscategorised cases")
     a = ap.parse_args()
-    detect = find_faulty_hosts if a.detector == "current" else baseline_detector(a.rev)
+    base = find_faulty_hosts if a.detector == "current" else baseline_detector(a.rev)
+    kw = {k: float(v) for k, v in (x.split("=", 1) for x in a.kw)}
+
+    def detect(gm: Any, hm: Any) -> Any:
+        return base(gm, hm, **kw)
+
     splits = ["dev", "heldout"] if a.split == "both" else [a.split]
     gens = ["fleetgen", "fleetsim"] if a.generator == "both" else [a.generator]
     results = []
@@ -161,7 +167,7 @@ def main() -> None:
                     for c in r[key]:
                         print(f"  {key[:-6] if key.endswith('_cases') else key}: {c}", file=sys.stderr)
     meta = {
-        "detector": a.detector if a.detector == "current" else f"baseline@{a.rev}",
+        "detector": (a.detector if a.detector == "current" else f"baseline@{a.rev}") + (f" {kw}" if kw else ""),
         "machine": os.uname().nodename,
         "loadavg_1m": os.getloadavg()[0],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -279,3 +279,24 @@ def test_lazy_dataset_reads_evidence_columns_for_the_named_host(tmp_path) -> Non
     (fi,) = find_faulty_hosts(open_dataset(tmp_path, "gpu_metrics"), None)
     assert fi.hosts == ("h07",)
     assert fi.evidence["signals"][0]["pcie_replays_per_min"] == pytest.approx(60, rel=0.1)
+
+
+def test_pipeline_roles_from_the_runs_grid() -> None:
+    from trainctl.analyzers.faulty_hosts import analyze, pipeline_roles
+    from trainctl.rundir import HostRanks, RunInfo
+    from trainctl.schemas import SignalKind
+    from trainctl.signals import Signals
+
+    # dp 4 x tp 4 x pp 4 on 16 hosts of 4 GPUs: Megatron's order puts 16 ranks per stage.
+    f = Fleet(hosts=16)
+    hosts = tuple(HostRanks(n, tuple(range(4 * i, 4 * i + 4))) for i, n in enumerate(f.names))
+    run = RunInfo("r", 64, 4, hosts, layout={"dp": 4, "tp": 4, "pp": 4})
+    roles = pipeline_roles(run)
+    assert roles["h00"] == "pp stage 0" and roles["h03"] == "pp stage 0" and roles["h04"] == "pp stage 1"
+    assert pipeline_roles(RunInfo("r", 64, 4, hosts, layout={"dp": 16, "tp": 4, "pp": 1})) is None
+    # The first stage's hosts run the data loader: 60 points more CPU, from the start. Compared
+    # across roles, two of them look faulty; diagnose compares them with their own stage.
+    f.cpu[:2] += np.where(f.cpu[:2] > 10, 60.0, 0.0)
+    tables = {SignalKind.GPU_METRICS: f.gpu_table(), SignalKind.HOST_METRICS: f.host_table()}
+    assert _hosts(analyze(Signals(None, tables))) == [("h00", "metric_outlier"), ("h01", "metric_outlier")]
+    assert analyze(Signals(run, tables)) == []
