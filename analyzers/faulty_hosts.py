@@ -31,21 +31,25 @@ departs from its peers by an amount that matters physically, for long enough, is
 Minder's min-max normalised distances, every comparison here is in physical units and like with
 like:
 - peers: GPUs of the same SKU (gpu_name), default and enforced power limit (and, if given, the
-  same role: `peer_groups`), in seconds where both the GPU and its group are working (group
-  median utilisation >= `load_util_pct`; the GPU itself not idle). Idle phases, staggered starts
-  and checkpoints are not compared.
-- deviation: a GPU's (or host's) value minus the per-second median of its group, averaged over
-  `outlier_window` samples (Minder's w = 8).
-- both significance and effect: the window's deviation must exceed `outlier_z` robust standard
-  deviations (1.4826 x MAD across the group's machines in that window) *and* a floor in physical
-  units (`floor_clock_mhz`, `floor_power_w`, ...), in the direction that costs the job (a slower
-  clock, less power drawn for the same work, more CPU taken, less network moved).
+  same role: `peer_groups`; `analyze` takes pipeline stages from the run's grid), in seconds
+  where both the GPU and its group are working (group median utilisation >= `load_util_pct`;
+  the GPU itself not idle). Idle phases, staggered starts and checkpoints are not compared.
+- deviation: a machine's mean over `outlier_window` samples (Minder's w = 8) minus the group's
+  median of those means, in the metric's own unit.
+- both significance and effect: the deviation must exceed `outlier_z` robust standard deviations
+  (1.4826 x MAD across the group's machines in that window) *and* a floor in physical units
+  (`floor_clock_mhz`, `floor_power_w`, ...), in the direction that costs the job (a slower clock,
+  less power drawn for the same work, a hotter GPU, more CPU taken, less network moved).
+- peers and own history: a departure that starts inside the data needs one floor from the peers
+  and one from the machine's own usual level; one that holds for the whole data (a role, a bin,
+  a rack, or a fault older than the data: the data cannot tell them apart) needs
+  `persistent_floor_factor` floors.
 - not a crowd: windows where more than `max_outlier_fraction` of a group's hosts deviate are a
   fleet-wide event (checkpoint, data stall, a job-wide slowdown) and blame nobody.
-- continuity (Minder's): the machine must be the outlier in >= `continuity_fraction` of the
-  comparable windows of the last `continuity_s` (Minder: 4 min; ours 60 s, see BENCHMARKS.md).
-The fleet reference is a per-second median over (a fixed sample of) the group's machines, not all
-pairwise distances, and the denoiser is the window mean, not a per-metric LSTM-VAE: O(hosts x time).
+- continuity (Minder's): the machine must be the outlier in >= `continuity_fraction` of its last
+  `continuity_s` comparable seconds (Minder: 4 min; ours 120 s, see BENCHMARKS.md).
+The fleet reference is a median over (a fixed sample of) the group's machines, not all pairwise
+distances, and the denoiser is the window mean, not a per-metric LSTM-VAE: O(hosts x time).
 
 Everything is vectorised on (host, gpu, second) numpy grids: no Python loop over rows or seconds.
 """
@@ -688,7 +692,7 @@ class _GpuContext:
         else:
             self.loaded = self.util >= th.load_util_pct
             self.working = self.util >= th.idle_util_pct
-        # One row per GPU (the last one written wins): its static identity.
+        # One row per GPU (any of its rows: they agree) for what is fixed per GPU: SKU, default limit.
         unit = fr.g_host * G + gpu
         self.row_of_unit = np.full(H * G, -1, np.int64)
         self.row_of_unit[unit] = np.arange(len(unit))
@@ -1212,10 +1216,10 @@ def _peer_outliers(
         # A second is comparable for a group when its median GPU is loaded.
         group_loaded = np.zeros((len(gpu_group_keys), T), bool)
         util2 = g.util.reshape(H * G, T)
+        no_util = bool(np.isnan(util2).all())  # no utilisation anywhere: every reported second counts
         for k in range(len(gpu_group_keys)):
             rows = np.flatnonzero(gpu_group == k)
-            med = _nanmedian0(util2[rows[_sample_rows(len(rows))]])
-            group_loaded[k] = med >= th.load_util_pct if not np.isnan(util2).all() else True
+            group_loaded[k] = True if no_util else _nanmedian0(util2[rows[_sample_rows(len(rows))]]) >= th.load_util_pct
         gpu_active = g.working.reshape(H * G, T) & group_loaded[np.maximum(gpu_group, 0)] & (gpu_group >= 0)[:, None]
         # Hosts: grouped by their GPUs' most common peer group (and role); active when their GPUs work.
         host_keys: list[tuple[Any, ...] | None] = []

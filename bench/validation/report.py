@@ -114,9 +114,10 @@ def score(split: str, generator: str, detect: Any, *, limit: int | None = None) 
         "hosts_flagged_on_clean_fleets": clean_flagged,
         "analyze_cpu_s_per_fleet": round(cpu / max(1, len(rows)), 3),
         "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
-        "fp_cases": fp_cases,
-        "fn_cases": fn_cases,
-        "category_misses": cat_cases,
+        # Named cases, the first 100 of each (the counts above are complete).
+        "fp_cases": fp_cases[:100],
+        "fn_cases": fn_cases[:100],
+        "category_misses": cat_cases[:100],
     }
 
 
