@@ -1,40 +1,62 @@
-"""Faulty hosts: hard evidence from GPU counters and logs, plus Minder-style outliers for quiet cases.
+"""Faulty hosts: hard evidence by meaning, and peer outliers that hold up under healthy variance.
 
 Input: `gpu_metrics`, `host_metrics` (1 Hz samplers, trainctl.schemas), optionally `log_events`
 (Xid lines). Hosts `collect` could not reach are analyzers/coverage.py's finding, merged with this
-host's evidence by analyzers/consolidate.py. Output: one Finding per
-(host, category); analyzers.consolidate later merges a host's findings into one.
+host's evidence by analyzers/consolidate.py. Output: one Finding per (host, category), naming only
+that host and listing the evidence from it; analyzers.consolidate later merges a host's findings.
 
-Hard evidence (each names the GPU, the values and when it started):
-- ecc: uncorrectable (DBE) counts that *increase* inside the data, or retired pages that grow;
-  old, constant counts are history, not a fault.
+Hard evidence, categorised by what it means (each finding names the GPU, the values and when):
+- ecc: uncorrectable (DBE) counts that *increase* inside the data, retired/remapped rows that grow,
+  or correctable (SBE) errors arriving faster than `sbe_rate_per_min`; old, constant counts are
+  history, not a fault.
 - xid: codes by meaning (XID_TABLE); codes usually caused by the application (13, 31, 43, 45)
   never blame a host on their own.
 - gpu_lost: a GPU whose samples stop while its host keeps reporting, `gpu_count` dropping, fewer
   GPUs than the fleet's usual count, or Xid 79.
-- pcie_downgrade: link generation or width below the device maximum *while the GPU is loaded*
-  (a link that drops to gen 1 at idle is ASPM power saving, not a fault).
-- nvlink: NVLink CRC errors growing faster than `crc_rate_per_s` over `crc_window_s`.
-- thermal / power: HW thermal slowdown or HW power brake bits set in at least
-  `persist_fraction` of a `persist_window_s` window (the SW power-cap bit at peak load is normal).
+- pcie_downgrade: link generation or width below the device's maximum *while the GPU is loaded*
+  (idle links train down legitimately: nvidia-smi documents that current generation and width
+  "may be reduced when the GPU is not in use").
+- power: an enforced power limit below the board's default or below the usual limit of the GPU's
+  peers (same SKU), held for a persistence window; a lower limit shared by at least
+  `power_policy_fraction` of the peers is site policy, not a fault. The limit is named in W.
+  Also the HW power brake bit (an external power brake, e.g. the PSU or BMC), persisting.
+- thermal: HW/SW thermal slowdown bits (or HW slowdown alone), persisting.
+- nvlink: CRC errors at or above `crc_rate_per_s` (NVIDIA's line: DCGM's health watch fails a link
+  at 100 CRC errors/s, "RM has informed us that CRC errors only matter at rates of 100+ per
+  second", DCGM DcgmGpuHardwareLimits.h), or Xid 74.
 - unreachable: a host whose samples stop while the fleet keeps reporting.
 
-Quiet cases (Minder, NSDI'25): machines of one job behave alike, so per metric (min-max normalised
-over the data) each machine's window of `outlier_window` samples is compared with the fleet, and a
-host alarms only when it stays the outlier for `continuity_s`. Minder's defaults are window 8
-samples, continuity 4 min; two deliberate departures keep this O(hosts x time) at 1,024 hosts:
-the fleet reference is the per-second median over machines (not all pairwise distances), and the
-denoiser is the window mean of the deviation (not a per-metric LSTM-VAE). GPU metrics are compared
-per GPU (a host is as bad as its worst GPU); windows where more than `max_outlier_fraction` of the
-fleet deviates are a fleet-wide event (checkpoint, restart) and blame nobody.
+Peer outliers (Minder, NSDI'25, made robust): machines of one job behave alike, so a host that
+departs from its peers by an amount that matters physically, for long enough, is suspect. Unlike
+Minder's min-max normalised distances, every comparison here is in physical units and like with
+like:
+- peers: GPUs of the same SKU (gpu_name), default and enforced power limit (and, if given, the
+  same role: `peer_groups`; `analyze` takes pipeline stages from the run's grid), in seconds
+  where both the GPU and its group are working (group median utilisation >= `load_util_pct`;
+  the GPU itself not idle). Idle phases, staggered starts and checkpoints are not compared.
+- deviation: a machine's mean over `outlier_window` samples (Minder's w = 8) minus the group's
+  median of those means, in the metric's own unit.
+- both significance and effect: the deviation must exceed `outlier_z` robust standard deviations
+  (1.4826 x MAD across the group's machines in that window) *and* a floor in physical units
+  (`floor_clock_mhz`, `floor_power_w`, ...), in the direction that costs the job (a slower clock,
+  less power drawn for the same work, a hotter GPU, more CPU taken, less network moved).
+- peers and own history: a departure that starts inside the data needs one floor from the peers
+  and one from the machine's own usual level; one that holds for the whole data (a role, a bin,
+  a rack, or a fault older than the data: the data cannot tell them apart) needs
+  `persistent_floor_factor` floors.
+- not a crowd: windows where more than `max_outlier_fraction` of a group's hosts deviate are a
+  fleet-wide event (checkpoint, data stall, a job-wide slowdown) and blame nobody.
+- continuity (Minder's): the machine must be the outlier in >= `continuity_fraction` of its last
+  `continuity_s` comparable seconds (Minder: 4 min; ours 120 s, see BENCHMARKS.md).
+The fleet reference is a median over (a fixed sample of) the group's machines, not all pairwise
+distances, and the denoiser is the window mean, not a per-metric LSTM-VAE: O(hosts x time).
 
-Everything is vectorised on (host, gpu, second) numpy grids: no Python loop over rows.
+Everything is vectorised on (host, gpu, second) numpy grids: no Python loop over rows or seconds.
 """
 
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +68,14 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.nvml_codes import (
+    HW_POWER_BRAKE,
+    HW_SLOWDOWN,
+    HW_THERMAL,
+    SW_THERMAL,
+    THROTTLE_BITS,
+)
+from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
 
@@ -54,9 +84,12 @@ __all__ = [
     "XID_TABLE",
     "xid_info",
     "THROTTLE_BITS",
-    "find_faulty_hosts",
-    "analyze",
+    "OutlierMetric",
     "DEFAULT_OUTLIER_METRICS",
+    "TEMPERATURE_OUTLIER",
+    "find_faulty_hosts",
+    "pipeline_roles",
+    "analyze",
 ]
 
 logger = logging.getLogger(__name__)
@@ -71,7 +104,14 @@ class XidInfo:
 
 
 _C, _W, _I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
-# NVIDIA Xid catalog (docs.nvidia.com/deploy/xid-errors), the codes that matter for training fleets.
+# Xid codes by meaning. Code numbers and names: NVIDIA open-gpu-kernel-modules,
+# src/common/sdk/nvidia/inc/nverror.h (ROBUST_CHANNEL_GPU_ECC_DBE 48, INFOROM_PAGE_RETIREMENT_EVENT
+# 63 / _FAILURE 64, NVLINK_ERROR 74, ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS 79,
+# EXCESSIVE_SBE_INTERRUPTS 92, ROBUST_CHANNEL_CONTAINED_ERROR 94 / _UNCONTAINED_ERROR 95,
+# GSP_RPC_TIMEOUT 119, GSP_ERROR 120, C2C_ERROR 121); meanings and the codes above 125 from NVIDIA's
+# Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) and the dynamic page
+# retirement guide (docs.nvidia.com/deploy/dynamic-page-retirement: 48 DBE, 63 retired, 64 failed).
+# See also the fault catalogue in /work/shared/research/seeds.md (section 4).
 XID_TABLE: Mapping[int, XidInfo] = {
     8: XidInfo("GPU stopped processing (channel idle timeout)", Category.XID, _W, False),
     13: XidInfo("graphics engine exception (usually the application)", Category.XID, _I, False),
@@ -92,7 +132,7 @@ XID_TABLE: Mapping[int, XidInfo] = {
     69: XidInfo("graphics engine class error", Category.XID, _W, True),
     74: XidInfo("NVLink error", Category.NVLINK, _C, True),
     79: XidInfo("GPU has fallen off the bus", Category.GPU_LOST, _C, True),
-    92: XidInfo("high single-bit ECC error rate", Category.ECC, _W, True),
+    92: XidInfo("excessive single-bit (correctable) ECC error interrupts", Category.ECC, _W, True),
     94: XidInfo("contained ECC error (affected application killed; reset the GPU)", Category.ECC, _C, True),
     95: XidInfo("uncontained ECC error (all applications on the GPU affected; reset)", Category.ECC, _C, True),
     109: XidInfo("context switch timeout", Category.XID, _W, True),
@@ -113,34 +153,60 @@ def xid_info(code: int) -> XidInfo:
     )
 
 
-from trainctl.nvml_codes import (  # noqa: E402
-    HW_POWER_BRAKE,
-    HW_SLOWDOWN,
-    HW_THERMAL,
-    SW_THERMAL,
-    THROTTLE_BITS,
-)
+@dataclass(frozen=True)
+class OutlierMetric:
+    """A metric compared with peers: where it lives, which direction costs the job, its floor.
 
-# Minder's detection metrics that NVML and /proc give us: (table, column, how a fault shows).
-DEFAULT_OUTLIER_METRICS: tuple[tuple[str, str], ...] = (
-    ("gpu", "sm_util_pct"),
-    ("gpu", "power_w"),
-    ("gpu", "sm_clock_mhz"),
-    ("host", "cpu_util_pct"),
-    ("host", "net_bytes_per_s"),  # rx + tx
+    `floor_kw` names the find_faulty_hosts keyword argument that holds the metric's noise floor,
+    in `unit`; `scale` converts that unit to the column's (GB/s -> bytes/s).
+    """
+
+    table: str  # "gpu" (one series per GPU) or "host"
+    column: str  # a gpu_metrics / host_metrics column, or "net_bytes_per_s" (rx + tx)
+    direction: int  # -1: a fault shows below its peers; +1: above
+    floor_kw: str
+    unit: str
+    scale: float = 1.0
+    # Averaging window in seconds; None: `outlier_window` samples (Minder's 8). Bursty counters
+    # (network bytes, sampled at 1 Hz against multi-second training steps) need several steps.
+    window_s: float | None = None
+    # A deviation must also be this share of the peers' median (None: no relative condition).
+    # Network links degrade in steps of lanes (a 400G port training at 200G, one of two ports
+    # down): a NIC that matters moves half of what its peers move, not a few percent less.
+    min_relative: float | None = None
+    category: Category = Category.METRIC_OUTLIER  # what the departure means
+
+
+# A GPU heating away from its peers at equal work: a cooling problem before it throttles (a fan,
+# a heatsink, a loop). Rack and chassis position spread healthy GPUs by up to ~20 C, steadily, so
+# only a rise from the GPU's own level counts at one floor; a steady offset needs two.
+TEMPERATURE_OUTLIER = OutlierMetric("gpu", "temp_c", +1, "floor_temp_c", "C", category=Category.THERMAL)
+
+# The Minder metrics NVML and /proc give us, each in the direction that slows a synchronous job.
+DEFAULT_OUTLIER_METRICS: tuple[OutlierMetric, ...] = (
+    OutlierMetric("gpu", "sm_clock_mhz", -1, "floor_clock_mhz", "MHz"),
+    OutlierMetric("gpu", "power_w", -1, "floor_power_w", "W"),
+    OutlierMetric("gpu", "sm_util_pct", -1, "floor_util_pct", "%"),
+    TEMPERATURE_OUTLIER,
+    OutlierMetric("host", "cpu_util_pct", +1, "floor_cpu_pct", "%"),
+    OutlierMetric("host", "net_bytes_per_s", -1, "floor_net_gb_per_s", "GB/s", 1e9, window_s=16.0, min_relative=0.4),
 )
 
 _GPU_COLS = (
     "ts",
     "gpu",
     "host",
+    "gpu_name",
     "sm_util_pct",
     "power_w",
+    "power_limit_w",
+    "power_limit_default_w",
     "sm_clock_mhz",
     "pcie_link_gen",
     "pcie_link_gen_max",
     "pcie_link_width",
     "pcie_link_width_max",
+    "ecc_sbe_volatile",
     "ecc_dbe_total",
     "ecc_dbe_volatile",
     "retired_pages",
@@ -149,6 +215,9 @@ _GPU_COLS = (
     "xid",
     "temp_c",
 )
+# Read only for a host that already has a finding (evidence, not judgement): a 7M-row scan of
+# columns nobody judges by is the costliest part of a fleet-wide diagnosis.
+_EVIDENCE_COLS = ("temp_slowdown_c", "pcie_replay_errors_total")
 _HOST_COLS = ("ts", "host", "cpu_util_pct", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "gpu_count")
 
 
@@ -165,29 +234,54 @@ def _as_table(t: Any, columns: Iterable[str]) -> pa.Table | None:
 
 
 def _np(t: pa.Table, name: str, dtype: Any = np.float64) -> np.ndarray:
-    """Column as numpy; nulls (and an absent column) become NaN."""
+    """Column as numpy; nulls (and an absent column) become NaN. Converted once, in `dtype`."""
     if name not in t.column_names:
         return np.full(t.num_rows, np.nan, dtype)
     col = t.column(name)
     if pa.types.is_timestamp(col.type):
         return col.cast(pa.int64()).to_numpy()
-    if col.null_count == 0:
-        return col.to_numpy().astype(dtype, copy=False)
-    return pc.fill_null(col.cast(pa.float64()), np.nan).to_numpy().astype(dtype, copy=False)
+    if col.null_count:
+        col = pc.fill_null(col.cast(pa.float32() if dtype == np.float32 else pa.float64()), np.nan)
+    return col.to_numpy().astype(dtype, copy=False)
 
 
 def _host_codes(t: pa.Table, index: dict[str, int]) -> np.ndarray:
+    """Host name -> code per row. A dataset's host column comes from the partition path: each
+    chunk is one file, so one host; reading its first value beats encoding 7M strings."""
     col = t.column("host")
-    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col)
-    names = col.dictionary.to_pylist()
-    remap = np.array([index.setdefault(n, len(index)) for n in names], np.int64)
-    return remap[col.indices.to_numpy(zero_copy_only=False)]
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    out = np.empty(len(col), np.int64)
+    pos = 0
+    for ch in chunks:
+        n = len(ch)
+        if n == 0:
+            continue
+        if not pa.types.is_dictionary(ch.type):
+            mm = pc.min_max(ch)
+            if ch.null_count == 0 and mm["min"].as_py() == mm["max"].as_py():
+                out[pos : pos + n] = index.setdefault(mm["min"].as_py(), len(index))
+                pos += n
+                continue
+            ch = pc.dictionary_encode(ch)
+        remap = np.array([index.setdefault(v, len(index)) for v in ch.dictionary.to_pylist()], np.int64)
+        out[pos : pos + n] = remap[ch.indices.to_numpy(zero_copy_only=False)]
+        pos += n
+    return out
+
+
+def _moves(t: pa.Table, name: str) -> bool:
+    """Whether a column holds two different values (a counter that never moved cannot have grown)."""
+    if name not in t.column_names:
+        return False
+    col = t.column(name)
+    if col.null_count == len(col):
+        return False
+    mm = pc.min_max(col)
+    return mm["min"].as_py() != mm["max"].as_py()
 
 
 def _grid(
-    flat_idx: np.ndarray, values: np.ndarray, shape: tuple[int, ...], fill: Any = np.nan, dtype: Any = np.float64
+    flat_idx: np.ndarray, values: Any, shape: tuple[int, ...], fill: Any = np.nan, dtype: Any = np.float64
 ) -> np.ndarray:
     g = np.full(int(np.prod(shape)), fill, dtype)
     g[flat_idx] = values
@@ -201,20 +295,6 @@ def _window_sum(x: np.ndarray, w: int, dtype: Any = np.float64) -> np.ndarray:
     return c
 
 
-def _run_length(b: np.ndarray) -> np.ndarray:
-    """Length of the run of True ending at each position along the last axis."""
-    n = b.shape[-1]
-    idx = np.broadcast_to(np.arange(1, n + 1), b.shape)
-    last_false = np.maximum.accumulate(np.where(b, 0, idx), axis=-1)
-    return np.where(b, idx - last_false, 0)
-
-
-def _first_true(b: np.ndarray) -> np.ndarray:
-    """Index of the first True along the last axis, -1 if none."""
-    any_ = b.any(axis=-1)
-    return np.where(any_, b.argmax(axis=-1), -1)
-
-
 def _ffill(x: np.ndarray) -> np.ndarray:
     valid = ~np.isnan(x)
     idx = np.where(valid, np.arange(x.shape[-1]), 0)
@@ -222,8 +302,27 @@ def _ffill(x: np.ndarray) -> np.ndarray:
     return np.take_along_axis(x, idx, axis=-1)
 
 
+def _nanmedian0(x: np.ndarray) -> np.ndarray:
+    """Median over axis 0 ignoring NaN (NaN where a column has none): one sort, no Python loop."""
+    if x.shape[0] == 0:
+        return np.full(x.shape[1:], np.nan, np.float32)
+    s = np.sort(x, axis=0)  # NaN sort last
+    n = (~np.isnan(x)).sum(axis=0)
+    lo = np.clip((n - 1) // 2, 0, None)
+    hi = np.clip(n // 2, 0, x.shape[0] - 1)
+    m = 0.5 * (np.take_along_axis(s, lo[None], 0)[0] + np.take_along_axis(s, hi[None], 0)[0])
+    return np.where(n > 0, m, np.nan)
+
+
 def _iso(ts_ns: float | int) -> str:
     return pd.Timestamp(int(ts_ns), unit="ns", tz="UTC").isoformat(timespec="milliseconds")
+
+
+def _r(v: Any, nd: int = 1) -> float | None:
+    if v is None:
+        return None
+    v = float(v)
+    return None if np.isnan(v) else round(v, nd)
 
 
 class _Collector:
@@ -245,7 +344,7 @@ class _Collector:
     ) -> None:
         key = (host, cat)
         cur = self.items.get(key)
-        ev = dict(evidence)
+        ev = {k: v for k, v in evidence.items() if v is not None}
         if detected_ns is not None:
             ev["detected_ts"] = _iso(detected_ns)
         if first_ns is not None:
@@ -289,6 +388,32 @@ class _Collector:
         return out
 
 
+@dataclass(frozen=True)
+class _Thresholds:
+    load_util_pct: float
+    idle_util_pct: float
+    persist_window_s: float
+    persist_fraction: float
+    crc_rate_per_s: float
+    crc_window_s: float
+    sbe_rate_per_min: float
+    sbe_window_s: float
+    power_limit_margin_w: float
+    power_policy_fraction: float
+    lost_grace_s: float
+    stale_s: float
+    outlier_window: int
+    outlier_z: float
+    floors: Mapping[str, float]
+    continuity_s: float
+    continuity_fraction: float
+    persistent_floor_factor: float
+    max_outlier_fraction: float
+    min_fleet_hosts: int
+    outlier_metrics: tuple[OutlierMetric, ...]
+    peer_groups: Mapping[str, str] | None
+
+
 def find_faulty_hosts(
     gpu_metrics: Any = None,
     host_metrics: Any = None,
@@ -296,295 +421,214 @@ def find_faulty_hosts(
     *,
     interval_s: float | None = None,
     load_util_pct: float = 50.0,
+    idle_util_pct: float = 5.0,
     persist_window_s: float = 60.0,
     persist_fraction: float = 0.5,
-    crc_rate_per_s: float = 1.0,
+    crc_rate_per_s: float = 100.0,
     crc_window_s: float = 60.0,
+    sbe_rate_per_min: float = 10.0,
+    sbe_window_s: float = 60.0,
+    power_limit_margin_w: float = 20.0,
+    power_policy_fraction: float = 0.2,
     lost_grace_s: float = 10.0,
     stale_s: float = 60.0,
     outlier_window: int = 8,
-    outlier_threshold: float = 0.06,
-    outlier_z: float = 3.0,
-    continuity_s: float = 60.0,
+    outlier_z: float = 3.5,
+    floor_clock_mhz: float = 200.0,
+    floor_power_w: float = 100.0,
+    floor_util_pct: float = 20.0,
+    floor_cpu_pct: float = 25.0,
+    floor_net_gb_per_s: float = 4.0,
+    floor_temp_c: float = 15.0,
+    continuity_s: float = 120.0,
     continuity_fraction: float = 0.8,
+    persistent_floor_factor: float = 2.0,
     max_outlier_fraction: float = 0.1,
     min_fleet_hosts: int = 4,
-    outlier_metrics: tuple[tuple[str, str], ...] = DEFAULT_OUTLIER_METRICS,
+    outlier_metrics: tuple[OutlierMetric, ...] = DEFAULT_OUTLIER_METRICS,
+    peer_groups: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Name the faulty hosts in a fleet's metrics and logs; one Finding per (host, category).
 
-    Thresholds (all keyword arguments):
+    Thresholds (all keyword arguments; physical units in the names):
       interval_s: sampling period; estimated from the data when None.
-      load_util_pct: SM utilisation at which a GPU counts as loaded (PCIe downgrade rule).
-      persist_window_s, persist_fraction: a throttle bit or a loaded PCIe downgrade must hold in
-        this fraction of a window of this length (short blips do not alarm).
-      crc_rate_per_s, crc_window_s: NVLink CRC errors per second, averaged over the window.
+      load_util_pct: SM utilisation at which a GPU counts as loaded (PCIe rule) and at which a
+        group's median makes a second comparable (peer outliers). idle_util_pct: below it a GPU
+        is idle and not compared with working peers.
+      persist_window_s, persist_fraction: a throttle bit, a loaded PCIe downgrade or a lowered
+        power limit must hold in this fraction of a window of this length (blips do not alarm).
+      crc_rate_per_s, crc_window_s: NVLink CRC errors per second over the window; 100/s is the
+        rate NVIDIA's DCGM health check fails a link at (DcgmGpuHardwareLimits.h).
+      sbe_rate_per_min, sbe_window_s: correctable ECC errors per minute over the window
+        (DCGM_LIMIT_MAX_SBE_RATE is 10, which NVIDIA marks as a placeholder).
+      power_limit_margin_w: how far below the default (or the peers' usual) limit an enforced
+        limit must be to count as lowered. power_policy_fraction: a lower limit shared by at
+        least this share of a SKU's GPUs is site policy (a capped pod or fleet), not a fault.
       lost_grace_s: a GPU silent this long while its host reports is lost.
       stale_s: a host silent this long while the fleet reports is unreachable.
-      outlier_window (Minder: 8 samples), outlier_threshold (window-mean deviation from the fleet
-        median in min-max-normalised units), outlier_z (and that many robust standard deviations
-        from the other machines' window deviations), continuity_s (Minder: 240 s; ours 60 s, picked by
-        bench/faulty_hosts.py), continuity_fraction (share of those windows in which the host
-        must be the outlier), max_outlier_fraction, min_fleet_hosts (below it, no comparison).
+      outlier_window (Minder: 8 samples); outlier_z: robust z (1.4826 x MAD across the group's
+        machines, per window) a deviation must exceed; floor_clock_mhz, floor_power_w,
+        floor_util_pct, floor_cpu_pct, floor_net_gb_per_s, floor_temp_c: the smallest deviation
+        from the group's median, in physical units, that counts (healthy spread stays below:
+        BENCHMARKS.md, "Faulty hosts"); continuity_s (Minder: 240 s; ours 60 s) and
+        continuity_fraction: share of the comparable windows of the last continuity_s in which
+        the machine must be the outlier; persistent_floor_factor: a departure that holds for the
+        whole data (no onset to see: as persistent as a role or a silicon bin) must reach this
+        many floors, while one that starts inside the data needs one floor from its peers and
+        one from its own usual level; max_outlier_fraction: above this share of a group's
+        hosts deviating at once it is a fleet-wide event; min_fleet_hosts: fewer hosts in a peer
+        group, no comparison.
+      outlier_metrics: which metrics to compare (DEFAULT_OUTLIER_METRICS; TEMPERATURE_OUTLIER
+        is available). peer_groups: host -> role (pipeline stage, data-loader host, ...) so
+        machines are compared only with machines of the same role.
     """
     col = _Collector()
+    th = _Thresholds(
+        load_util_pct,
+        idle_util_pct,
+        persist_window_s,
+        persist_fraction,
+        crc_rate_per_s,
+        crc_window_s,
+        sbe_rate_per_min,
+        sbe_window_s,
+        power_limit_margin_w,
+        power_policy_fraction,
+        lost_grace_s,
+        stale_s,
+        outlier_window,
+        outlier_z,
+        {
+            "floor_clock_mhz": floor_clock_mhz,
+            "floor_power_w": floor_power_w,
+            "floor_util_pct": floor_util_pct,
+            "floor_cpu_pct": floor_cpu_pct,
+            "floor_net_gb_per_s": floor_net_gb_per_s,
+            "floor_temp_c": floor_temp_c,
+        },
+        continuity_s,
+        continuity_fraction,
+        persistent_floor_factor,
+        max_outlier_fraction,
+        min_fleet_hosts,
+        tuple(outlier_metrics),
+        peer_groups,
+    )
     gt = _as_table(gpu_metrics, _GPU_COLS)
     ht = _as_table(host_metrics, _HOST_COLS)
     gt = gt if gt is not None and gt.num_rows else None
     ht = ht if ht is not None and ht.num_rows else None
     if gt is not None or ht is not None:
-        _metrics(
-            col,
-            gt,
-            ht,
-            interval_s=interval_s,
-            load_util_pct=load_util_pct,
-            persist_window_s=persist_window_s,
-            persist_fraction=persist_fraction,
-            crc_rate_per_s=crc_rate_per_s,
-            crc_window_s=crc_window_s,
-            lost_grace_s=lost_grace_s,
-            stale_s=stale_s,
-            outlier_window=outlier_window,
-            outlier_threshold=outlier_threshold,
-            outlier_z=outlier_z,
-            continuity_s=continuity_s,
-            continuity_fraction=continuity_fraction,
-            max_outlier_fraction=max_outlier_fraction,
-            min_fleet_hosts=min_fleet_hosts,
-            outlier_metrics=outlier_metrics,
-        )
+        _metrics(col, gt, ht, th, interval_s, _HostRows(gpu_metrics))
     if log_events is not None:
         _log_xids(col, _as_table(log_events, ("ts", "host", "xid", "source", "line_no", "message", "gpu_pci")))
     return col.findings()
+
+
+class _HostRows:
+    """One host's rows of evidence-only columns, read on demand (cached per host)."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.cache: dict[str, pd.DataFrame | None] = {}
+
+    def get(self, host: str) -> pd.DataFrame | None:
+        if host in self.cache:
+            return self.cache[host]
+        src, df = self.source, None
+        try:
+            if isinstance(src, pads.Dataset):
+                cols = [c for c in ("gpu", "ts", *_EVIDENCE_COLS) if c in src.schema.names]
+                df = src.to_table(columns=cols, filter=pc.field("host") == host).to_pandas()
+            elif src is not None:
+                t = src if isinstance(src, pa.Table) else pa.Table.from_pandas(src, preserve_index=False)
+                hosts = t.column("host")
+                if pa.types.is_dictionary(hosts.type):
+                    hosts = hosts.cast(pa.string())
+                cols = [c for c in ("gpu", "ts", *_EVIDENCE_COLS) if c in t.column_names]
+                df = t.filter(pc.equal(hosts, host)).select(cols).to_pandas()
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:  # evidence only: never fail the diagnosis
+            logger.debug("evidence columns for %s unavailable: %s", host, exc)
+        self.cache[host] = df
+        return df
+
+    def per_gpu(self, host: str, gpu: int, column: str, between_ns: tuple[int, int] | None = None) -> pd.Series | None:
+        """One GPU's values of `column`, in time order (optionally only between two timestamps)."""
+        df = self.get(host)
+        if df is None or column not in df.columns:
+            return None
+        d = df.loc[df["gpu"] == gpu]
+        ts = d["ts"].astype("int64") if len(d) else d["ts"]
+        if between_ns is not None:
+            d = d.loc[(ts >= between_ns[0]) & (ts <= between_ns[1])]
+        v = d.sort_values("ts")[column].dropna()
+        return v if len(v) else None
+
+
+class _Frame:
+    """The (host, gpu, second) coordinates shared by every rule."""
+
+    def __init__(self, gt: pa.Table | None, ht: pa.Table | None, interval_s: float | None) -> None:
+        index: dict[str, int] = {}
+        self.g_host = _host_codes(gt, index) if gt is not None else None
+        self.h_host = _host_codes(ht, index) if ht is not None else None
+        self.names = list(index)
+        self.H = len(self.names)
+        self.g_ts = _np(gt, "ts") if gt is not None else None
+        self.h_ts = _np(ht, "ts") if ht is not None else None
+        self.t0 = int(min(x.min() for x in (self.g_ts, self.h_ts) if x is not None))
+        if interval_s is None:
+            interval_s = _estimate_interval(self.g_ts, self.g_host, self.h_ts, self.h_host)
+        self.interval_s = float(interval_s)
+        self.step_ns = self.interval_s * 1e9
+        self._step = max(1, int(round(self.step_ns)))
+        self.T = 1 + int(
+            max(round((x.max() - self.t0) / self.step_ns) for x in (self.g_ts, self.h_ts) if x is not None)
+        )
+        self.g_tb = self.tbin(self.g_ts) if self.g_ts is not None else None
+        self.h_tb = self.tbin(self.h_ts) if self.h_ts is not None else None
+
+    def tbin(self, ts: np.ndarray) -> np.ndarray:
+        return (ts - self.t0 + self._step // 2) // self._step
+
+    def ts_of(self, i: Any) -> Any:
+        return self.t0 + np.asarray(i, np.int64) * int(self.step_ns)
+
+    def samples(self, seconds: float) -> int:
+        return max(1, int(round(seconds / self.interval_s)))
 
 
 def _metrics(
     col: _Collector,
     gt: pa.Table | None,
     ht: pa.Table | None,
-    *,
+    th: _Thresholds,
     interval_s: float | None,
-    load_util_pct: float,
-    persist_window_s: float,
-    persist_fraction: float,
-    crc_rate_per_s: float,
-    crc_window_s: float,
-    lost_grace_s: float,
-    stale_s: float,
-    outlier_window: int,
-    outlier_threshold: float,
-    outlier_z: float,
-    continuity_s: float,
-    continuity_fraction: float,
-    max_outlier_fraction: float,
-    min_fleet_hosts: int,
-    outlier_metrics: tuple[tuple[str, str], ...],
+    rows: _HostRows,
 ) -> None:
-    index: dict[str, int] = {}
-    g_host = _host_codes(gt, index) if gt is not None else None
-    h_host = _host_codes(ht, index) if ht is not None else None
-    names = list(index)
-    H = len(names)
-    g_ts = _np(gt, "ts") if gt is not None else None
-    h_ts = _np(ht, "ts") if ht is not None else None
-    t0 = min(x.min() for x in (g_ts, h_ts) if x is not None)
-    if interval_s is None:
-        interval_s = _estimate_interval(g_ts, g_host, h_ts, h_host)
-    step_ns = interval_s * 1e9
-    T = 1 + int(max(round((x.max() - t0) / step_ns) for x in (g_ts, h_ts) if x is not None))
-
-    def tbin(ts: np.ndarray) -> np.ndarray:
-        return np.rint((ts - t0) / step_ns).astype(np.int64)
-
-    def ts_of(i: np.ndarray | int) -> np.ndarray | int:
-        return t0 + np.asarray(i, np.int64) * int(step_ns)
-
+    fr = _Frame(gt, ht, interval_s)
+    names, H, T = fr.names, fr.H, fr.T
     host_last = np.full(H, -1, np.int64)
-    gpu_present_count = None
-    pw = max(1, int(round(persist_window_s / interval_s)))
+    pw = fr.samples(th.persist_window_s)
+    gpu_ctx: _GpuContext | None = None
 
     if gt is not None:
-        gpu = _np(gt, "gpu", np.float64).astype(np.int64)
-        G = int(gpu.max()) + 1
-        tb = tbin(g_ts)
-        flat = (g_host * G + gpu) * T + tb
-        shape = (H, G, T)
-        gpu_flat, gpu_grid_g = flat, G
-        present = _grid(flat, True, shape, False, bool)
-        last_g = np.where(present.any(-1), T - 1 - present[..., ::-1].argmax(-1), -1)  # (H, G)
-        host_last = np.maximum(host_last, last_g.max(axis=1))
-        gpu_present_count = present.any(-1).sum(axis=1)  # distinct GPUs seen per host
-        util = _np(gt, "sm_util_pct", np.float32)
-
-        # --- throttle bits: thermal and power brake, persisting.
-        thr = gt.column("throttle_reasons") if "throttle_reasons" in gt.column_names else None
-        gt_temp = None
-        if thr is not None and thr.null_count < len(thr):
-            bits = pc.fill_null(thr.cast(pa.uint64()), 0).to_numpy().astype(np.uint64)
-            for cat, mask, what in (
-                (Category.THERMAL, HW_THERMAL | SW_THERMAL, "thermal slowdown"),
-                (Category.POWER, HW_POWER_BRAKE, "HW power brake slowdown"),
-            ):
-                on = (bits & np.uint64(mask)) != 0
-                if not on.any():
-                    continue
-                if cat is Category.THERMAL and gt_temp is None:
-                    gt_temp = _grid(flat, _np(gt, "temp_c", np.float32), shape, np.nan, np.float32)
-                _persist_rule(
-                    col,
-                    names,
-                    _grid(flat, on, shape, False, bool),
-                    pw,
-                    persist_fraction,
-                    ts_of,
-                    cat,
-                    Severity.WARNING,
-                    0.95,
-                    what,
-                    {"throttle_mask": hex(mask)},
-                    extra=lambda h, g, gt_temp=gt_temp: {"temp_c_max": _nanmax_at(gt_temp, h, g)},
-                )
-            # HW slowdown alone (no thermal / brake bit): external or unspecified HW slowdown.
-            alone = ((bits & np.uint64(HW_SLOWDOWN)) != 0) & (
-                (bits & np.uint64(HW_THERMAL | SW_THERMAL | HW_POWER_BRAKE)) == 0
-            )
-            if alone.any():
-                _persist_rule(
-                    col,
-                    names,
-                    _grid(flat, alone, shape, False, bool),
-                    pw,
-                    persist_fraction,
-                    ts_of,
-                    Category.THERMAL,
-                    Severity.WARNING,
-                    0.8,
-                    "HW slowdown (clocks halved by hardware)",
-                    {"throttle_mask": hex(HW_SLOWDOWN)},
-                )
-
-        del gt_temp
-
-        # --- PCIe downgraded while loaded.
-        gen, genmax = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_gen_max", np.float32)
-        wid, widmax = _np(gt, "pcie_link_width", np.float32), _np(gt, "pcie_link_width_max", np.float32)
-        down = ((gen < genmax) | (wid < widmax)) & (util >= load_util_pct)
-        if down.any():
-            dg = _grid(flat, down, shape, False, bool)
-            gen_g = _grid(flat[down], gen[down], shape, np.nan, np.float32)
-            wid_g = _grid(flat[down], wid[down], shape, np.nan, np.float32)
-            _persist_rule(
-                col,
-                names,
-                dg,
-                pw,
-                persist_fraction,
-                ts_of,
-                Category.PCIE_DOWNGRADE,
-                Severity.WARNING,
-                0.95,
-                "PCIe link below its maximum under load",
-                {"load_util_pct": load_util_pct},
-                extra=lambda h, g: {
-                    "pcie_link_gen_min": _nanmin_at(gen_g, h, g),
-                    "pcie_link_gen_max": float(np.nanmax(genmax)),
-                    "pcie_link_width_min": _nanmin_at(wid_g, h, g),
-                    "pcie_link_width_max": float(np.nanmax(widmax)),
-                },
-            )
-        del down
-
-        # --- ECC: uncorrectable counts / retired pages that grow within the data.
-        for name, cat, sev, what in (
-            ("ecc_dbe_total", Category.ECC, Severity.CRITICAL, "uncorrectable (DBE) ECC errors increasing"),
-            ("ecc_dbe_volatile", Category.ECC, Severity.CRITICAL, "uncorrectable (DBE) ECC errors increasing"),
-            ("retired_pages", Category.ECC, Severity.WARNING, "retired/remapped pages increasing"),
-        ):
-            v = _np(gt, name)
-            if np.isnan(v).all() or np.nanmin(v) == np.nanmax(v):
-                continue  # no counter moved anywhere: nothing can have grown
-            _counter_growth(col, names, _grid(flat, v, shape), ts_of, name, cat, sev, what)
-
-        # --- NVLink CRC rate.
-        crc = _np(gt, "nvlink_crc_errors_total")
-        if not np.isnan(crc).all():
-            cw = max(1, int(round(crc_window_s / interval_s)))
-            c = _ffill(_grid(flat, crc, shape))
-            inc = np.full(c.shape, np.nan)
-            inc[..., cw:] = c[..., cw:] - c[..., :-cw]
-            rate = np.clip(inc, 0, None) / (cw * interval_s)
-            hit = np.nan_to_num(rate) >= crc_rate_per_s
-            hh, gg = np.nonzero(hit.any(-1))
-            if len(hh):
-                first = hit[hh, gg].argmax(-1)
-                peak = np.nanmax(rate[hh, gg], axis=-1)
-                for h, g, f, p in zip(hh, gg, first, peak):
-                    col.add(
-                        names[h],
-                        Category.NVLINK,
-                        Severity.WARNING,
-                        0.9,
-                        f"GPU {g} on {names[h]}: NVLink CRC errors at {p:.0f}/s (threshold {crc_rate_per_s:g}/s)",
-                        int(ts_of(f)),
-                        int(ts_of(max(0, f - cw))),
-                        {
-                            "gpu": int(g),
-                            "metric": "nvlink_crc_errors_total",
-                            "peak_rate_per_s": round(float(p), 2),
-                            "window_s": crc_window_s,
-                        },
-                    )
-
-        # --- Xid from NVML events (column holds the last Xid seen).
-        xid = gt.column("xid") if "xid" in gt.column_names else None
-        if xid is not None and xid.null_count < len(xid):
-            sel = np.flatnonzero(~np.isnan(_np(gt, "xid")))
-            df = pd.DataFrame(
-                {"h": g_host[sel], "g": gpu[sel], "xid": _np(gt, "xid")[sel].astype(np.int64), "ts": g_ts[sel]}
-            )
-            first = df.groupby(["h", "g", "xid"], sort=True)["ts"].min().reset_index()
-            for r in first.itertuples(index=False):
-                _xid_evidence(col, names[r.h], int(r.xid), int(r.ts), {"gpu": int(r.g), "source": "nvml"})
-
-        # --- lost GPUs: samples stop while the host keeps reporting.
-        grace = int(round(lost_grace_s / interval_s))
+        gpu_ctx = _GpuContext(gt, fr, th)
+        g = gpu_ctx
+        host_last = np.maximum(host_last, g.last_g.max(axis=1))
+        _throttle_rules(col, gt, g, fr, th, pw, rows)
+        _power_limit_rule(col, gt, g, fr, th, pw)
+        _pcie_rule(col, gt, g, fr, th, pw, rows)
+        _ecc_rules(col, gt, g, fr, th)
+        _nvlink_rule(col, gt, g, fr, th)
+        _nvml_xids(col, gt, g, fr)
         if ht is not None:
-            hb = tbin(h_ts)
-            np.maximum.at(host_last, h_host, hb)
-        lost = (last_g >= 0) & (last_g < host_last[:, None] - grace)
-        for h, g in zip(*np.nonzero(lost)):
-            col.add(
-                names[h],
-                Category.GPU_LOST,
-                Severity.CRITICAL,
-                0.95,
-                f"GPU {g} on {names[h]} stopped reporting at {_iso(ts_of(last_g[h, g]))} while the host kept reporting",
-                int(ts_of(last_g[h, g] + grace)),
-                int(ts_of(last_g[h, g] + 1)),
-                {"gpu": int(g), "last_sample_ts": _iso(ts_of(last_g[h, g]))},
-            )
-        if H >= 2:
-            usual = int(np.bincount(gpu_present_count).argmax())
-            for h in np.flatnonzero(gpu_present_count < usual):
-                if lost[h].any():
-                    continue
-                col.add(
-                    names[h],
-                    Category.GPU_LOST,
-                    Severity.WARNING,
-                    0.8,
-                    f"{names[h]} reports {gpu_present_count[h]} GPUs, the fleet usually {usual}",
-                    None,
-                    None,
-                    {"gpus_seen": int(gpu_present_count[h]), "fleet_usual_gpus": usual},
-                )
-        del present
+            np.maximum.at(host_last, fr.h_host, fr.h_tb)
+        _lost_gpus(col, g, fr, th, host_last)
 
     if ht is not None:
-        hb = tbin(h_ts)
-        h_flat = h_host * T + hb
-        np.maximum.at(host_last, h_host, hb)
+        h_flat = fr.h_host * T + fr.h_tb
+        np.maximum.at(host_last, fr.h_host, fr.h_tb)
         gc = _np(ht, "gpu_count")
         if not np.isnan(gc).all():
             gcg = _grid(h_flat, gc, (H, T))
@@ -598,13 +642,13 @@ def _metrics(
                     Severity.CRITICAL,
                     0.9,
                     f"{names[h]}: NVML GPU count fell from {int(top[h])} to {int(np.nanmin(gcg[h]))}",
-                    int(ts_of(f)),
-                    int(ts_of(f)),
+                    int(fr.ts_of(f)),
+                    int(fr.ts_of(f)),
                     {"metric": "gpu_count", "from": int(top[h]), "to": int(np.nanmin(gcg[h]))},
                 )
 
     # --- unreachable: the whole host went silent while the fleet kept reporting.
-    stale = int(round(stale_s / interval_s))
+    stale = fr.samples(th.stale_s)
     fleet_last = int(host_last.max())
     for h in np.flatnonzero((host_last >= 0) & (host_last < fleet_last - stale)):
         col.add(
@@ -612,50 +656,79 @@ def _metrics(
             Category.UNREACHABLE,
             Severity.CRITICAL,
             0.85,
-            f"{names[h]} stopped reporting metrics at {_iso(ts_of(host_last[h]))}; the fleet reported "
-            f"{(fleet_last - host_last[h]) * interval_s:.0f} s longer",
-            int(ts_of(host_last[h] + stale)),
-            int(ts_of(host_last[h] + 1)),
-            {"last_sample_ts": _iso(ts_of(host_last[h])), "silent_s": float((fleet_last - host_last[h]) * interval_s)},
+            f"{names[h]} stopped reporting metrics at {_iso(fr.ts_of(host_last[h]))}; the fleet reported "
+            f"{(fleet_last - host_last[h]) * fr.interval_s:.0f} s longer",
+            int(fr.ts_of(host_last[h] + stale)),
+            int(fr.ts_of(host_last[h] + 1)),
+            {
+                "last_sample_ts": _iso(fr.ts_of(host_last[h])),
+                "silent_s": float((fleet_last - host_last[h]) * fr.interval_s),
+            },
         )
 
-    # --- Minder-style outliers for the quiet cases.
-    if H >= min_fleet_hosts:
-        w = max(1, int(outlier_window))
-        cont = max(1, int(round(continuity_s / interval_s)))
-        for table, metric in outlier_metrics:
-            if table == "gpu" and gt is not None and metric in gt.column_names:
-                G = gpu_grid_g
-                x = _grid(gpu_flat, _np(gt, metric, np.float32), (H * G, T), np.nan, np.float32)
-                owner = np.repeat(np.arange(H), G)
-                sub = np.tile(np.arange(G), H)
-            elif table == "host" and ht is not None:
-                if metric == "net_bytes_per_s":
-                    vals = _np(ht, "net_rx_bytes_per_s") + _np(ht, "net_tx_bytes_per_s")
-                elif metric in ht.column_names:
-                    vals = _np(ht, metric)
-                else:
-                    continue
-                x = _grid(h_flat, vals.astype(np.float32), (H, T), np.nan, np.float32)
-                owner, sub = np.arange(H), None
+    _peer_outliers(col, gt, ht, gpu_ctx, fr, th)
+
+
+class _GpuContext:
+    """Per-GPU grids and identities used by several rules (built once)."""
+
+    def __init__(self, gt: pa.Table, fr: _Frame, th: _Thresholds) -> None:
+        H, T = fr.H, fr.T
+        gpu = gt.column("gpu").to_numpy().astype(np.int64)
+        self.G = G = int(gpu.max()) + 1
+        self.gpu = gpu
+        self.flat = (fr.g_host * G + gpu) * T + fr.g_tb
+        self.shape = (H, G, T)
+        present = _grid(self.flat, True, self.shape, False, bool)
+        self.present_any = present.any(-1)  # (H, G)
+        self.last_g = np.where(self.present_any, T - 1 - present[..., ::-1].argmax(-1), -1)
+        self.gpu_present_count = self.present_any.sum(axis=1)
+        del present
+        util = _np(gt, "sm_util_pct", np.float32)
+        self.util = _grid(self.flat, util, self.shape, np.nan, np.float32)
+        if np.isnan(util).all():  # no utilisation reported: every sample counts as loaded
+            self.loaded = _grid(self.flat, True, self.shape, False, bool)
+            self.working = self.loaded
+        else:
+            self.loaded = self.util >= th.load_util_pct
+            self.working = self.util >= th.idle_util_pct
+        # One row per GPU (any of its rows: they agree) for what is fixed per GPU: SKU, default limit.
+        unit = fr.g_host * G + gpu
+        self.row_of_unit = np.full(H * G, -1, np.int64)
+        self.row_of_unit[unit] = np.arange(len(unit))
+        self.sku = self._unit_strings(gt, "gpu_name")
+        have = self.row_of_unit >= 0
+        self.default_w = np.full(H * G, np.nan)
+        if "power_limit_default_w" in gt.column_names:
+            d = gt.column("power_limit_default_w").take(pa.array(self.row_of_unit[have]))
+            self.default_w[have] = pc.fill_null(d.cast(pa.float64()), np.nan).to_numpy()
+        lim = _np(gt, "power_limit_w", np.float32)
+        self.limit_grid: np.ndarray | None = None
+        if not np.isnan(lim).all():
+            lo, hi = float(np.nanmin(lim)), float(np.nanmax(lim))
+            if lo == hi:
+                self.unit_limit = np.where(self.row_of_unit >= 0, lo, np.nan)
             else:
-                continue
-            _outliers(
-                col,
-                names,
-                x,
-                owner,
-                sub,
-                metric,
-                w,
-                outlier_threshold,
-                outlier_z,
-                cont,
-                continuity_fraction,
-                max_outlier_fraction,
-                ts_of,
-                interval_s,
-            )
+                self.limit_grid = _grid(self.flat, lim, self.shape, np.nan, np.float32)
+                filled = _ffill(self.limit_grid.reshape(H * G, T))
+                filled = _ffill(filled[:, ::-1])[:, ::-1]  # leading gaps take the first value
+                self.unit_limit = np.partition(filled, T // 2, axis=1)[:, T // 2]
+        else:
+            self.unit_limit = np.full(H * G, np.nan)
+
+    def _unit_strings(self, gt: pa.Table, name: str) -> list[str | None]:
+        n = len(self.row_of_unit)
+        if name not in gt.column_names:
+            return [None] * n
+        have = np.flatnonzero(self.row_of_unit >= 0)
+        vals = gt.column(name).take(pa.array(self.row_of_unit[have])).to_pylist()
+        out: list[str | None] = [None] * n
+        for u, v in zip(have, vals):
+            out[int(u)] = v
+        return out
+
+    def sku_key(self, u: int) -> tuple[Any, ...]:
+        return (self.sku[u], _r(self.default_w[u], 0))
 
 
 def _estimate_interval(
@@ -668,33 +741,24 @@ def _estimate_interval(
     return max(0.001, float(np.median(np.diff(one))) / 1e9)
 
 
-def _nanmax_at(g: np.ndarray | None, h: int, gi: int) -> float | None:
-    if g is None:
-        return None
-    v = g[h, gi]
-    return None if np.isnan(v).all() else round(float(np.nanmax(v)), 1)
-
-
-def _nanmin_at(g: np.ndarray, h: int, gi: int) -> float | None:
-    v = g[h, gi]
-    return None if np.isnan(v).all() else float(np.nanmin(v))
-
-
 def _persist_rule(
     col: _Collector,
     names: list[str],
     on: np.ndarray,
     pw: int,
     frac: float,
-    ts_of: Any,
+    fr: _Frame,
     cat: Category,
     sev: Severity,
     conf: float,
-    what: str,
+    what: Any,
     base: dict[str, Any],
     extra: Any = None,
 ) -> None:
-    """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples."""
+    """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples.
+
+    `what` is the summary's description, or a callable (h, g, evidence) -> description.
+    """
     share = _window_sum(on, pw, np.float32) / pw
     hit = share >= frac
     hh, gg = np.nonzero(hit.any(-1))
@@ -704,23 +768,307 @@ def _persist_rule(
     first = on[hh, gg].argmax(-1)
     n_on = on[hh, gg].sum(-1)
     for h, g, d, f, n in zip(hh, gg, det, first, n_on):
-        ev = {"gpu": int(g), **base, "samples_with_condition": int(n), "window_s": pw, "min_fraction": frac}
+        ev = {
+            "gpu": int(g),
+            **base,
+            "samples_with_condition": int(n),
+            "window_s": pw * fr.interval_s,
+            "min_fraction": frac,
+        }
         if extra is not None:
             ev.update({k: v for k, v in extra(h, g).items() if v is not None})
+        desc = what(h, g, ev) if callable(what) else what
         col.add(
             names[h],
             cat,
             sev,
             conf,
-            f"GPU {g} on {names[h]}: {what} in {int(n)} samples from {_iso(ts_of(f))}",
-            int(ts_of(d)),
-            int(ts_of(f)),
+            f"GPU {g} on {names[h]}: {desc} in {int(n)} samples from {_iso(fr.ts_of(f))}",
+            int(fr.ts_of(d)),
+            int(fr.ts_of(f)),
             ev,
         )
 
 
+def _throttle_rules(
+    col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
+) -> None:
+    """Clock-event reasons by meaning (nvml.h, nvmlClocksEventReasons): thermal, power brake."""
+    thr = gt.column("throttle_reasons") if "throttle_reasons" in gt.column_names else None
+    if thr is None or thr.null_count == len(thr):
+        return
+    bits = pc.fill_null(thr.cast(pa.uint64()), 0).to_numpy().astype(np.uint64)
+    temp_g = None
+
+    def temps(h: int, gi: int) -> dict[str, Any]:
+        nonlocal temp_g
+        if temp_g is None:
+            temp_g = _grid(g.flat, _np(gt, "temp_c", np.float32), g.shape, np.nan, np.float32)
+        t = temp_g[h, gi]
+        sd = rows.per_gpu(fr.names[h], int(gi), "temp_slowdown_c")
+        return {
+            "temp_c_max": None if np.isnan(t).all() else _r(np.nanmax(t)),
+            "temp_slowdown_c": None if sd is None else _r(sd.max()),
+        }
+
+    for cat, mask, what, extra in (
+        (Category.THERMAL, HW_THERMAL | SW_THERMAL, "thermal slowdown (clocks cut to hold the temperature)", temps),
+        (Category.POWER, HW_POWER_BRAKE, "HW power brake slowdown (an external power brake: PSU or BMC)", None),
+    ):
+        on = (bits & np.uint64(mask)) != 0
+        if not on.any():
+            continue
+        _persist_rule(
+            col,
+            fr.names,
+            _grid(g.flat, on, g.shape, False, bool),
+            pw,
+            th.persist_fraction,
+            fr,
+            cat,
+            Severity.WARNING,
+            0.95,
+            what,
+            {"throttle_mask": hex(mask)},
+            extra=extra,
+        )
+    # HW slowdown alone (no thermal / brake bit): NVML says it means temperature too high, an
+    # external power brake, or power above the fast-trigger limit; the temperature decides.
+    alone = ((bits & np.uint64(HW_SLOWDOWN)) != 0) & ((bits & np.uint64(HW_THERMAL | SW_THERMAL | HW_POWER_BRAKE)) == 0)
+    if alone.any():
+        _persist_rule(
+            col,
+            fr.names,
+            _grid(g.flat, alone, g.shape, False, bool),
+            pw,
+            th.persist_fraction,
+            fr,
+            Category.THERMAL,
+            Severity.WARNING,
+            0.8,
+            "HW slowdown (clocks halved by hardware; cause not reported)",
+            {"throttle_mask": hex(HW_SLOWDOWN)},
+            extra=temps,
+        )
+
+
+def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int) -> None:
+    """An enforced power limit below the board's default or below what its peers run at.
+
+    Peers are GPUs of the same SKU and default limit; their usual limit is the one most run at.
+    A lower limit is site policy, not a fault, when at least `power_policy_fraction` of the GPUs
+    share it: of the GPU's peers, or of the whole fleet (in watts, or as a share of the default:
+    a capped pod of racks holds several SKUs).
+    """
+    if np.isnan(g.unit_limit).all():
+        return
+    H, G = fr.H, g.G
+    units = np.flatnonzero(~np.isnan(g.unit_limit))
+    lim_u = np.round(g.unit_limit)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio_u = np.round(g.unit_limit / g.default_w, 2)
+
+    def frequent(values: np.ndarray) -> np.ndarray:
+        v = values[~np.isnan(values)]
+        if not len(v):
+            return v
+        vals, counts = np.unique(v, return_counts=True)
+        return vals[counts / len(v) >= th.power_policy_fraction]
+
+    fleet_w, fleet_ratio = frequent(lim_u[units]), frequent(ratio_u[units])
+    by_sku: dict[tuple[Any, ...], list[int]] = {}
+    for u in units:
+        by_sku.setdefault(g.sku_key(int(u)), []).append(int(u))
+    usual = np.full(H * G, np.nan)
+    sku_of = np.full(H * G, -1, np.int64)
+    sku_policy: list[np.ndarray] = []
+    group_info: dict[int, dict[str, Any]] = {}
+    for k, (key, us) in enumerate(by_sku.items()):
+        vals, counts = np.unique(lim_u[us], return_counts=True)
+        mode = float(vals[counts.argmax()])
+        usual[us] = mode
+        sku_of[us] = k
+        sku_policy.append(frequent(lim_u[us]))
+        info = {
+            "peers": f"{key[0] or 'GPUs'}" + (f" (default {key[1]:g} W)" if key[1] is not None else ""),
+            "peer_gpus": len(us),
+            "peer_usual_limit_w": mode,
+            "peer_limits_w": {f"{v:g}": int(c) for v, c in zip(vals, counts)},
+        }
+        for u in us:
+            group_info[u] = info
+    dflt = g.default_w.reshape(H, G)
+    usual_hg = usual.reshape(H, G)
+    if g.limit_grid is None:  # one limit everywhere: nothing can be below its peers
+        lim_grid = np.broadcast_to(g.unit_limit.reshape(H, G)[:, :, None], g.shape)
+        if not (g.unit_limit < g.default_w - th.power_limit_margin_w).any():
+            return
+    else:
+        lim_grid = g.limit_grid
+    with np.errstate(invalid="ignore"):
+        low = (lim_grid < dflt[:, :, None] - th.power_limit_margin_w) | (
+            lim_grid < usual_hg[:, :, None] - th.power_limit_margin_w
+        )
+    if g.limit_grid is None:
+        low = low & _grid(g.flat, True, g.shape, False, bool)
+    if not low.any():
+        return
+    hh, gg, tt = np.nonzero(low)
+    lv = np.round(lim_grid[hh, gg, tt])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rv = np.round(lim_grid[hh, gg, tt] / dflt[hh, gg], 2)
+    policy = np.isin(lv, fleet_w) | np.isin(rv, fleet_ratio)
+    sk = sku_of[hh * G + gg]
+    for k, vals in enumerate(sku_policy):
+        if len(vals):
+            at = sk == k
+            policy[at] |= np.isin(lv[at], vals)
+    low[hh[policy], gg[policy], tt[policy]] = False
+    if not low.any():
+        return
+    fleet_policy = sorted(float(v) for v in fleet_w if v < np.nanmax(g.default_w) - th.power_limit_margin_w)
+
+    def extra(h: int, gi: int) -> dict[str, Any]:
+        sel = low[h, gi]
+        lim_v = float(np.nanmin(np.where(sel, lim_grid[h, gi], np.nan)))
+        info = group_info.get(h * G + gi, {})
+        return {
+            "enforced_limit_w": lim_v,
+            "default_limit_w": _r(dflt[h, gi], 0),
+            **info,
+            "site_policy_limits_w": fleet_policy or None,
+        }
+
+    def what(h: int, gi: int, ev: dict[str, Any]) -> str:
+        below = []
+        if (
+            ev.get("default_limit_w") is not None
+            and ev["enforced_limit_w"] < ev["default_limit_w"] - th.power_limit_margin_w
+        ):
+            below.append(f"the default {ev['default_limit_w']:g} W")
+        if (
+            ev.get("peer_usual_limit_w") is not None
+            and ev["enforced_limit_w"] < ev["peer_usual_limit_w"] - th.power_limit_margin_w
+        ):
+            below.append(f"the {ev['peer_usual_limit_w']:g} W its peers run at")
+        return f"enforced power limit {ev['enforced_limit_w']:g} W, below {' and '.join(below)}"
+
+    _persist_rule(
+        col,
+        fr.names,
+        low,
+        pw,
+        th.persist_fraction,
+        fr,
+        Category.POWER,
+        Severity.WARNING,
+        0.95,
+        what,
+        {"metric": "power_limit_w", "margin_w": th.power_limit_margin_w},
+        extra=extra,
+    )
+
+
+def _pcie_rule(
+    col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
+) -> None:
+    gen, genmax = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_gen_max", np.float32)
+    wid, widmax = _np(gt, "pcie_link_width", np.float32), _np(gt, "pcie_link_width_max", np.float32)
+    loaded = g.loaded.reshape(-1)[g.flat]
+    down = ((gen < genmax) | (wid < widmax)) & loaded
+    if not down.any():
+        return
+    dg = _grid(g.flat, down, g.shape, False, bool)
+    gen_g = _grid(g.flat[down], gen[down], g.shape, np.nan, np.float32)
+    wid_g = _grid(g.flat[down], wid[down], g.shape, np.nan, np.float32)
+    gmax_g = _grid(g.flat[down], genmax[down], g.shape, np.nan, np.float32)
+    wmax_g = _grid(g.flat[down], widmax[down], g.shape, np.nan, np.float32)
+
+    def extra(h: int, gi: int) -> dict[str, Any]:
+        ev: dict[str, Any] = {
+            "pcie_link_gen_min": _r(np.nanmin(gen_g[h, gi]), 0),
+            "pcie_link_gen_max": _r(np.nanmax(gmax_g[h, gi]), 0),
+            "pcie_link_width_min": _r(np.nanmin(wid_g[h, gi]), 0),
+            "pcie_link_width_max": _r(np.nanmax(wmax_g[h, gi]), 0),
+        }
+        # Replays while the link was down, per minute (NVIDIA recommends at most 8:
+        # DCGM_LIMIT_MAX_PCIREPLAY_RATE); read only now, for this GPU.
+        on = np.flatnonzero(dg[h, gi])
+        span = (int(fr.ts_of(on[0])) - fr._step, int(fr.ts_of(on[-1])) + fr._step)
+        r = rows.per_gpu(fr.names[h], int(gi), "pcie_replay_errors_total", span)
+        if r is not None and len(r) > 1:
+            minutes = max(1.0 / 60, (on[-1] - on[0] + 1) * fr.interval_s / 60)
+            ev["pcie_replays_per_min"] = round(float(r.iloc[-1] - r.iloc[0]) / minutes, 2)
+        return ev
+
+    def what(h: int, gi: int, ev: dict[str, Any]) -> str:
+        return (
+            f"PCIe link at gen {ev['pcie_link_gen_min']:g} x{ev['pcie_link_width_min']:g} under load "
+            f"(max gen {ev['pcie_link_gen_max']:g} x{ev['pcie_link_width_max']:g})"
+        )
+
+    _persist_rule(
+        col,
+        fr.names,
+        dg,
+        pw,
+        th.persist_fraction,
+        fr,
+        Category.PCIE_DOWNGRADE,
+        Severity.WARNING,
+        0.95,
+        what,
+        {"load_util_pct": th.load_util_pct},
+        extra=extra,
+    )
+
+
+def _ecc_rules(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds) -> None:
+    """ECC by counter: uncorrectable counts and remapped rows that grow; correctable storms."""
+    for name, sev, what in (
+        ("ecc_dbe_total", Severity.CRITICAL, "uncorrectable (DBE) ECC errors increasing"),
+        ("ecc_dbe_volatile", Severity.CRITICAL, "uncorrectable (DBE) ECC errors increasing"),
+        ("retired_pages", Severity.WARNING, "retired/remapped pages increasing"),
+    ):
+        if not _moves(gt, name):
+            continue  # no counter moved anywhere: nothing can have grown
+        _counter_growth(col, fr, _grid(g.flat, _np(gt, name), g.shape), name, Category.ECC, sev, what)
+    # Correctable errors: a rate, not a count (old SBE totals are history; a trickle is normal).
+    if not _moves(gt, "ecc_sbe_volatile"):
+        return
+    sbe = _np(gt, "ecc_sbe_volatile")
+    w = fr.samples(th.sbe_window_s)
+    c = _ffill(_grid(g.flat, sbe, g.shape))
+    inc = np.full(c.shape, np.nan)
+    inc[..., w:] = c[..., w:] - c[..., :-w]
+    rate = np.clip(inc, 0, None) / (w * fr.interval_s / 60.0)
+    hit = np.nan_to_num(rate) >= th.sbe_rate_per_min
+    hh, gg = np.nonzero(hit.any(-1))
+    for h, gi in zip(hh, gg):
+        f = int(hit[h, gi].argmax())
+        peak = float(np.nanmax(rate[h, gi]))
+        col.add(
+            fr.names[h],
+            Category.ECC,
+            Severity.WARNING,
+            0.9,
+            f"GPU {gi} on {fr.names[h]}: correctable (SBE) ECC errors at {peak:.0f}/min "
+            f"(threshold {th.sbe_rate_per_min:g}/min)",
+            int(fr.ts_of(f)),
+            int(fr.ts_of(max(0, f - w))),
+            {
+                "gpu": int(gi),
+                "metric": "ecc_sbe_volatile",
+                "peak_rate_per_min": round(peak, 1),
+                "window_s": th.sbe_window_s,
+                "from": _r(np.nanmin(c[h, gi]), 0),
+                "to": _r(np.nanmax(c[h, gi]), 0),
+            },
+        )
+
+
 def _counter_growth(
-    col: _Collector, names: list[str], v: np.ndarray, ts_of: Any, metric: str, cat: Category, sev: Severity, what: str
+    col: _Collector, fr: _Frame, v: np.ndarray, metric: str, cat: Category, sev: Severity, what: str
 ) -> None:
     valid = ~np.isnan(v)
     has = valid.any(-1)
@@ -732,15 +1080,95 @@ def _counter_growth(
         f = int(grew[h, g].argmax())
         end = float(np.nanmax(v[h, g]))
         col.add(
-            names[h],
+            fr.names[h],
             cat,
             sev,
             0.97,
-            f"GPU {g} on {names[h]}: {what} ({metric} {base[h, g]:.0f} -> {end:.0f})",
-            int(ts_of(f)),
-            int(ts_of(f)),
+            f"GPU {g} on {fr.names[h]}: {what} ({metric} {base[h, g]:.0f} -> {end:.0f})",
+            int(fr.ts_of(f)),
+            int(fr.ts_of(f)),
             {"gpu": int(g), "metric": metric, "from": float(base[h, g]), "to": end},
         )
+
+
+def _nvlink_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds) -> None:
+    if not _moves(gt, "nvlink_crc_errors_total"):
+        return
+    crc = _np(gt, "nvlink_crc_errors_total")
+    cw = fr.samples(th.crc_window_s)
+    c = _ffill(_grid(g.flat, crc, g.shape))
+    inc = np.full(c.shape, np.nan)
+    inc[..., cw:] = c[..., cw:] - c[..., :-cw]
+    rate = np.clip(inc, 0, None) / (cw * fr.interval_s)
+    hit = np.nan_to_num(rate) >= th.crc_rate_per_s
+    hh, gg = np.nonzero(hit.any(-1))
+    if not len(hh):
+        return
+    first = hit[hh, gg].argmax(-1)
+    peak = np.nanmax(rate[hh, gg], axis=-1)
+    for h, gi, f, p in zip(hh, gg, first, peak):
+        col.add(
+            fr.names[h],
+            Category.NVLINK,
+            Severity.WARNING,
+            0.9,
+            f"GPU {gi} on {fr.names[h]}: NVLink CRC errors at {p:.0f}/s (threshold {th.crc_rate_per_s:g}/s)",
+            int(fr.ts_of(f)),
+            int(fr.ts_of(max(0, f - cw))),
+            {
+                "gpu": int(gi),
+                "metric": "nvlink_crc_errors_total",
+                "peak_rate_per_s": round(float(p), 2),
+                "window_s": th.crc_window_s,
+            },
+        )
+
+
+def _nvml_xids(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame) -> None:
+    """Xid from NVML events (the column holds the last Xid seen on that GPU)."""
+    xid = gt.column("xid") if "xid" in gt.column_names else None
+    if xid is None or xid.null_count == len(xid):
+        return
+    xv = _np(gt, "xid")
+    sel = np.flatnonzero(~np.isnan(xv))
+    df = pd.DataFrame({"h": g.flat[sel] // (g.G * g.shape[2]), "g": g.gpu[sel], "xid": xv[sel].astype(np.int64)})
+    df["ts"] = fr.g_ts[sel]
+    first = df.groupby(["h", "g", "xid"], sort=True)["ts"].min().reset_index()
+    for r in first.itertuples(index=False):
+        _xid_evidence(col, fr.names[r.h], int(r.xid), int(r.ts), {"gpu": int(r.g), "source": "nvml"})
+
+
+def _lost_gpus(col: _Collector, g: _GpuContext, fr: _Frame, th: _Thresholds, host_last: np.ndarray) -> None:
+    grace = fr.samples(th.lost_grace_s)
+    names = fr.names
+    lost = (g.last_g >= 0) & (g.last_g < host_last[:, None] - grace)
+    for h, gi in zip(*np.nonzero(lost)):
+        col.add(
+            names[h],
+            Category.GPU_LOST,
+            Severity.CRITICAL,
+            0.95,
+            f"GPU {gi} on {names[h]} stopped reporting at {_iso(fr.ts_of(g.last_g[h, gi]))} while the host kept "
+            "reporting",
+            int(fr.ts_of(g.last_g[h, gi] + grace)),
+            int(fr.ts_of(g.last_g[h, gi] + 1)),
+            {"gpu": int(gi), "last_sample_ts": _iso(fr.ts_of(g.last_g[h, gi]))},
+        )
+    if fr.H >= 2:
+        usual = int(np.bincount(g.gpu_present_count).argmax())
+        for h in np.flatnonzero(g.gpu_present_count < usual):
+            if lost[h].any():
+                continue
+            col.add(
+                names[h],
+                Category.GPU_LOST,
+                Severity.WARNING,
+                0.8,
+                f"{names[h]} reports {g.gpu_present_count[h]} GPUs, the fleet usually {usual}",
+                None,
+                None,
+                {"gpus_seen": int(g.gpu_present_count[h]), "fleet_usual_gpus": usual},
+            )
 
 
 def _xid_evidence(col: _Collector, host: str, code: int, ts_ns: int | None, ev: dict[str, Any]) -> None:
@@ -759,105 +1187,291 @@ def _xid_evidence(col: _Collector, host: str, code: int, ts_ns: int | None, ev: 
     )
 
 
-def _outliers(
-    col: _Collector,
-    names: list[str],
-    x: np.ndarray,
-    owner: np.ndarray,
-    sub: np.ndarray | None,
-    metric: str,
-    w: int,
-    thr: float,
-    z_thr: float,
-    cont: int,
-    cont_frac: float,
-    max_frac: float,
-    ts_of: Any,
-    interval_s: float,
-) -> None:
-    """Minder: min-max normalise, compare each machine's window with the fleet, demand continuity."""
-    valid = ~np.isnan(x)
-    if valid.sum() == 0:
-        return
-    lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
-    if hi - lo <= 0:
-        return
-    z = (x - lo) / (hi - lo)
-    # Fleet reference: per-second median over (a deterministic sample of) machines.
-    pick = _sample_rows(z.shape[0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN seconds (nobody reported) stay NaN
-        ref = np.nanmedian(z[pick], axis=0)
-    ok = valid & ~np.isnan(ref)[None, :]
-    dev = np.where(ok, z - ref[None, :], np.float32(0.0)).astype(np.float32, copy=False)
-    n = _window_sum(ok, w, np.float32)
-    mean_dev = _window_sum(dev, w, np.float32) / np.maximum(n, 1)
-    score = np.abs(mean_dev) * (n >= max(1, w // 2))
-    # Outlier relative to the fleet's own spread too (robust z over machines, per window): a noisy
-    # metric (bursty network counters) needs a larger deviation than a smooth one.
-    sample = mean_dev[pick]
-    centre = np.median(sample, axis=0)
-    spread = 1.4826 * np.median(np.abs(sample - centre[None, :]), axis=0)
-    z = np.abs(mean_dev - centre[None, :]) / np.maximum(spread, 0.01)[None, :]
-    cand_row = (score > thr) & (z > z_thr)
-    H = len(names)
-    if sub is None:
-        cand = cand_row
-    else:
-        cand = cand_row.reshape(H, -1, x.shape[1]).any(axis=1)
-    # A window where much of the fleet deviates is a fleet-wide event, not one bad machine.
-    crowd = cand.sum(axis=0) > max(2, max_frac * H)
-    cand &= ~crowd[None, :]
-    # Continuity: the same machine is the outlier in >= cont_frac of the windows of the last
-    # `cont` samples (a strict unbroken run lets one noisy window reset a real fault's clock).
-    share = _window_sum(cand, cont, np.float32)
-    alarm = (share >= cont_frac * cont) & cand
-    for h in np.flatnonzero(alarm.any(-1)):
-        d = int(alarm[h].argmax())
-        start = d - cont + 1
-        seg = slice(start, d + 1)
-        if sub is None:
-            md = float(np.mean(mean_dev[h, seg]))
-            gpu = None
-            raw_dev = md * (np.nanmax(x) - np.nanmin(x))
-        else:
-            G = x.shape[0] // H
-            per = np.abs(mean_dev[h * G : (h + 1) * G, seg]).mean(axis=1)
-            gi = int(per.argmax())
-            md = float(np.mean(mean_dev[h * G + gi, seg]))
-            gpu = gi
-            raw_dev = md * (hi - lo)
-        ev = {
-            "metric": metric,
-            "direction": "below fleet" if md < 0 else "above fleet",
-            "normalised_deviation": round(md, 3),
-            "deviation": round(float(raw_dev), 2),
-            "outlier_for_s": float(int(cand[h].sum()) * interval_s),
-            "window_samples": w,
-            "continuity_s": float(cont * interval_s),
-            "threshold": thr,
-        }
-        if gpu is not None:
-            ev["gpu"] = gpu
-        col.add(
-            names[h],
-            Category.METRIC_OUTLIER,
-            Severity.WARNING,
-            0.8,
-            f"{names[h]}{' GPU ' + str(gpu) if gpu is not None else ''}: {metric} {abs(raw_dev):.3g} "
-            f"{'below' if md < 0 else 'above'} the fleet median in {int(cand[h].sum()) * interval_s:.0f} s of windows",
-            int(ts_of(d)),
-            int(ts_of(max(0, start - w + 1))),
-            ev,
-        )
+# ------------------------------------------------------------------------------------------ peer outliers
 
 
 def _sample_rows(n: int, k: int = 512) -> np.ndarray:
-    """A fixed random sample of machines for the fleet reference (a strided one would pick the
+    """A fixed random sample of machines for a group's reference (a strided one would pick the
     same GPU index on every host)."""
     if n <= k:
         return np.arange(n)
     return np.sort(np.random.default_rng(0).choice(n, k, replace=False))
+
+
+def _peer_outliers(
+    col: _Collector, gt: pa.Table | None, ht: pa.Table | None, g: _GpuContext | None, fr: _Frame, th: _Thresholds
+) -> None:
+    H, T = fr.H, fr.T
+    roles = th.peer_groups or {}
+    # Peer groups: same SKU, same default and enforced power limit, same role.
+    if g is not None:
+        G = g.G
+        unit_keys: list[tuple[Any, ...] | None] = []
+        for u in range(H * G):
+            if g.row_of_unit[u] < 0:
+                unit_keys.append(None)
+                continue
+            unit_keys.append((*g.sku_key(u), _r(g.unit_limit[u], 0), roles.get(fr.names[u // G])))
+        gpu_group, gpu_group_keys = _group_ids(unit_keys)
+        # A second is comparable for a group when its median GPU is loaded.
+        group_loaded = np.zeros((len(gpu_group_keys), T), bool)
+        util2 = g.util.reshape(H * G, T)
+        no_util = bool(np.isnan(util2).all())  # no utilisation anywhere: every reported second counts
+        for k in range(len(gpu_group_keys)):
+            rows = np.flatnonzero(gpu_group == k)
+            group_loaded[k] = True if no_util else _nanmedian0(util2[rows[_sample_rows(len(rows))]]) >= th.load_util_pct
+        gpu_active = g.working.reshape(H * G, T) & group_loaded[np.maximum(gpu_group, 0)] & (gpu_group >= 0)[:, None]
+        # Hosts: grouped by their GPUs' most common peer group (and role); active when their GPUs work.
+        host_keys: list[tuple[Any, ...] | None] = []
+        for h in range(H):
+            ks = [unit_keys[h * G + gi] for gi in range(G) if unit_keys[h * G + gi] is not None]
+            host_keys.append(max(set(ks), key=ks.count) if ks else ("no-gpu", roles.get(fr.names[h])))
+        n_gpus = np.maximum(g.present_any.sum(1), 1)[:, None]
+        host_active_self = g.working.sum(1) * 2 >= n_gpus  # most of its GPUs not idle
+        host_loaded = g.loaded.sum(1) * 2 >= n_gpus  # most of its GPUs loaded
+    else:
+        host_keys = [("no-gpu", roles.get(n)) for n in fr.names]
+        host_active_self = np.ones((H, T), bool)
+    host_group, host_group_keys = _group_ids(host_keys)
+    if g is not None:
+        hg_loaded = np.zeros((len(host_group_keys), T), bool)
+        for k in range(len(host_group_keys)):
+            hs = np.flatnonzero(host_group == k)
+            hg_loaded[k] = host_loaded[hs].mean(0) >= 0.5
+        host_active = host_active_self & hg_loaded[host_group]
+    else:
+        host_active = host_active_self
+
+    w = max(1, int(th.outlier_window))
+    cont = fr.samples(th.continuity_s)
+    h_flat = fr.h_host * T + fr.h_tb if ht is not None else None
+    for m in th.outlier_metrics:
+        floor = th.floors.get(m.floor_kw)
+        if floor is None:
+            raise ValueError(f"outlier metric {m.column}: no keyword argument {m.floor_kw!r} holds its floor")
+        if m.table == "gpu":
+            if gt is None or g is None or m.column not in gt.column_names:
+                continue
+            x = _grid(g.flat, _np(gt, m.column, np.float32), (H * g.G, T), np.nan, np.float32)
+            owner, sub, group, active, keys = (
+                np.arange(H * g.G) // g.G,
+                np.arange(H * g.G) % g.G,
+                gpu_group,
+                gpu_active,
+                gpu_group_keys,
+            )
+        else:
+            if ht is None:
+                continue
+            if m.column == "net_bytes_per_s":
+                vals = _np(ht, "net_rx_bytes_per_s") + _np(ht, "net_tx_bytes_per_s")
+            elif m.column in ht.column_names:
+                vals = _np(ht, m.column)
+            else:
+                continue
+            x = _grid(h_flat, vals.astype(np.float32), (H, T), np.nan, np.float32)
+            owner, sub, group, active, keys = np.arange(H), None, host_group, host_active, host_group_keys
+        if np.isnan(x).all():
+            continue
+        mw = fr.samples(m.window_s) if m.window_s else w
+        _outliers_one(col, fr, th, m, floor * m.scale, x, owner, sub, group, keys, active, mw, cont)
+
+
+def _group_ids(keys: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    ids = np.full(len(keys), -1, np.int64)
+    seen: dict[Any, int] = {}
+    for i, k in enumerate(keys):
+        if k is not None:
+            ids[i] = seen.setdefault(k, len(seen))
+    return ids, list(seen)
+
+
+_HISTORY_QUANTILE = 0.1  # a machine's own usual level: this quantile of its deviation, in the good direction
+_HISTORY_STRIDE = 4  # every 4th window is enough to place that quantile (and 4x cheaper)
+
+
+def _low_quantile_rows(x: np.ndarray, q: float) -> np.ndarray:
+    """Per-row quantile ignoring NaN (NaN for an all-NaN row): one sort, no Python loop."""
+    s = np.sort(x, axis=1)  # NaN sort last
+    n = (~np.isnan(x)).sum(axis=1)
+    idx = np.clip(np.floor(q * (n - 1)).astype(np.int64), 0, max(0, x.shape[1] - 1))
+    out = np.take_along_axis(s, idx[:, None], 1)[:, 0] if x.shape[1] else np.full(x.shape[0], np.nan)
+    return np.where(n > 0, out, np.nan)
+
+
+def _centre_spread(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-window median and robust standard deviation (1.4826 x MAD) over machines (axis 0)."""
+    centre = _nanmedian0(v)
+    mad = _nanmedian0(np.abs(v - centre[None, :]))
+    return np.nan_to_num(centre), np.maximum(np.nan_to_num(1.4826 * mad, nan=np.inf), 1e-6)
+
+
+def _history(d: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Each machine's deviation minus its own usual level (a low quantile over its comparable windows)."""
+    v = np.where(ok, d, np.nan)
+    return v - np.nan_to_num(_low_quantile_rows(v[:, ::_HISTORY_STRIDE], _HISTORY_QUANTILE))[:, None]
+
+
+def _outliers_one(
+    col: _Collector,
+    fr: _Frame,
+    th: _Thresholds,
+    m: OutlierMetric,
+    floor: float,
+    x: np.ndarray,
+    owner: np.ndarray,
+    sub: np.ndarray | None,
+    group: np.ndarray,
+    keys: list[Any],
+    active: np.ndarray,
+    w: int,
+    cont: int,
+) -> None:
+    """Window deviations from the group's median; significant, large, not a crowd, sustained.
+
+    Full (machines x seconds) passes only where every machine is needed (window means, the
+    group's reference); the tests run on the machines that reach the floor at some point and on
+    the fixed sample that gives the group's spread.
+    """
+    U, T = x.shape
+    valid = active & ~np.isnan(x)
+    per_unit: dict[int, tuple[np.ndarray, ...]] = {}  # u -> (cand, D, z, ok, ref)
+    zt = th.outlier_z
+    for k in range(len(keys)):
+        rows = np.flatnonzero(group == k)
+        hosts_in = np.unique(owner[rows])
+        if len(hosts_in) < th.min_fleet_hosts:
+            continue
+        # Each machine's window mean first, then the group's median of those means: the median
+        # of per-second values is biased for bursty counters whose peaks fall in different
+        # seconds on different hosts (each agent samples at its own offset).
+        vr = valid[rows]
+        n = _window_sum(vr, w, np.float32)
+        mean_w = _window_sum(np.where(vr, x[rows], np.float32(0.0)), w, np.float32)
+        mean_w /= np.maximum(n, 1)
+        ok = n >= max(1, w // 2)
+        del n, vr
+        pick = _sample_rows(len(rows))
+        ref = _nanmedian0(np.where(ok[pick], mean_w[pick], np.nan)).astype(np.float32)
+        ok &= ~np.isnan(ref)[None, :]
+        dD = mean_w
+        dD -= ref[None, :]
+        if m.direction < 0:
+            np.negative(dD, out=dD)
+        maybe = np.flatnonzero((ok & (dD >= floor)).any(-1))
+        if not len(maybe):
+            continue
+
+        # Peers *and* own history. A machine's own usual level is a low quantile of its deviation
+        # over the comparable windows (so a fault covering most of the data still leaves the
+        # healthy level visible); the change from it removes what is steady about the machine (a
+        # role, a silicon bin, its rack), and its significance is judged against the peers'
+        # changes in the same window. A departure that starts inside the data needs one floor
+        # from the peers and one from its own level; one that holds for the whole data (a role,
+        # a bin, or a fault older than the data: the data cannot tell them apart) needs
+        # `persistent_floor_factor` floors from the peers.
+        centre, spread = _centre_spread(np.where(ok[pick], dD[pick], np.nan))
+        c_centre, c_spread = _centre_spread(_history(dD[pick], ok[pick]))
+        dm, okm = dD[maybe], ok[maybe]
+        chg = np.nan_to_num(_history(dm, okm), nan=-np.inf)
+        with np.errstate(invalid="ignore"):
+            z = (dm - centre) / spread
+            z_chg = (chg - c_centre) / c_spread
+        started = (dm >= floor) & (chg >= floor) & (z_chg >= zt)
+        steady = (dm >= th.persistent_floor_factor * floor) & (z >= zt)
+        c = okm & (started | steady)
+        if m.min_relative is not None:
+            c &= dm >= m.min_relative * np.abs(ref)[None, :]
+        z = np.where(started, z_chg, z)
+        # Not a crowd: more than max_outlier_fraction of the group's hosts (not GPUs) at once.
+        own = owner[rows[maybe]]
+        seg = np.flatnonzero(np.r_[True, own[1:] != own[:-1]])
+        crowd = np.logical_or.reduceat(c, seg, axis=0).sum(0) > max(2, th.max_outlier_fraction * len(hosts_in))
+        c &= ~crowd[None, :]
+        for i, r in enumerate(maybe):
+            if c[i].any():
+                per_unit[int(rows[r])] = (c[i], m.direction * dm[i], z[i], okm[i] & ~crowd, ref)
+    if not per_unit:
+        return
+    # Continuity (Minder's): the machine is the outlier in >= continuity_fraction of its last
+    # `cont` comparable windows. Seconds that were not comparable (the group idle: a checkpoint,
+    # a stall, a restart; or a crowd) neither count for nor against, so a checkpoint does not
+    # reset a sustained fault; seconds where the machine was comparable and not an outlier count
+    # against, so separate bursts do not add up to a sustained departure.
+    alarm: dict[int, np.ndarray] = {}
+    for u, (cu, _d, _z, oku, _r) in per_unit.items():
+        k_ok = np.cumsum(oku)
+        k_c = np.cumsum(cu)
+        start = np.searchsorted(k_ok, k_ok - cont + 1)  # first second of the last `cont` comparable ones
+        before = np.where(start > 0, k_c[np.maximum(start - 1, 0)], 0)
+        a = cu & (k_ok >= cont) & (k_c - before >= th.continuity_fraction * cont)
+        if a.any():
+            alarm[u] = a
+    if not alarm:
+        return
+    by_host: dict[int, list[int]] = {}
+    for u in sorted(alarm):
+        by_host.setdefault(int(owner[u]), []).append(u)
+    for h, us in by_host.items():
+        # The unit that alarmed first names the evidence; others are counted.
+        firsts = [int(alarm[u].argmax()) for u in us]
+        u = us[int(np.argmin(firsts))]
+        d_i = min(firsts)
+        cu, du, zu, _oku, ref = per_unit[u]
+        sel = cu
+        dev = float(np.median(du[sel]))
+        val = float(np.nanmedian(np.where(sel, x[u], np.nan)))
+        peer = float(np.nanmedian(np.where(sel, ref, np.nan)))
+        key = keys[group[u]]
+        first_i = int(sel.argmax())
+        scale = m.scale
+        ev: dict[str, Any] = {
+            "metric": m.column,
+            "direction": "below peers" if m.direction < 0 else "above peers",
+            "deviation": round(dev / scale, 2),
+            "unit": m.unit,
+            "value": round(val / scale, 2),
+            "peer_median": round(peer / scale, 2),
+            "robust_z_median": round(float(np.median(zu[sel])), 1),
+            "floor": round(floor / scale, 2),
+            "outlier_for_s": float(int(sel.sum()) * fr.interval_s),
+            "window_samples": w,
+            "continuity_s": float(cont * fr.interval_s),
+            "peer_group": _describe_key(key),
+            "peer_hosts": int(len(np.unique(owner[group == group[u]]))),
+        }
+        if sub is not None:
+            ev["gpu"] = int(sub[u])
+            if len(us) > 1:
+                ev["gpus_deviating"] = sorted(int(sub[v]) for v in us)
+        where = f" GPU {int(sub[u])}" if sub is not None else ""
+        col.add(
+            fr.names[h],
+            m.category,
+            Severity.WARNING,
+            0.8,
+            f"{fr.names[h]}{where}: {m.column} {abs(dev) / scale:.3g} {m.unit} {'below' if m.direction < 0 else 'above'} "
+            f"its peers' median ({peer / scale:.4g} {m.unit}) in {sel.sum() * fr.interval_s:.0f} s of windows",
+            int(fr.ts_of(d_i)),
+            int(fr.ts_of(max(0, first_i - w + 1))),
+            ev,
+        )
+
+
+def _describe_key(key: Any) -> str:
+    if not isinstance(key, tuple):
+        return str(key)
+    if key and key[0] == "no-gpu":
+        return "hosts without GPU metrics" + (f", role {key[1]}" if len(key) > 1 and key[1] else "")
+    name, default_w, limit_w, role = (list(key) + [None] * 4)[:4]
+    parts = [name or "unnamed GPUs"]
+    if default_w is not None:
+        parts.append(f"default limit {default_w:g} W")
+    if limit_w is not None:
+        parts.append(f"enforced {limit_w:g} W")
+    if role:
+        parts.append(f"role {role}")
+    return ", ".join(parts)
 
 
 def _log_xids(col: _Collector, t: pa.Table | None) -> None:
@@ -881,9 +1495,28 @@ def _log_xids(col: _Collector, t: pa.Table | None) -> None:
         _xid_evidence(col, str(r.host), int(r.xid), ts_ns, ev)
 
 
+def pipeline_roles(run: RunInfo | None) -> dict[str, str] | None:
+    """Host -> pipeline stage from the run's grid, when it has more than one stage.
+
+    Stages do different work (the first runs the data loader, the last the LM head and loss), so
+    their hosts are compared only with hosts of the same stage. Rank order is Megatron's, as the
+    runtime's (runtime/rank_map.py): rank = pp_index * (dp * tp) + dp_index * tp + tp_index.
+    """
+    if run is None or not run.layout or int(run.layout.get("pp", 1)) <= 1:
+        return None
+    per_stage = int(run.layout.get("dp", 1)) * int(run.layout.get("tp", 1))
+    roles = {}
+    for hr in run.hosts:
+        stages = sorted({r // per_stage for r in hr.ranks})
+        if stages:
+            roles[hr.host] = f"pp stage {stages[0]}" if len(stages) == 1 else f"pp stages {stages[0]}-{stages[-1]}"
+    return roles or None
+
+
 def analyze(signals: Signals) -> list[Finding]:
     return find_faulty_hosts(
         signals.tables.get(SignalKind.GPU_METRICS),
         signals.tables.get(SignalKind.HOST_METRICS),
         signals.tables.get(SignalKind.LOG_EVENTS),
+        peer_groups=pipeline_roles(signals.run),
     )

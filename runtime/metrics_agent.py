@@ -14,6 +14,11 @@ analyzer sees a GPU fall off the bus. Xid events come from an NVML event set
 (nvmlEventTypeXidCriticalError) where the driver delivers them; the `xid` column holds the last
 Xid seen on that GPU since the agent started.
 
+What does not change while the driver is loaded (product name, VBIOS, default power limit,
+slowdown temperature) is asked once per GPU, on its first sample, and repeated in every row so each
+row says what it was measured on; the analyzer compares a GPU only with peers of the same name and
+power limits.
+
 Without NVML (no driver, no GPU, no nvidia-ml-py) the agent records host metrics only and logs one
 line saying why.
 """
@@ -79,6 +84,7 @@ class NvmlSampler:
         self._events: Any = None
         self._unsupported: set[tuple[int, str]] = set()
         self._lost: set[int] = set()
+        self._static: dict[int, dict[str, Any]] = {}
 
     # -- lifecycle
     def open(self) -> int:
@@ -197,6 +203,42 @@ class NvmlSampler:
                     total, seen = total + int(v), True
         return total if seen else None
 
+    def _optional(self, gpu: int, name: str, fn_name: str, *args: Any) -> Any:
+        """An NVML query that an older nvidia-ml-py may not have at all: absent means null, like a
+        device that answers NOT_SUPPORTED."""
+        fn = getattr(self.nvml, fn_name, None)
+        if fn is None:
+            self._unsupported.add((gpu, name))
+            return None
+        return self._get(gpu, name, lambda: fn(*args))
+
+    def _static_fields(self, i: int, h: Any) -> dict[str, Any]:
+        """Fields fixed while the driver is loaded, asked until each answered or proved unsupported."""
+        if i in self._static:
+            return self._static[i]
+        n, opt = self.nvml, self._optional
+        name = opt(i, "name", "nvmlDeviceGetName", h)
+        vbios = opt(i, "vbios", "nvmlDeviceGetVbiosVersion", h)
+        default_mw = opt(i, "power_limit_default", "nvmlDeviceGetPowerManagementDefaultLimit", h)
+        slowdown = opt(
+            i,
+            "temp_slowdown",
+            "nvmlDeviceGetTemperatureThreshold",
+            h,
+            getattr(n, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1),
+        )
+        fields = {
+            "gpu_name": _text(name),
+            "vbios_version": _text(vbios),
+            "power_limit_default_w": None if default_mw is None else default_mw / 1000.0,
+            "temp_slowdown_c": None if slowdown is None else float(slowdown),
+        }
+        keys = ("name", "vbios", "power_limit_default", "temp_slowdown")
+        # A transient NVML error leaves a field null for this sample only: ask again next time.
+        if all(v is not None or (i, k) in self._unsupported for v, k in zip(fields.values(), keys)):
+            self._static[i] = fields
+        return fields
+
     def _throttle(self, i: int, h: Any) -> int | None:
         n = self.nvml
         fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
@@ -235,11 +277,13 @@ class NvmlSampler:
             ("ecc_dbe_total", n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_AGGREGATE_ECC),
         ):
             ecc[col] = g(i, col, lambda e=err_type, c=counter: int(n.nvmlDeviceGetTotalEccErrors(h, e, c)))
+        static = self._static_fields(i, h)
         return {
             "ts": ts_ns,
             "gpu": i,
-            "gpu_uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
-            "pci_bus_id": bus.decode() if isinstance(bus, bytes) else bus,
+            "gpu_uuid": _text(uuid),
+            "pci_bus_id": _text(bus),
+            **static,
             "sm_util_pct": None if util is None else float(util.gpu),
             "mem_util_pct": None if util is None else float(util.memory),
             "power_w": None if power is None else power / 1000.0,
@@ -253,6 +297,7 @@ class NvmlSampler:
             "pcie_link_gen_max": g(i, "pcie_gen_max", lambda: int(n.nvmlDeviceGetMaxPcieLinkGeneration(h))),
             "pcie_link_width": g(i, "pcie_width", lambda: int(n.nvmlDeviceGetCurrPcieLinkWidth(h))),
             "pcie_link_width_max": g(i, "pcie_width_max", lambda: int(n.nvmlDeviceGetMaxPcieLinkWidth(h))),
+            "pcie_replay_errors_total": self._optional(i, "pcie_replay", "nvmlDeviceGetPcieReplayCounter", h),
             **ecc,
             "retired_pages": self._retired(i, h),
             "nvlink_crc_errors_total": self._crc(i, h),
@@ -263,6 +308,11 @@ class NvmlSampler:
     @property
     def gpu_count(self) -> int:
         return len(self._handles) - len(self._lost)
+
+
+def _text(v: Any) -> str | None:
+    """NVML strings: bytes from old nvidia-ml-py releases, str from current ones."""
+    return v.decode(errors="replace") if isinstance(v, bytes) else v
 
 
 # --------------------------------------------------------------------------------------------- /proc

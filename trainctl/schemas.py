@@ -7,7 +7,10 @@ files; readers (trainctl.dataset) add it back as a string column. Column names c
 in its Arrow metadata so a reader can refuse a file written against another contract.
 
 Nullable columns may be null where a device or a source lacks the value; a writer may omit a
-nullable column entirely (the reader fills it with nulls), but never a required one.
+nullable column entirely (the reader fills it with nulls), but never a required one. So adding a
+nullable column is an additive change that keeps SCHEMA_VERSION: older files read with the new
+column all null, and older readers drop the column they do not know (dataset.conform). Removing a
+column, renaming one, changing a type or making one required is a breaking change: bump the version.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ META_KIND = b"trainctl.kind"
 META_VERSION = b"trainctl.schema_version"
 
 _TS = pa.timestamp("ns", tz="UTC")
+# Low-cardinality identity strings (a GPU's product name repeated in every 1 Hz row): dictionary
+# encoded so a 7M-row scan reads a few integers per row, not the string.
+_DICT_STR = pa.dictionary(pa.int32(), pa.string())
 
 
 class SignalKind(str, Enum):
@@ -113,16 +119,21 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         # send/recv: the group rank of the other side ("nccl:send 1->2" -> 2, "nccl:recv 3<-0" -> 0).
         _f("peer", pa.int32()),
     ],
+    # One row per GPU per sample. NVML calls and their DCGM field equivalents: docs/faulty-hosts.md.
     SignalKind.GPU_METRICS: [
         _f("ts", _TS, False),
         _f("gpu", pa.int16(), False),
         _f("gpu_uuid", pa.string()),
         _f("pci_bus_id", pa.string()),
+        _f("gpu_name", _DICT_STR),  # product name (SKU), e.g. "NVIDIA H100 80GB HBM3": peers share it
+        _f("vbios_version", _DICT_STR),
         _f("sm_util_pct", pa.float32()),
         _f("mem_util_pct", pa.float32()),
         _f("power_w", pa.float32()),
-        _f("power_limit_w", pa.float32()),
+        _f("power_limit_w", pa.float32()),  # enforced limit: min of every limit in force (user, board, ...)
+        _f("power_limit_default_w", pa.float32()),  # the board's default power-management limit
         _f("temp_c", pa.float32()),
+        _f("temp_slowdown_c", pa.float32()),  # temperature at which the GPU starts slowing its clocks
         _f("sm_clock_mhz", pa.int32()),
         _f("sm_clock_max_mhz", pa.int32()),
         _f("mem_used_bytes", pa.int64()),
@@ -131,6 +142,7 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("pcie_link_gen_max", pa.int8()),
         _f("pcie_link_width", pa.int8()),
         _f("pcie_link_width_max", pa.int8()),
+        _f("pcie_replay_errors_total", pa.int64()),  # PCIe replays since reset: link-level retries
         _f("ecc_sbe_volatile", pa.int64()),
         _f("ecc_dbe_volatile", pa.int64()),
         _f("ecc_sbe_total", pa.int64()),

@@ -13,6 +13,7 @@ import logging
 import types
 from pathlib import Path
 
+import pyarrow as pa
 import pynvml
 import pytest
 
@@ -145,6 +146,21 @@ class FakeNvml:
     def nvmlDeviceGetCurrentClocksEventReasons(self, h):
         return self._v(h, "throttle")
 
+    def nvmlDeviceGetName(self, h):
+        return self._v(h, "name")
+
+    def nvmlDeviceGetVbiosVersion(self, h):
+        return self._v(h, "vbios")
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, h):
+        return self._v(h, "default_limit_mw")
+
+    def nvmlDeviceGetTemperatureThreshold(self, h, which):
+        return self._v(h, "thresholds")[which]
+
+    def nvmlDeviceGetPcieReplayCounter(self, h):
+        return self._v(h, "replays")
+
     def nvmlEventSetCreate(self):
         return "event-set"
 
@@ -178,6 +194,11 @@ def h100(**over) -> dict:
         "remapped": (1, 2, False, False),
         "links": {0: {2: 5, 3: 1}, 1: {2: 0, 3: 2}},
         "throttle": 0x4,
+        "name": "NVIDIA H100 80GB HBM3",
+        "vbios": "96.00.99.00.01",
+        "default_limit_mw": 700_000,
+        "thresholds": {pynvml.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: 92, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: 89},
+        "replays": 7,
     }
     g.update(over)
     return g
@@ -323,3 +344,55 @@ def test_start_background_beside_a_run(tmp_path: Path) -> None:
     assert g.num_rows == 3 * stats.samples  # everything buffered was flushed on stop
     assert sorted(set(g.column("gpu").to_pylist())) == [0, 1, 2]
     assert read_table(tmp_path, "host_metrics").column("gpu_count").to_pylist() == [3] * stats.samples
+
+
+def test_identity_limits_and_link_fields_for_peer_grouping(tmp_path: Path) -> None:
+    """The columns the fault analyzer groups and judges by: SKU, VBIOS, enforced vs default power
+    limit, slowdown temperature, PCIe replays. One GPU runs under a lowered limit (nvidia-smi -pl
+    450), one lacks the optional fields (NOT_SUPPORTED): nulls, not zeros, not a crash."""
+    fake = FakeNvml(
+        [
+            h100(),
+            h100(limit_mw=450_000, vbios=b"96.00.74.00.1A"),  # bytes, as old nvidia-ml-py returns
+            h100(name=None, vbios=None, default_limit_mw=None, thresholds=None, replays=None),
+        ]
+    )
+    agent = MetricsAgent(AgentConfig(tmp_path / "out", "node07"), nvml=fake, proc_root=_proc(tmp_path))
+    agent._open_nvml()
+    agent.sample_once()
+    agent.sample_once()
+    agent.flush()
+    g = read_table(tmp_path / "out", "gpu_metrics")
+    assert g.schema.field("gpu_name").type == pa.dictionary(pa.int32(), pa.string())
+    rows = sorted(g.to_pylist(), key=lambda r: (r["gpu"], r["ts"]))
+    r0, r1, r2 = rows[0], rows[2], rows[4]
+    assert (r0["gpu_name"], r0["vbios_version"]) == ("NVIDIA H100 80GB HBM3", "96.00.99.00.01")
+    assert (r0["power_limit_w"], r0["power_limit_default_w"]) == (700.0, 700.0)
+    assert (r1["power_limit_w"], r1["power_limit_default_w"], r1["vbios_version"]) == (450.0, 700.0, "96.00.74.00.1A")
+    assert r0["temp_slowdown_c"] == 89.0 and r0["pcie_replay_errors_total"] == 7
+    for col in ("gpu_name", "vbios_version", "power_limit_default_w", "temp_slowdown_c", "pcie_replay_errors_total"):
+        assert r2[col] is None, col
+    assert r2["power_limit_w"] == 700.0  # the fields it has are still recorded
+
+
+def test_static_fields_asked_once_retried_after_transient_error_and_absent_bindings() -> None:
+    calls = {"name": 0}
+
+    class Flaky(FakeNvml):
+        nvmlDeviceGetPcieReplayCounter = None  # an nvidia-ml-py release without the binding
+
+        def nvmlDeviceGetName(self, h):
+            calls["name"] += 1
+            if calls["name"] == 1:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)  # transient: ask again
+            return super().nvmlDeviceGetName(h)
+
+    s = NvmlSampler(Flaky([h100()]))
+    s.open()
+    first = s.sample(1)[0]
+    assert first["gpu_name"] is None and first["pcie_replay_errors_total"] is None
+    for t in range(2, 6):
+        row = s.sample(t)[0]
+    assert row["gpu_name"] == "NVIDIA H100 80GB HBM3" and row["power_limit_default_w"] == 700.0
+    assert calls["name"] == 2  # answered on the second sample, then cached: not asked every second
+    assert row["pcie_replay_errors_total"] is None

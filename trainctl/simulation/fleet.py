@@ -57,6 +57,11 @@ GIB = 1 << 30
 NET_PEAK_BYTES_PER_S = 40e9  # allreduce traffic per host while communicating (~320 Gb/s)
 POWER_LIMIT_W = 700.0
 SM_CLOCK_MAX_MHZ = 1980
+# One SKU, one VBIOS and the board's default limit everywhere: this simulator's fleet is uniform
+# (bench/validation/fleetgen.py is the one with mixed SKUs, VBIOS versions and power policies).
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+VBIOS_VERSION = "96.00.99.00.01"
+TEMP_SLOWDOWN_C = 87.0
 
 # NVML clocks-event-reason bits: the same definitions the analyzer reads.
 from trainctl.nvml_codes import (  # noqa: E402
@@ -224,6 +229,7 @@ def simulate(sc: FleetScenario) -> SimResult:
     ecc_dbe = np.zeros((H, G, T), np.int64)
     retired = np.zeros((H, G, T), np.int64)
     crc = np.zeros((H, G, T), np.int64)
+    replays = np.zeros((H, G, T), np.int64)
     throttle = np.where(busy[:, None, :] > 0, 0, GPU_IDLE).astype(np.uint64) * np.ones((1, G, 1), np.uint64)
     xid = np.full((H, G, T), -1, np.int32)  # -1 = null
     present = np.ones((H, G, T), bool)  # a lost GPU's rows are dropped
@@ -285,6 +291,7 @@ def simulate(sc: FleetScenario) -> SimResult:
         elif k == "pcie_downgrade":
             pcie_width[h, :, after] = 8
             pcie_gen[h, :, after] = 4
+            replays[h, :, after] += np.arange(T - o) // 10  # the retrained link keeps replaying
             # A narrower link starves the NIC and the GPUs a little (Minder's case study).
             net[h, after] *= 0.8
         elif k == "nvlink_crc":
@@ -341,15 +348,20 @@ def simulate(sc: FleetScenario) -> SimResult:
     hh, gg, tt = np.nonzero(present)
     ts = START_NS + (tt * sc.interval_s * 1e9).astype(np.int64) + (offset[hh] * 1e9).astype(np.int64)
     xv = xid[hh, gg, tt]
+    n_rows = len(hh)
     gpu_tbl = pa.table(
         {
             "ts": pa.array(ts, pa.timestamp("ns", tz="UTC")),
             "gpu": pa.array(gg.astype(np.int16)),
+            "gpu_name": _constant_dict(GPU_NAME, n_rows),
+            "vbios_version": _constant_dict(VBIOS_VERSION, n_rows),
             "sm_util_pct": pa.array(sm_util[hh, gg, tt].astype(np.float32)),
             "mem_util_pct": pa.array((sm_util[hh, gg, tt] * 0.55).astype(np.float32)),
             "power_w": pa.array(power[hh, gg, tt].astype(np.float32)),
             "power_limit_w": pa.array(np.full(len(hh), POWER_LIMIT_W, np.float32)),
+            "power_limit_default_w": pa.array(np.full(len(hh), POWER_LIMIT_W, np.float32)),
             "temp_c": pa.array(temp[hh, gg, tt].astype(np.float32)),
+            "temp_slowdown_c": pa.array(np.full(len(hh), TEMP_SLOWDOWN_C, np.float32)),
             "sm_clock_mhz": pa.array(sm_clock[hh, gg, tt].astype(np.int32)),
             "sm_clock_max_mhz": pa.array(np.full(len(hh), SM_CLOCK_MAX_MHZ, np.int32)),
             "mem_used_bytes": pa.array(mem_used[hh, gg, tt].astype(np.int64)),
@@ -358,6 +370,7 @@ def simulate(sc: FleetScenario) -> SimResult:
             "pcie_link_gen_max": pa.array(np.full(len(hh), 5, np.int8)),
             "pcie_link_width": pa.array(pcie_width[hh, gg, tt]),
             "pcie_link_width_max": pa.array(np.full(len(hh), 16, np.int8)),
+            "pcie_replay_errors_total": pa.array(replays[hh, gg, tt]),
             "ecc_sbe_volatile": pa.array(ecc_sbe[hh, gg, tt] - ecc_sbe[hh, gg, 0]),
             "ecc_dbe_volatile": pa.array(ecc_dbe[hh, gg, tt] - ecc_dbe[hh, gg, 0]),
             "ecc_sbe_total": pa.array(ecc_sbe[hh, gg, tt]),
@@ -397,6 +410,10 @@ def simulate(sc: FleetScenario) -> SimResult:
         "quirks": labels_quirks,
     }
     return SimResult(gpu_tbl, host_tbl, labels)
+
+
+def _constant_dict(value: str, n: int) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value]))
 
 
 def _split_by_host(table: pa.Table) -> list[tuple[str, pa.Table]]:

@@ -1,0 +1,302 @@
+"""The faulty-host judgement on hand-built fleets: healthy variance blames nobody; hard signals get
+the category their meaning says, name the value (a power limit in W, a link's width) and blame only
+the host the evidence came from.
+
+Tables are built here with numpy (no simulator), so each test states exactly what the fleet does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from trainctl.analyzers.faulty_hosts import find_faulty_hosts
+from trainctl.findings import Category
+from trainctl.nvml_codes import GPU_IDLE, SW_POWER_CAP
+
+T0 = 1_800_000_000 * 10**9
+H100 = "NVIDIA H100 80GB HBM3"
+A100 = "NVIDIA A100-SXM4-80GB"
+
+
+@dataclass
+class Fleet:
+    """hosts x gpus x seconds of a synchronous job: 30 s idle, then training at ~95% util."""
+
+    hosts: int = 12
+    gpus: int = 4
+    seconds: int = 480
+    seed: int = 0
+    names: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        H, G, T = self.hosts, self.gpus, self.seconds
+        rng = np.random.default_rng(self.seed)
+        self.names = [f"h{i:02d}" for i in range(H)]
+        t = np.arange(T)
+        self.busy = np.broadcast_to(t >= 30, (H, G, T)).copy()
+        self.util = np.where(self.busy, 95 + rng.normal(0, 1.5, (H, G, T)), 0.0)
+        self.power = np.where(self.busy, 560 + rng.normal(0, 12, (H, G, T)), 70.0)
+        self.clock = np.where(self.busy, 1900 + rng.normal(0, 10, (H, G, T)), 345.0)
+        self.temp = np.where(self.busy, 62 + rng.normal(0, 1, (H, G, T)), 35.0)
+        self.limit = np.full((H, G, T), 700.0)
+        self.default = np.full((H, G), 700.0)
+        self.sku = np.full(H, H100, object)
+        self.gen = np.where(self.busy, 5, 1).astype(np.int8)  # idle links train down (ASPM)
+        self.width = np.full((H, G, T), 16, np.int8)
+        self.crc = np.zeros((H, G, T), np.int64)
+        self.sbe = np.zeros((H, G, T), np.int64)
+        self.replays = np.zeros((H, G, T), np.int64)
+        self.throttle = np.where(self.busy, SW_POWER_CAP, GPU_IDLE).astype(np.uint64)
+        self.xid = np.full((H, G, T), -1, np.int32)
+        self.cpu = np.where(t[None, :] >= 30, 30 + rng.normal(0, 3, (H, T)), 5.0)
+
+    def h(self, name: str) -> int:
+        return self.names.index(name)
+
+    def gpu_table(self) -> pa.Table:
+        H, G, T = self.util.shape
+        hh, gg, tt = (a.ravel() for a in np.meshgrid(np.arange(H), np.arange(G), np.arange(T), indexing="ij"))
+        x = self.xid[hh, gg, tt]
+        return pa.table(
+            {
+                "ts": pa.array(T0 + tt * 10**9 + hh * 10**7, pa.timestamp("ns", tz="UTC")),
+                "gpu": pa.array(gg.astype(np.int16)),
+                "gpu_name": pa.array(self.sku[hh].tolist()),
+                "sm_util_pct": pa.array(self.util[hh, gg, tt].astype(np.float32)),
+                "power_w": pa.array(self.power[hh, gg, tt].astype(np.float32)),
+                "power_limit_w": pa.array(self.limit[hh, gg, tt].astype(np.float32)),
+                "power_limit_default_w": pa.array(self.default[hh, gg].astype(np.float32)),
+                "temp_c": pa.array(self.temp[hh, gg, tt].astype(np.float32)),
+                "temp_slowdown_c": pa.array(np.full(len(hh), 87.0, np.float32)),
+                "sm_clock_mhz": pa.array(self.clock[hh, gg, tt].astype(np.int32)),
+                "pcie_link_gen": pa.array(self.gen[hh, gg, tt]),
+                "pcie_link_gen_max": pa.array(np.full(len(hh), 5, np.int8)),
+                "pcie_link_width": pa.array(self.width[hh, gg, tt]),
+                "pcie_link_width_max": pa.array(np.full(len(hh), 16, np.int8)),
+                "pcie_replay_errors_total": pa.array(self.replays[hh, gg, tt]),
+                "ecc_sbe_volatile": pa.array(self.sbe[hh, gg, tt]),
+                "nvlink_crc_errors_total": pa.array(self.crc[hh, gg, tt]),
+                "throttle_reasons": pa.array(self.throttle[hh, gg, tt], pa.uint64()),
+                "xid": pa.array(x, pa.int32(), mask=x < 0),
+                "host": pa.array([self.names[i] for i in hh]),
+            }
+        )
+
+    def host_table(self) -> pa.Table:
+        H, T = self.cpu.shape
+        hh, tt = (a.ravel() for a in np.meshgrid(np.arange(H), np.arange(T), indexing="ij"))
+        return pa.table(
+            {
+                "ts": pa.array(T0 + tt * 10**9 + hh * 10**7, pa.timestamp("ns", tz="UTC")),
+                "cpu_util_pct": pa.array(self.cpu[hh, tt].astype(np.float32)),
+                "host": pa.array([self.names[i] for i in hh]),
+            }
+        )
+
+    def findings(self, **kw):
+        return find_faulty_hosts(self.gpu_table(), self.host_table(), **kw)
+
+
+def _hosts(findings) -> list[tuple[str, str]]:
+    return sorted((f.hosts[0], f.category.value) for f in findings)
+
+
+def test_healthy_variance_blames_nobody() -> None:
+    """Per-GPU power tens of watts apart at equal load, clocks binned 150 MHz apart, a hot rack
+    15 C warmer, a second SKU at its own power and clocks, idle links at gen 1, the SW power-cap
+    bit at load, a steady data-loader CPU load on two hosts: all healthy."""
+    f = Fleet(hosts=16, seed=1)
+    rng = np.random.default_rng(7)
+    f.power += np.where(f.busy, rng.normal(0, 25, (16, 4, 1)), 0)
+    f.clock -= np.where(f.busy, rng.uniform(0, 150, (16, 4, 1)), 0)
+    f.temp[8:12] += np.where(f.busy[8:12], 15.0, 5.0)
+    for h in range(12, 16):  # four A100 hosts: 400 W parts at 1410 MHz
+        f.sku[h] = A100
+        f.default[h] = 400.0
+        f.limit[h] = 400.0
+        f.power[h] = np.where(f.busy[h], 330 + rng.normal(0, 8, f.power[h].shape), 60.0)
+        f.clock[h] = np.where(f.busy[h], 1380 + rng.normal(0, 8, f.clock[h].shape), 210.0)
+    f.cpu[:2] += np.where(f.cpu[:2] > 10, 18.0, 0.0)
+    assert f.findings() == []
+
+
+def test_lowered_power_limit_is_power_and_names_the_limit() -> None:
+    f = Fleet()
+    h = f.h("h05")
+    f.limit[h, 2, 200:] = 450.0  # nvidia-smi -pl 450 on one GPU
+    f.power[h, 2, 200:] = np.minimum(f.power[h, 2, 200:], 445.0)
+    f.clock[h, 2, 200:] -= 250
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h05",), Category.POWER)
+    assert "450 W" in fi.summary and "700 W" in fi.summary
+    ev = next(s for s in fi.evidence["signals"] if s.get("metric") == "power_limit_w")
+    assert (ev["gpu"], ev["enforced_limit_w"], ev["default_limit_w"], ev["peer_usual_limit_w"]) == (
+        2,
+        450.0,
+        700.0,
+        700.0,
+    )
+
+
+def test_site_power_policy_is_not_a_fault() -> None:
+    # A capped pod (a quarter of the hosts at 600 W) and, separately, a fleet capped at 550 W.
+    pod = Fleet(hosts=12)
+    pod.limit[:3] = 600.0
+    pod.power[:3] = np.minimum(pod.power[:3], 595.0)
+    assert pod.findings() == []
+    fleet = Fleet(hosts=12)
+    fleet.limit[:] = 550.0
+    fleet.power = np.minimum(fleet.power, 545.0)
+    assert fleet.findings() == []
+    # ...but a GPU capped below the fleet's policy is named, against the policy.
+    fleet.limit[4, 1, 100:] = 300.0
+    (fi,) = fleet.findings()
+    assert (fi.hosts, fi.category) == (("h04",), Category.POWER) and "300 W" in fi.summary
+
+
+def test_pcie_downgrade_only_under_load_with_replays_as_evidence() -> None:
+    f = Fleet()
+    # Healthy: every idle link at gen 1 (already), and a 1 s retrain lag when load returns.
+    f.gen[:, :, 30] = 1
+    assert f.findings() == []
+    h = f.h("h07")
+    f.width[h, 3, 150:] = 8  # trained down to x8 and stays there under load
+    f.replays[h, 3, 150:] = np.arange(330) // 4  # ~15 replays a minute (NVIDIA: at most 8)
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h07",), Category.PCIE_DOWNGRADE)
+    ev = fi.evidence["signals"][0]
+    assert (ev["gpu"], ev["pcie_link_width_min"], ev["pcie_link_width_max"]) == (3, 8.0, 16.0)
+    assert ev["pcie_replays_per_min"] > 8
+    assert "x8" in fi.summary and "x16" in fi.summary
+
+
+def test_nvlink_crc_judged_at_nvidias_rate() -> None:
+    f = Fleet()
+    f.crc[2, 1] = np.cumsum(np.random.default_rng(3).poisson(0.05, 480))  # a trickle
+    f.crc[3, 0, 200:] += 150  # one retrain burst
+    assert f.findings() == []
+    f.crc[9, 2, 250:] += np.cumsum(np.full(230, 150))  # 150 errors/s sustained
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h09",), Category.NVLINK)
+    assert fi.evidence["signals"][0]["peak_rate_per_s"] == pytest.approx(150, rel=0.05)
+
+
+def test_ecc_by_counter_sbe_rate() -> None:
+    f = Fleet()
+    f.sbe[4, 0] = np.arange(480) // 300  # an SBE every five minutes: normal
+    assert f.findings() == []
+    f.sbe[6, 3, 220:] = np.cumsum(np.full(260, 2))  # 120 correctable errors a minute
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h06",), Category.ECC)
+    assert fi.evidence["signals"][0]["peak_rate_per_min"] == pytest.approx(120, rel=0.05)
+
+
+def test_app_xids_blame_nobody_and_xid92_is_ecc() -> None:
+    f = Fleet()
+    f.xid[1, 0, 300:] = 31  # illegal address: the application's doing
+    f.xid[2, 1, 310:] = 13
+    assert f.findings() == []
+    f.xid[8, 2, 320:] = 92
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category, fi.evidence["signals"][0]["xid"]) == (("h08",), Category.ECC, 92)
+
+
+def test_departure_that_starts_needs_one_floor_a_steady_one_two() -> None:
+    """CPU 35 points above peers: if it starts inside the data it is a departure (own history);
+    the same offset held from the first second is indistinguishable from a role and needs two
+    floors (2 x 25). Every finding names only the deviating host and carries its own numbers."""
+    steady = Fleet(hosts=16)
+    steady.cpu[5] += np.where(steady.cpu[5] > 10, 35.0, 0.0)
+    assert steady.findings() == []
+    started = Fleet(hosts=16)
+    started.cpu[5, 250:] += 35.0
+    (fi,) = started.findings()
+    assert (fi.hosts, fi.category) == (("h05",), Category.METRIC_OUTLIER)
+    ev = fi.evidence["signals"][0]
+    assert ev["metric"] == "cpu_util_pct" and ev["direction"] == "above peers"
+    assert ev["deviation"] == pytest.approx(35, abs=3) and ev["floor"] == 25.0
+    assert ev["peer_hosts"] == 16 and ev["value"] == pytest.approx(65, abs=4)
+    big = Fleet(hosts=16)
+    big.cpu[5] += np.where(big.cpu[5] > 10, 60.0, 0.0)  # steady but over two floors
+    assert _hosts(big.findings()) == [("h05", "metric_outlier")]
+
+
+def test_roles_compare_like_with_like() -> None:
+    # Two data-loader hosts run 60 points more CPU from the start: alone, they look like outliers.
+    f = Fleet(hosts=16)
+    f.cpu[:2] += np.where(f.cpu[:2] > 10, 60.0, 0.0)
+    assert _hosts(f.findings()) == [("h00", "metric_outlier"), ("h01", "metric_outlier")]
+    roles = {n: ("loader" if i < 2 else "trainer") for i, n in enumerate(f.names)}
+    assert f.findings(peer_groups=roles) == []
+
+
+def test_clock_held_low_and_a_checkpoint_do_not_reset_continuity() -> None:
+    """Clocks held at 1100 MHz from 220 s, a 40 s checkpoint at 300 s, data ends at 400 s: 140 s of
+    comparable seconds, 80 + 60 of them held. Counted in wall time (the last 120 s hold only 80
+    held seconds) it would never alarm; the checkpoint is neither for nor against."""
+    f = Fleet(seconds=400)
+    f.busy[:, :, 300:340] = False  # a checkpoint: every GPU idles 40 s
+    f.util[:, :, 300:340] = 0
+    f.clock[:, :, 300:340] = 345
+    f.power[:, :, 300:340] = 70
+    h = f.h("h10")
+    held = np.zeros(400, bool)
+    held[220:] = True
+    held[300:340] = False
+    f.clock[h][:, held] = 1100  # every GPU of the host held at 1100 MHz
+    f.power[h][:, held] = 300
+    found = f.findings()
+    assert _hosts(found) == [("h10", "metric_outlier")]
+    ev = found[0].evidence["signals"]
+    clock = next(s for s in ev if s["metric"] == "sm_clock_mhz")
+    assert clock["deviation"] == pytest.approx(-800, abs=40) and clock["unit"] == "MHz"
+    assert sorted(clock["gpus_deviating"]) == [0, 1, 2, 3]
+    assert found[0].evidence["detected_ts"] > "2027-01-15T08:05:40"  # after the checkpoint (T0 + 340 s)
+
+
+def test_hot_gpu_before_it_throttles_is_thermal() -> None:
+    f = Fleet()
+    ramp = np.clip((np.arange(480) - 200) / 60, 0, 1) * 20
+    f.temp[3, 1] += ramp  # failed fan: 20 C hotter than its own usual and its peers, no bit yet
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h03",), Category.THERMAL)
+    assert fi.evidence["signals"][0]["metric"] == "temp_c"
+
+
+def test_lazy_dataset_reads_evidence_columns_for_the_named_host(tmp_path) -> None:
+    from trainctl.dataset import open_dataset, write_table
+
+    f = Fleet()
+    f.width[7, 3, 150:] = 8
+    f.replays[7, 3, 150:] = np.arange(330)
+    gt = f.gpu_table()
+    for name in f.names:
+        write_table(tmp_path, "gpu_metrics", name, gt.filter(pa.compute.equal(gt["host"], name)), part="t")
+    (fi,) = find_faulty_hosts(open_dataset(tmp_path, "gpu_metrics"), None)
+    assert fi.hosts == ("h07",)
+    assert fi.evidence["signals"][0]["pcie_replays_per_min"] == pytest.approx(60, rel=0.1)
+
+
+def test_pipeline_roles_from_the_runs_grid() -> None:
+    from trainctl.analyzers.faulty_hosts import analyze, pipeline_roles
+    from trainctl.rundir import HostRanks, RunInfo
+    from trainctl.schemas import SignalKind
+    from trainctl.signals import Signals
+
+    # dp 4 x tp 4 x pp 4 on 16 hosts of 4 GPUs: Megatron's order puts 16 ranks per stage.
+    f = Fleet(hosts=16)
+    hosts = tuple(HostRanks(n, tuple(range(4 * i, 4 * i + 4))) for i, n in enumerate(f.names))
+    run = RunInfo("r", 64, 4, hosts, layout={"dp": 4, "tp": 4, "pp": 4})
+    roles = pipeline_roles(run)
+    assert roles["h00"] == "pp stage 0" and roles["h03"] == "pp stage 0" and roles["h04"] == "pp stage 1"
+    assert pipeline_roles(RunInfo("r", 64, 4, hosts, layout={"dp": 16, "tp": 4, "pp": 1})) is None
+    # The first stage's hosts run the data loader: 60 points more CPU, from the start. Compared
+    # across roles, two of them look faulty; diagnose compares them with their own stage.
+    f.cpu[:2] += np.where(f.cpu[:2] > 10, 60.0, 0.0)
+    tables = {SignalKind.GPU_METRICS: f.gpu_table(), SignalKind.HOST_METRICS: f.host_table()}
+    assert _hosts(analyze(Signals(None, tables))) == [("h00", "metric_outlier"), ("h01", "metric_outlier")]
+    assert analyze(Signals(run, tables)) == []
