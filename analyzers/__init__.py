@@ -14,7 +14,7 @@ from trainctl.findings import Finding
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
 
-__all__ = ["Analyzer", "ANALYZERS", "run_analyzers"]
+__all__ = ["Analyzer", "ANALYZERS", "Analysis", "run_analysis", "run_analyzers"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,8 @@ class Analyzer:
     # The analyzer runs when at least one of these kinds holds rows.
     requires: tuple[SignalKind, ...]
     run: Callable[[Signals], list[Finding]]
+    # Why it gave no verdict where one might be expected (Report.notes), e.g. a run too short.
+    notes: Callable[[Signals], list[str]] | None = None
 
 
 def _registry() -> list[Analyzer]:
@@ -30,7 +32,7 @@ def _registry() -> list[Analyzer]:
     analyzers: list[Analyzer] = []
     from trainctl.analyzers import stragglers
 
-    analyzers.append(Analyzer("stragglers", (SignalKind.TIMELINE,), stragglers.analyze))
+    analyzers.append(Analyzer("stragglers", (SignalKind.TIMELINE,), stragglers.analyze, stragglers.notes))
     from trainctl.analyzers import logs as _logs
 
     analyzers.append(Analyzer("logs", (SignalKind.LOG_EVENTS,), _logs.analyze))
@@ -58,12 +60,28 @@ def _registry() -> list[Analyzer]:
 ANALYZERS: list[Analyzer] = _registry()
 
 
-def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:
+@dataclass(frozen=True)
+class Analysis:
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...] = ()
+
+
+def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> Analysis:
     findings: list[Finding] = []
+    notes: list[str] = []
     for a in ANALYZERS if analyzers is None else analyzers:
         if any(signals.has(k) for k in a.requires):
-            findings.extend(a.run(signals))
-    # Last: one faulty_host finding per host, citing every analyzer's evidence on it.
+            got = a.run(signals)
+            findings.extend(got)
+            if not got and a.notes is not None:
+                notes.extend(a.notes(signals))
+    # Then: one faulty_host finding per host, citing every analyzer's evidence on it; last, the
+    # incident's root cause first, its consequences folded into it (a crash outranks a straggler).
     from trainctl.analyzers.consolidate import consolidate
+    from trainctl.analyzers.root_cause import analyze_root_cause
 
-    return consolidate(findings, signals)
+    return Analysis(tuple(analyze_root_cause(consolidate(findings, signals), signals)), tuple(notes))
+
+
+def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:
+    return list(run_analysis(signals, analyzers).findings)

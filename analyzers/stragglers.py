@@ -81,6 +81,10 @@ _PHASE_ORDER = [p.value for p in Phase]
 # Windows when `window_steps` is not given: about this many per run, each 1..50 steps.
 _AUTO_WINDOWS = 10
 _MAX_AUTO_WINDOW_STEPS = 50
+# Below this many steps a run gets no straggler verdict: with ~10 windows a window holds one step,
+# so a "persistent" slowdown is three single steps, which scheduling noise alone produces (a 5-step
+# xid drill named two healthy ranks). `notes` says so instead.
+MIN_STEPS = 20
 
 
 # Phases as small integer codes in the packed sort keys of `_packed_stats` (sorted names, so the
@@ -466,6 +470,7 @@ def find_stragglers(
     comm_confidence_cap: float = 0.6,
     samples_per_window: int | None = 12,
     quantile: float = 0.25,
+    min_steps: int = MIN_STEPS,
 ) -> list[Finding]:
     """Find ranks that are persistently slower than their peers in their own work.
 
@@ -494,6 +499,8 @@ def find_stragglers(
             it. Measured on 4 ranks sharing 2 busy cores (load 45): per-window noise sigma of
             forward/backward 0.31-0.40 with the median, 0.14-0.23 with p25; an injected 1.5x
             forward read 1.30x (median) vs 1.53x (p25), and a clean run's worst rank 2.27x vs 1.13x.
+        min_steps: a timeline spanning fewer steps yields no finding (see MIN_STEPS; `notes`
+            gives the reason to the report).
 
     Returns:
         One Finding per straggling rank, kind `straggler`, category compute/data/communication.
@@ -512,7 +519,7 @@ def find_stragglers(
         timeline, window_steps=window_steps, samples_per_window=samples_per_window, quantile=quantile
     )
     window_steps = plan.window_steps
-    if stats.empty:
+    if stats.empty or plan.max_step - plan.min_step + 1 < min_steps:
         return []
     stats = stats[stats["v_ns"] > 0].copy()
     stats["peer_ns"] = _peer_median(stats)
@@ -751,3 +758,27 @@ def analyze(signals: Signals) -> list[Finding]:
     if timeline is None:
         return []
     return find_stragglers(timeline, rank_to_host=signals.rank_to_host())
+
+
+def step_span(timeline: TableLike) -> int:
+    """Steps the timeline covers (last - first + 1), 0 when it has none; footers first, else a scan."""
+    con = duckdb.connect()
+    try:
+        ext = _extent(con, timeline, _register(con, timeline))
+    finally:
+        con.close()
+    return 0 if ext.min_step is None else int(ext.max_step - ext.min_step + 1)
+
+
+def notes(signals: Signals, *, min_steps: int = MIN_STEPS) -> list[str]:
+    """Why there is no straggler verdict, when the reason is the run's length (for Report.notes)."""
+    timeline = signals.tables.get(SignalKind.TIMELINE)
+    if timeline is None:
+        return []
+    span = step_span(timeline)
+    if span >= min_steps:
+        return []
+    return [
+        f"stragglers: not judged, the timeline covers {span} step(s), fewer than the {min_steps} its windows need "
+        "(a slowdown over a few single steps is indistinguishable from scheduling noise)"
+    ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["COMMAND", "KernelLog", "parse", "command", "DRILL_LOG"]
+__all__ = ["COMMAND", "KernelLog", "parse", "command"]
 
 # The whole buffer is read into a shell variable so a failure of dmesg can fall back to journalctl;
 # only NVRM/Xid lines travel back.
@@ -21,20 +21,22 @@ COMMAND = (
 )
 
 # Fault drills (`trainctl launch --inject xid:host=H,...`) cannot make a real GPU fall off the bus,
-# so the trainer writes the NVRM line the driver would print to this file under the run dir on
-# host H. It exists only for drills: collect reads it as a second kernel-log source so that the
-# rest of the path (log analyzer, policy, eviction) is exercised exactly as for a real Xid.
-DRILL_LOG = "drills/kernel.log"
+# so the trainer writes the NVRM line the driver would print to drills/H/kernel.log under the run
+# dir on host H (trainctl.rundir.drill_kernel_log_path). It exists only for drills: collect reads it
+# as a second kernel-log source so that the rest of the path (log analyzer, policy, eviction) is
+# exercised exactly as for a real Xid.
 
 
-def command(run_dir: str | None = None) -> str:
-    """COMMAND, plus the run dir's drill kernel log when `run_dir` is given (its lines are appended,
-    and it alone suffices when dmesg/journalctl are not readable, as in containers)."""
-    if not run_dir:
+def command(run_dir: str | None = None, host: str | None = None) -> str:
+    """COMMAND, plus host H's drill kernel log under `run_dir` when both are given (its lines are
+    appended, and it alone suffices when dmesg/journalctl are not readable, as in containers)."""
+    if not run_dir or not host:
         return COMMAND
     import shlex
 
-    drill = shlex.quote(run_dir.rstrip("/") + "/" + DRILL_LOG)
+    from trainctl.rundir import drill_kernel_log_path
+
+    drill = shlex.quote(str(drill_kernel_log_path(run_dir, host)))
     return (
         f'd={drill}; dl=; if [ -s "$d" ]; then dl=$(grep -E \'NVRM|Xid\' "$d"); fi\n'
         "if k=$(dmesg --time-format iso 2>&1); then s=dmesg; "

@@ -35,11 +35,11 @@ NO_RUN_DIR_EXIT = 3
 # Tables a run dir holds (collection_status and host_facts are written by collect itself).
 TABLE_KINDS = tuple(k.value for k in SignalKind if k not in (SignalKind.COLLECTION_STATUS, SignalKind.HOST_FACTS))
 # Raw artefacts (INTERFACES.md "Run dir artefacts"), by the name collection_status records.
-FILE_KINDS = ("run_info", "ranks", "heartbeats", "errors", "rank_logs", "fr_dumps", "stack_dumps")
+FILE_KINDS = ("run_info", "ranks", "heartbeats", "errors", "numerics", "rank_logs", "fr_dumps", "stack_dumps")
 ARTIFACT_KINDS = TABLE_KINDS + FILE_KINDS
 
 _RAW_DIRS = {"logs": "rank_logs", "fr": "fr_dumps", "stacks": "stack_dumps"}
-_RANK_FILES = {"ranks", "heartbeats", "errors"}
+_RANK_FILES = {"ranks", "heartbeats", "errors", "numerics"}
 # checkpoints are big and not diagnostic; .trainctl-collect is collect's own bookkeeping.
 _PRUNE = ("./checkpoints", "./.trainctl-collect")
 

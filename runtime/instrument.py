@@ -12,6 +12,13 @@ Rows follow trainctl.schemas timeline; the spool writes `timeline/host=H/part-ra
 through trainctl.dataset.write_table (atomic rename, so readers never see half a file).
 The queue between the step and the writer is bounded: when the writer falls behind, rows are
 dropped and counted (logged at close) rather than ever blocking training.
+
+A hung run keeps its timeline: every FLUSH_INTERVAL_S the writer thread takes the rows of the steps
+the recorder has completed (under a lock the step takes once per step) and writes them, so a step
+that ended more than ~2 s before a hang is on disk whatever the rank does next, even when it is
+blocked inside a collective where no Python signal handler can run. On SIGTERM/SIGINT (torchrun's and the
+launchers' way to stop a run) the recorder writes everything it holds, then hands the signal to the
+handler that was there before (or to the default action): it never swallows the signal.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import contextlib
 import logging
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +48,11 @@ Row = tuple[int, str, int, "int | Callable[[], int]", "int | None", str]
 
 _TS = pa.timestamp("ns", tz="UTC")
 
+# At most ~FLUSH_INTERVAL_S between a step's end and its rows on disk (issue 13: hung runs keep
+# their timeline): the writer takes the completed steps' rows itself on every interval.
+FLUSH_INTERVAL_S = 1.5
+FLUSH_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
 
 class TimelineSpool:
     """Background writer of one rank's timeline rows into Parquet parts in the run dir."""
@@ -52,13 +65,16 @@ class TimelineSpool:
         local_rank: int | None,
         host: str,
         flush_rows: int = 16384,
-        flush_interval_s: float = 10.0,
+        flush_interval_s: float = FLUSH_INTERVAL_S,
         max_queue_batches: int = 10_000,
     ) -> None:
         self.run_dir, self.rank, self.local_rank, self.host = run_dir, rank, local_rank, host
         self.flush_rows, self.flush_interval_s = flush_rows, flush_interval_s
-        self._q: queue.Queue[list[Row] | None] = queue.Queue(maxsize=max_queue_batches)
+        self._q: queue.Queue[list[Row] | threading.Event | None] = queue.Queue(maxsize=max_queue_batches)
         self._pending: list[Row] = []
+        # Set by the Recorder: takes the rows of completed steps it still holds (a hung rank never
+        # reaches its next hand-over, so the writer fetches them itself every flush interval).
+        self.pull: Callable[[], list[Row]] | None = None
         self._chunk = 0
         self.dropped_rows = 0
         self.written_rows = 0
@@ -85,10 +101,19 @@ class TimelineSpool:
                 item = []
             if item is None:
                 break
+            if isinstance(item, threading.Event):  # sync(): write now, then say so
+                self._flush()
+                last_flush = time.monotonic()
+                item.set()
+                continue
             self._pending.extend(item)
             now = time.monotonic()
-            if self._pending and (len(self._pending) >= self.flush_rows or now - last_flush >= self.flush_interval_s):
+            due = now - last_flush >= self.flush_interval_s
+            if due and self.pull is not None:
+                self._pending.extend(self.pull())
+            if self._pending and (len(self._pending) >= self.flush_rows or due):
                 self._flush()
+            if due:
                 last_flush = now
         # drain what arrived before the sentinel
         while True:
@@ -96,7 +121,9 @@ class TimelineSpool:
                 item = self._q.get_nowait()
             except queue.Empty:
                 break
-            if item:
+            if isinstance(item, threading.Event):
+                item.set()
+            elif item:
                 self._pending.extend(item)
         self._flush()
 
@@ -141,6 +168,17 @@ class TimelineSpool:
         except Exception as exc:  # never let the spool take training down
             log.warning("rank %d: timeline part not written: %s", self.rank, exc)
 
+    def sync(self, timeout_s: float = 5.0) -> bool:
+        """Write everything handed over so far; True when it is on disk within `timeout_s`."""
+        if self._closed or not self._thread.is_alive():
+            return False
+        done = threading.Event()
+        try:
+            self._q.put(done, timeout=timeout_s)
+        except queue.Full:
+            return False
+        return done.wait(timeout_s)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -170,6 +208,9 @@ class Recorder:
         self.handover_rows = 512
         self.step = 0
         self._rows: list[Row] = []
+        self._completed = 0  # _rows[:_completed] belong to ended steps (the writer may take them)
+        # Re-entrant: the signal handler runs on the main thread, possibly while it holds the lock.
+        self._lock = threading.RLock()
         self._cuda = None
         if device is not None and getattr(device, "type", str(device)) == "cuda":
             import torch
@@ -177,6 +218,47 @@ class Recorder:
             self._cuda = torch.cuda
         self.source = "cuda_event" if self._cuda is not None else "perf_counter"
         self.spool = TimelineSpool(run_dir, rank=rank, local_rank=local_rank, host=host) if enabled else None
+        self._previous_handlers: dict[int, Any] = {}
+        if self.spool is not None:
+            self.spool.pull = self._take_completed
+            self._install_signal_handlers()
+
+    def _take_completed(self) -> list[Row]:
+        """The ended steps' rows, removed from the buffer (the writer thread calls this)."""
+        with self._lock:
+            k, self._completed = self._completed, 0
+            if not k:
+                return []
+            rows = self._rows[:k]
+            del self._rows[:k]
+            return rows
+
+    def _install_signal_handlers(self) -> None:
+        """Flush on SIGTERM/SIGINT, then chain to what was there (only the main thread may set them)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in FLUSH_SIGNALS:
+            try:
+                previous = signal.getsignal(sig)
+                signal.signal(sig, self._on_signal)
+            except (ValueError, OSError):  # not settable here (embedded interpreter): keep the interval flush
+                continue
+            self._previous_handlers[sig] = previous
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        try:
+            self.flush()
+            if self.spool is not None:
+                self.spool.sync(timeout_s=5.0)
+        except Exception as exc:  # the signal must reach its handler whatever happened here
+            log.warning("timeline flush on signal %d failed: %s", signum, exc)
+        previous = self._previous_handlers.get(signum, signal.SIG_DFL)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous in (signal.SIG_DFL, None):  # None: set outside Python; take the default
+            signal.signal(signum, signal.SIG_DFL)  # the default action: re-raise it (terminate)
+            os.kill(os.getpid(), signum)
+        # SIG_IGN: the process chose to ignore it before we came; keep ignoring
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -220,15 +302,16 @@ class Recorder:
         """
         if not self.enabled or duration_ns <= 0:
             return
-        idx = {p: i for i, (_, p, _, d, _, _) in self._current_step_rows() if isinstance(d, int)}
-        if src not in idx or dst not in idx:
-            return
-        i, j = idx[src], idx[dst]
-        moved = min(duration_ns, int(self._rows[i][3]) - 1)  # a phase that ran keeps a positive duration
-        si, pi, ti, di, ki, ri = self._rows[i]
-        self._rows[i] = (si, pi, ti, di - moved, ki, ri)
-        sj, pj, tj, dj, kj, rj = self._rows[j]
-        self._rows[j] = (sj, pj, tj, dj + moved, kj, rj)
+        with self._lock:  # indices into _rows: the writer must not take rows meanwhile
+            idx = {p: i for i, (_, p, _, d, _, _) in self._current_step_rows() if isinstance(d, int)}
+            if src not in idx or dst not in idx:
+                return
+            i, j = idx[src], idx[dst]
+            moved = min(duration_ns, int(self._rows[i][3]) - 1)  # a phase that ran keeps a positive duration
+            si, pi, ti, di, ki, ri = self._rows[i]
+            self._rows[i] = (si, pi, ti, di - moved, ki, ri)
+            sj, pj, tj, dj, kj, rj = self._rows[j]
+            self._rows[j] = (sj, pj, tj, dj + moved, kj, rj)
 
     def _current_step_rows(self, step: int | None = None) -> list[tuple[int, Row]]:
         """(index, row) of the step's rows: the tail of the buffer, found without walking the
@@ -244,22 +327,32 @@ class Recorder:
     def end_step(self, step: int | None = None, *, tokens: int | None = None, flush: bool = True) -> None:
         """Close step `step` (default: the current one): stamp tokens on its rows and hand them over."""
         step = self.step if step is None else step
-        if tokens is not None:
-            for i, (s, p, t, d, _, src) in self._current_step_rows(step):
-                self._rows[i] = (s, p, t, d, tokens, src)
-        # Hand over in batches: waking the writer thread every step costs GIL hand-offs that
-        # show up as step time on a CPU-bound rank (measured in bench/instrumentation_overhead.py).
-        if flush and len(self._rows) >= self.handover_rows and self.spool is not None:
-            rows, self._rows = self._rows, []
-            self.spool.put(rows)
+        with self._lock:
+            if tokens is not None:
+                for i, (s, p, t, d, _, src) in self._current_step_rows(step):
+                    self._rows[i] = (s, p, t, d, tokens, src)
+            # Hand over in batches: waking the writer thread every step costs GIL hand-offs that
+            # show up as step time on a CPU-bound rank (measured in bench/instrumentation_overhead.py).
+            # Between batches the writer takes the ended steps' rows itself (_take_completed).
+            if flush and len(self._rows) >= self.handover_rows and self.spool is not None:
+                rows, self._rows = self._rows, []
+                self.spool.put(rows)
+            self._completed = len(self._rows)
         self.step = step + 1
 
     def flush(self) -> None:
-        if self._rows and self.spool is not None:
-            rows, self._rows = self._rows, []
-            self.spool.put(rows)
+        with self._lock:
+            if self._rows and self.spool is not None:
+                rows, self._rows = self._rows, []
+                self._completed = 0
+                self.spool.put(rows)
 
     def close(self) -> None:
         self.flush()
         if self.spool is not None:
             self.spool.close()
+        for sig, previous in self._previous_handlers.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                if signal.getsignal(sig) == self._on_signal:
+                    signal.signal(sig, previous)
+        self._previous_handlers = {}

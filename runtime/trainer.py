@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from trainctl.errors import CheckpointError
-from trainctl.rundir import atomic_write_text, error_file_path
+from trainctl.rundir import atomic_write_text, drill_kernel_log_path, error_file_path, numerics_path
 from trainctl.runtime import checkpoint, debug_server, inject, rank_map
 from trainctl.runtime.heartbeat import Heartbeat
 from trainctl.runtime.instrument import Recorder
@@ -339,6 +340,17 @@ def redirect_output_to_rank_log(run_dir: str, host: str, rank: int) -> None:
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
 
 
+def record_nonfinite_loss(run_dir: str, rank: int, step: int, loss: float) -> None:
+    """numerics/rank-R.json, once: the first step whose *local* loss (before the gradient all-reduce
+    spreads it to every rank) is NaN or inf, so diagnose names the rank where it started."""
+    log.error("rank %d: non-finite loss %s at step %d (local, before the all-reduce)", rank, loss, step)
+    body = {"rank": rank, "step": step, "loss": str(loss), "timestamp_ns": str(time.time_ns())}
+    try:
+        atomic_write_text(numerics_path(run_dir, rank), json.dumps(body))
+    except OSError:
+        pass
+
+
 def write_error_file(run_dir: str, rank: int, exc: BaseException) -> None:
     """errors/rank-R.json in torchelastic's error-file format (torchrun also gets its own copy via @record)."""
     body = {
@@ -410,11 +422,6 @@ XID_MESSAGES = {
 }
 
 
-def drill_kernel_log_path(run_dir: str) -> Path:
-    """The drill's stand-in for the host's kernel ring buffer (collectors/kernel_log.py reads it too)."""
-    return Path(run_dir) / "drills" / "kernel.log"
-
-
 def lose_gpu(run_dir: str, host: str, rank: int, local_rank: int, drill: inject.Xid, step: int) -> None:
     """The xid drill: this host's GPU is lost. There is no GPU or kernel to fault here, so the NVRM
     line the driver would print goes to the host's drill kernel log (once per host: local rank 0),
@@ -425,7 +432,7 @@ def lose_gpu(run_dir: str, host: str, rank: int, local_rank: int, drill: inject.
             f"{ts} NVRM: Xid (PCI:0000:18:00): {drill.code}, pid={os.getpid()}, name=python, "
             f"{XID_MESSAGES.get(drill.code, 'Graphics Exception.')}\n"
         )
-        path = drill_kernel_log_path(run_dir)
+        path = drill_kernel_log_path(run_dir, host)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as fh:
             fh.write(line)
@@ -562,6 +569,7 @@ def train(args: argparse.Namespace) -> int:
             for _ in range(start_step):
                 packed_batch(data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq)
     loss_log = open(Path(run_dir) / "loss.jsonl", "a") if rank == 0 else None  # per-step loss table
+    nonfinite_seen = False  # numerics/rank-R.json is written once, at the first non-finite local loss
     window_t0, window_tokens = time.perf_counter(), 0
     ab_times: dict[str, list[int]] = {"on": [], "off": []}
     try:
@@ -616,10 +624,14 @@ def train(args: argparse.Namespace) -> int:
                 rec.move_time("forward", "communication", tp_forward_ns)
                 rec.move_time("backward", "communication", tp_backward_ns)
             rec.end_step(step, tokens=args.tokens_per_step)
+            loss_value = loss.item()  # one scalar sync per step (rank 0 always paid it for loss.jsonl)
+            if not nonfinite_seen and not math.isfinite(loss_value):
+                nonfinite_seen = True
+                record_nonfinite_loss(run_dir, rank, step, loss_value)  # the timeline's 0-based step
             if loss_log is not None:
                 loss_log.write(
                     json.dumps(
-                        {"step": step + 1, "loss": loss.item(), "attempt": os.environ.get("TRAINCTL_ATTEMPT", "1")}
+                        {"step": step + 1, "loss": loss_value, "attempt": os.environ.get("TRAINCTL_ATTEMPT", "1")}
                     )
                     + "\n"
                 )

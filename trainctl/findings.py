@@ -76,6 +76,7 @@ class Category(str, Enum):
     CUDA_ERROR = "cuda_error"
     SIGNAL = "signal"
     EXIT_CODE = "exit_code"
+    EXCEPTION = "exception"  # an exception in the training code (torchelastic error file or traceback)
     # network_error
     NCCL = "nccl"
     GLOO = "gloo"
@@ -154,9 +155,29 @@ class Finding:
         )
 
 
+# At equal severity, what explains an incident comes before what it causes or what merely costs
+# time: a crash, a hang or a faulty host outranks a straggler (issue 13).
+KIND_ORDER: Mapping[FindingKind, int] = {
+    FindingKind.FAULTY_HOST: 0,
+    FindingKind.CRASH: 0,
+    FindingKind.HUNG_COLLECTIVE: 0,
+    FindingKind.COLLECTIVE_MISMATCH: 0,
+    FindingKind.NUMERICAL: 1,
+    FindingKind.OOM: 1,
+    FindingKind.NETWORK_ERROR: 2,
+    FindingKind.RENDEZVOUS_ERROR: 2,
+    FindingKind.STRAGGLER: 3,
+    FindingKind.MISSING_DATA: 4,
+}
+
+
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Most severe first, then most confident, then by kind for a stable order."""
-    return sorted(findings, key=lambda f: (-f.severity.rank, -f.confidence, f.kind.value, f.ranks, f.hosts))
+    """Most severe first; at equal severity root causes before stragglers (KIND_ORDER), then most
+    confident, then by kind for a stable order."""
+    return sorted(
+        findings,
+        key=lambda f: (-f.severity.rank, KIND_ORDER.get(f.kind, 5), -f.confidence, f.kind.value, f.ranks, f.hosts),
+    )
 
 
 @dataclass(frozen=True)
@@ -167,6 +188,9 @@ class Report:
     findings: tuple[Finding, ...]
     source: str = ""
     source_kind: str = ""
+    # Why an analysis gave no verdict where one might be expected (e.g. a run too short for the
+    # straggler windows). Additive in the JSON ("notes", a list of strings).
+    notes: tuple[str, ...] = ()
 
     def max_severity(self) -> Severity | None:
         return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
@@ -178,6 +202,7 @@ class Report:
             "source": self.source,
             "source_kind": self.source_kind,
             "findings": [f.to_dict() for f in sort_findings(self.findings)],
+            "notes": list(self.notes),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -193,6 +218,7 @@ class Report:
             findings=tuple(Finding.from_dict(f) for f in d["findings"]),
             source=d.get("source", ""),
             source_kind=d.get("source_kind", ""),
+            notes=tuple(str(n) for n in d.get("notes", ())),
         )
 
 

@@ -40,6 +40,8 @@ __all__ = [
     "stacks_dir",
     "heartbeat_path",
     "error_file_path",
+    "numerics_path",
+    "drill_kernel_log_path",
     "checkpoint_dir",
     "worker_socket_path",
     "atomic_write_text",
@@ -165,6 +167,18 @@ def heartbeat_path(run_dir: str | os.PathLike[str], rank: int) -> Path:
 
 def error_file_path(run_dir: str | os.PathLike[str], rank: int) -> Path:
     return Path(run_dir) / "errors" / f"rank-{rank}.json"
+
+
+def numerics_path(run_dir: str | os.PathLike[str], rank: int) -> Path:
+    """The rank's first non-finite loss (the reference trainer writes it once: step, value, time)."""
+    return Path(run_dir) / "numerics" / f"rank-{rank}.json"
+
+
+def drill_kernel_log_path(run_dir: str | os.PathLike[str], host: str) -> Path:
+    """The xid drill's stand-in for host H's kernel ring buffer (there is no GPU to fault). Per host,
+    so simulated hosts sharing one --local run dir each keep their own; collect reads it as a second
+    kernel-log source and diagnose reads it from a run dir, both as host H's kernel log."""
+    return Path(run_dir) / "drills" / host / "kernel.log"
 
 
 def checkpoint_dir(run_dir: str | os.PathLike[str]) -> Path:

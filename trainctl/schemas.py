@@ -54,6 +54,7 @@ class SignalKind(str, Enum):
     FR_DUMPS = "fr_dumps"
     NCCL_PROCS = "nccl_procs"
     NCCL_LINKS = "nccl_links"
+    RUN_EVENTS = "run_events"
 
 
 class Phase(str, Enum):
@@ -266,6 +267,19 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("direction", pa.string()),  # send | receive (NET links) | null
         _f("transport", pa.string()),  # P2P | SHM | NET
         _f("detail", pa.string()),  # IPC/read, CUMEM, direct/direct, IB/0/GDRDMA, Socket/1, ...
+    ],
+    # What the runtime itself recorded about a rank's failure, from structured files in the run dir
+    # (trainctl.ops.diagnose.run_events): a torchelastic error file (errors/rank-R.json: exception,
+    # traceback, time) or the first non-finite loss (numerics/rank-R.json). Read, never guessed from
+    # text, so the first failing rank is torchelastic's own (smallest error-file timestamp).
+    SignalKind.RUN_EVENTS: [
+        _f("ts", _TS),
+        _f("rank", pa.int32(), False),
+        _f("event", pa.string(), False),  # exception | nonfinite_loss
+        _f("step", pa.int64()),
+        _f("message", pa.string()),  # "RuntimeError: ...", or the loss value ("nan", "inf")
+        _f("detail", pa.string()),  # the traceback's last frames
+        _f("source", pa.string()),
     ],
     SignalKind.HOST_FACTS: [
         _f("collected_ts", _TS),

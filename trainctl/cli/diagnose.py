@@ -38,6 +38,8 @@ def diagnose(
         out.print(findings_table(report))
         for hang_map in hang_maps(report):  # the rank grid of each hung collective (issue 3)
             out.print(hang_map)
+        for note in report.notes:  # why an analysis gave no verdict (e.g. a run too short)
+            out.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     worst = report.max_severity()
     if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
         raise typer.Exit(ExitCode.FINDINGS)

@@ -251,7 +251,7 @@ class _HostJob:
         if "host_facts" in kinds:
             cmds["facts"] = host_facts.command(o.python)
         if "kernel_log" in kinds:
-            cmds["kernel"] = kernel_log.command(o.run_dir)  # + the run's drill kernel log (xid drills)
+            cmds["kernel"] = kernel_log.command(o.run_dir, host)  # + the run's drill kernel log (xid drills)
         if "pyspy" in kinds:
             cmds["ranks"] = pyspy_dump.ranks_command(o.run_dir)
         nonce = new_nonce()

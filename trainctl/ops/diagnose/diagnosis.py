@@ -14,10 +14,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from trainctl import dataset
-from trainctl.analyzers import run_analyzers
+from trainctl.analyzers import run_analysis
 from trainctl.errors import InputError
 from trainctl.findings import Report
-from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs
+from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
 from trainctl.rundir import RunInfo, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
@@ -36,12 +36,14 @@ class InputKind(str, Enum):
 LAZY_ROWS = 5_000_000
 
 # Parsers of raw artefacts in a run dir (or dataset) that are not tables yet: Flight Recorder
-# dumps, raw stacks, rank and kernel logs. Each takes the directory and its RunInfo (or None) and
-# returns tables by kind; a kind is taken from them only when the directory holds no parsed table
-# of that kind.
+# dumps, raw stacks, rank and kernel logs, error files. Each takes the directory and its RunInfo
+# (or None) and returns tables by kind; a kind is taken from them only when the directory holds no
+# parsed table of that kind, and what several parsers return for one kind is concatenated (rank
+# logs and a drill's kernel log are both log_events).
 RawParser = Callable[[Path, "RunInfo | None"], Mapping[SignalKind, pa.Table]]
 RAW_PARSERS: tuple[RawParser, ...] = (
     logs_input.parse_run_dir_logs,
+    run_events.parse_run_dir_events,
     hang_inputs.parse_run_dir_hang_artefacts,
     nccl_inputs.parse_run_dir_nccl,
 )
@@ -93,10 +95,13 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
         return Signals(run, dict(tables), str(path))
     run = read_run_info(path)
     tables = _load_tables(path)
+    raw: dict[SignalKind, list[pa.Table]] = {}
     for parse in RAW_PARSERS:
         for k, t in parse(path, run).items():
             if k not in tables and t.num_rows:
-                tables[k] = t
+                raw.setdefault(k, []).append(t)
+    for k, ts in raw.items():
+        tables[k] = ts[0] if len(ts) == 1 else pa.concat_tables(ts, promote_options="default")
     if not tables:
         raise InputError(f"{path}: holds no signals yet (no tables, dumps or logs); did the run start? see {path}/logs")
     return Signals(run, tables, str(path))
@@ -106,10 +111,11 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
     p = Path(path)
     kind = detect_input(p)
     signals = load_signals(p, kind)
-    findings = run_analyzers(signals)
+    analysis = run_analysis(signals)
     return Report(
         run_id=signals.run.run_id if signals.run else None,
-        findings=tuple(findings),
+        findings=analysis.findings,
         source=str(p),
         source_kind=kind.value,
+        notes=analysis.notes,
     )

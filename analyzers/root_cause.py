@@ -1,0 +1,225 @@
+"""The root cause first: a run that crashed or hung is one incident, not six critical findings.
+
+When one rank fails, its peers fail after it: gloo/NCCL report "connection closed by peer", the
+other agents exit, torchrun tears the group down with SIGTERM, the survivors of a hang time out.
+Each of those is a true line in some log, and each used to become its own critical finding naming
+its own rank and host, so an SRE (or a playbook) saw five culprits for one fault. Here, after every
+other analyzer (and after consolidate), one pure pass:
+
+1. turns what the runtime recorded (run_events: torchelastic error files, first non-finite loss)
+   into findings, with torchelastic's own root-cause rule: the smallest error-file timestamp is the
+   first failure (torch/distributed/elastic/multiprocessing/errors/__init__.py,
+   ChildFailedError.get_first_failure);
+2. picks the incident's root: a critical hardware finding (faulty_host: Xid, ECC, lost GPU...)
+   first, since it explains the crash of the ranks on that host; else the first failing rank; else a
+   hung collective; else the first non-finite loss;
+3. folds the consequences into the root's evidence (`followed_by`, each with its kind, ranks, hosts
+   and summary, nothing dropped): crashes, network and rendezvous errors, and (under a crash or a
+   hardware root) hung collectives; a straggler on the root's ranks is folded too, and any other
+   straggler is capped at warning (a crash or a hang outranks a straggler).
+
+Independent problems are never folded: a non-finite loss, an OOM, a collective mismatch, a
+faulty host that is only a warning, and findings about other hosts' hardware stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
+
+__all__ = ["findings_from_run_events", "rank_root_cause", "analyze_root_cause", "CONSEQUENCE_KINDS"]
+
+# Kinds a failing rank drags its peers into (folded under a root).
+CONSEQUENCE_KINDS = frozenset({FindingKind.CRASH, FindingKind.NETWORK_ERROR, FindingKind.RENDEZVOUS_ERROR})
+_MAX_FOLLOWED = 50  # evidence keeps this many folded findings (the count is always complete)
+
+
+def _host(rank: int, row_host: Any, rank_to_host: Mapping[int, str]) -> str | None:
+    return rank_to_host.get(rank) or (str(row_host) if row_host else None)
+
+
+def _where(rank: int, host: str | None) -> str:
+    return f"rank {rank} on {host}" if host else f"rank {rank}"
+
+
+def findings_from_run_events(
+    rows: Sequence[Mapping[str, Any]], rank_to_host: Mapping[int, str] | None = None, *, max_later: int = 20
+) -> list[Finding]:
+    """run_events rows -> at most one crash finding (the first failing rank) and one numerical
+    finding (the first non-finite loss). Rows: rank, host, event, step, message, detail, source,
+    ts (datetime or ns int, None when the file had no time)."""
+    r2h = dict(rank_to_host or {})
+    out: list[Finding] = []
+
+    def ts_ns(r: Mapping[str, Any]) -> int | None:
+        t = r.get("ts")
+        if t is None:
+            return None
+        return int(t) if isinstance(t, int) else int(t.timestamp() * 1e9) if hasattr(t, "timestamp") else None
+
+    exc = [r for r in rows if r.get("event") == "exception"]
+    if exc:
+        # torchelastic: the smallest timestamp; a file without one sorts last (it cannot be shown first)
+        exc.sort(key=lambda r: (ts_ns(r) is None, ts_ns(r) or 0, int(r["rank"])))
+        first = exc[0]
+        rank, host = int(first["rank"]), _host(int(first["rank"]), first.get("host"), r2h)
+        t0 = ts_ns(first)
+        message = str(first.get("message") or "").strip() or "an exception (no message)"
+        later = [
+            {
+                "rank": int(r["rank"]),
+                "host": _host(int(r["rank"]), r.get("host"), r2h),
+                "after_s": round((ts_ns(r) - t0) / 1e9, 3) if t0 is not None and ts_ns(r) is not None else None,
+                "exception": str(r.get("message") or "")[:300],
+            }
+            for r in exc[1:]
+        ]
+        category = Category.CUDA_ERROR if "CUDA error" in message else Category.EXCEPTION
+        first_line = message.splitlines()[0][:200]
+        tail = f"; {len(later)} other rank(s) failed after it" if later else ""
+        out.append(
+            Finding(
+                kind=FindingKind.CRASH,
+                severity=Severity.CRITICAL,
+                category=category,
+                summary=f"{_where(rank, host)} failed first: {first_line}{tail}",
+                ranks=(rank,),
+                hosts=(host,) if host else (),
+                confidence=0.95 if t0 is not None else 0.8,
+                evidence={
+                    "basis": "torchelastic error files: the smallest timestamp is the first failure",
+                    "error_file": first.get("source"),
+                    "exception": message[:2000],
+                    "traceback_tail": first.get("detail"),
+                    "failed_at_ns": t0,
+                    "later_failures": later[:max_later],
+                    "later_failures_total": len(later),
+                },
+            )
+        )
+    bad = [r for r in rows if r.get("event") == "nonfinite_loss"]
+    if bad:
+        bad.sort(key=lambda r: (r.get("step") is None, r.get("step") or 0, ts_ns(r) or 0, int(r["rank"])))
+        first = bad[0]
+        rank, host = int(first["rank"]), _host(int(first["rank"]), first.get("host"), r2h)
+        value = str(first.get("message") or "nan").lower()
+        step = first.get("step")
+        same_step = sorted(int(r["rank"]) for r in bad if r.get("step") == step)
+        followers = sorted({int(r["rank"]) for r in bad} - set(same_step))
+        at = f" at step {step}" if step is not None else ""
+        out.append(
+            Finding(
+                kind=FindingKind.NUMERICAL,
+                severity=Severity.CRITICAL,
+                category=Category.OVERFLOW if "inf" in value else Category.NAN_LOSS,
+                summary=(
+                    f"{_where(rank, host)}: loss {value}{at}, the first non-finite local loss"
+                    + (f" (also ranks {same_step} at that step)" if len(same_step) > 1 else "")
+                    + (f"; {len(followers)} rank(s) followed after the gradient all-reduce" if followers else "")
+                ),
+                ranks=tuple(same_step) if len(same_step) <= 2 else (rank,),
+                hosts=tuple(sorted({h for r in same_step if (h := r2h.get(r))}))
+                if len(same_step) <= 2
+                else ((host,) if host else ()),  # fmt: skip
+                confidence=0.9,
+                evidence={
+                    "basis": "numerics/rank-R.json: each rank's first non-finite local loss",
+                    "step": step,
+                    "loss": value,
+                    "first_ranks": same_step,
+                    "followed_by_ranks": followers,
+                    "source": first.get("source"),
+                },
+            )
+        )
+    return out
+
+
+def _ref(f: Finding) -> dict[str, Any]:
+    return {
+        "kind": f.kind.value,
+        "category": f.category.value if f.category else None,
+        "severity": f.severity.value,
+        "ranks": list(f.ranks),
+        "hosts": list(f.hosts),
+        "summary": f.summary,
+    }
+
+
+def _fold(root: Finding, folded: list[Finding]) -> Finding:
+    if not folded:
+        return root
+    ev = dict(root.evidence)
+    prior = list(ev.get("followed_by", ()))
+    ev["followed_by"] = (prior + [_ref(f) for f in folded])[:_MAX_FOLLOWED]
+    ev["followed_by_total"] = int(ev.get("followed_by_total", len(prior))) + len(folded)
+    return replace(root, evidence=ev)
+
+
+def _hardware_root(f: Finding) -> bool:
+    return f.kind is FindingKind.FAULTY_HOST and f.severity is Severity.CRITICAL and len(f.hosts) == 1
+
+
+def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
+    """Fold the consequences of the incident's root into it (module docstring); pure, order kept."""
+    findings = list(findings)
+    hardware = [f for f in findings if _hardware_root(f)]
+    crashes = [f for f in findings if f.kind is FindingKind.CRASH and f.evidence.get("error_file")]
+    hangs = [f for f in findings if f.kind is FindingKind.HUNG_COLLECTIVE and f.severity is Severity.CRITICAL]
+    numerics = [f for f in findings if f.kind is FindingKind.NUMERICAL and f.evidence.get("first_ranks") is not None]
+
+    root: Finding | None = None
+    fold_hangs = False
+    if hardware:
+        crash_hosts = {h for f in crashes for h in f.hosts}
+        # the hardware finding on the host whose rank failed first, else the first one
+        root = next((f for f in hardware if f.hosts[0] in crash_hosts), hardware[0])
+        fold_hangs = True
+    elif crashes:
+        root, fold_hangs = crashes[0], True
+    elif hangs:
+        root = hangs[0]
+    elif numerics:
+        root = numerics[0]
+
+    folded: list[Finding] = []
+    out: list[Finding] = []
+    root_ranks = set(root.ranks) if root else set()
+    root_hosts = set(root.hosts) if root else set()
+    for f in findings:
+        if root is None or f is root:
+            out.append(f)
+            continue
+        consequence = (
+            f.kind in CONSEQUENCE_KINDS
+            or (fold_hangs and f.kind is FindingKind.HUNG_COLLECTIVE)
+            or (f.kind is FindingKind.NUMERICAL and root.kind is FindingKind.NUMERICAL)
+        )
+        if root.kind is FindingKind.NUMERICAL and f.kind is not FindingKind.NUMERICAL:
+            consequence = False  # a NaN explains no crash or hang: those stay findings of their own
+        if f.kind is FindingKind.STRAGGLER and root.kind is not FindingKind.NUMERICAL:
+            if set(f.ranks) & root_ranks or (set(f.hosts) & root_hosts and not f.ranks):
+                consequence = True
+            elif f.severity is Severity.CRITICAL:
+                f = replace(f, severity=Severity.WARNING, evidence={**f.evidence, "capped": "a crash or hang outranks"})
+        if consequence:
+            folded.append(f)
+        else:
+            out.append(f)
+    if root is None:
+        return out
+    return [_fold(f, folded) if f is root else f for f in out]
+
+
+def analyze_root_cause(findings: Iterable[Finding], signals: Signals) -> list[Finding]:
+    """run_events -> findings, then rank_root_cause over everything (analyzers/__init__ runs it last)."""
+    findings = list(findings)
+    t = signals.table(SignalKind.RUN_EVENTS)
+    if t is not None and t.num_rows:
+        findings = findings_from_run_events(t.to_pylist(), signals.rank_to_host()) + findings
+    return rank_root_cause(findings)

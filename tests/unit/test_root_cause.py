@@ -1,0 +1,126 @@
+"""The root cause first, its consequences folded into it (analyzers/root_cause.py), on hand-built findings."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from trainctl.analyzers import run_analysis
+from trainctl.analyzers.root_cause import findings_from_run_events, rank_root_cause
+from trainctl.findings import Category, Finding, FindingKind, Report, Severity, sort_findings
+from trainctl.rundir import HostRanks, RunInfo
+from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
+
+R2H = {0: "node01", 1: "node01", 2: "node02", 3: "node02"}
+
+
+def _exc(rank: int, ts_ns: int | None, message: str = "RuntimeError: boom") -> dict:
+    ts = None if ts_ns is None else datetime.fromtimestamp(ts_ns / 1e9, tz=timezone.utc)
+    return {"rank": rank, "host": None, "event": "exception", "message": message, "detail": "tb", "ts": ts,
+            "source": f"errors/rank-{rank}.json", "step": None}  # fmt: skip
+
+
+def _f(kind: FindingKind, severity=Severity.CRITICAL, *, ranks=(), hosts=(), category=None, **ev) -> Finding:
+    return Finding(kind, severity, f"{kind.value} {ranks} {hosts}", category, tuple(hosts), tuple(ranks), 0.8, ev)
+
+
+def test_the_first_error_file_names_the_culprit_not_the_peer_that_lost_its_connection() -> None:
+    # rank 1 wrote its error file first; rank 2 (its connection closed) a second later; rank 3 gave no time
+    rows = [_exc(2, 2_000_000_000, "RuntimeError: Connection closed by peer"), _exc(1, 1_000_000_000), _exc(3, None)]
+    (crash,) = findings_from_run_events(rows, R2H)
+    assert (crash.kind, crash.category, crash.ranks, crash.hosts) == (
+        FindingKind.CRASH,
+        Category.EXCEPTION,
+        (1,),
+        ("node01",),
+    )
+    later = crash.evidence["later_failures"]
+    assert [x["rank"] for x in later] == [2, 3] and later[0]["after_s"] == 1.0 and later[1]["after_s"] is None
+
+
+def test_consequences_are_folded_into_the_crash_and_nothing_is_lost() -> None:
+    (root,) = findings_from_run_events([_exc(1, 10), _exc(2, 20)], R2H)
+    peers = [
+        _f(FindingKind.NETWORK_ERROR, category=Category.GLOO),
+        _f(FindingKind.CRASH, hosts=("node02",), category=Category.EXIT_CODE),
+        _f(FindingKind.RENDEZVOUS_ERROR),
+        _f(FindingKind.HUNG_COLLECTIVE, ranks=(1,), hosts=("node01",)),
+    ]
+    slow_elsewhere = _f(FindingKind.STRAGGLER, ranks=(3,), hosts=("node02",), category=Category.COMPUTE)
+    slow_culprit = _f(FindingKind.STRAGGLER, Severity.WARNING, ranks=(1,), hosts=("node01",))
+    out = rank_root_cause([root, *peers, slow_elsewhere, slow_culprit])
+    assert [f.kind for f in out] == [FindingKind.CRASH, FindingKind.STRAGGLER]
+    assert out[1].severity is Severity.WARNING and out[1].ranks == (3,)  # capped: a crash outranks it
+    folded = out[0].evidence["followed_by"]
+    assert out[0].evidence["followed_by_total"] == 5 == len(folded)
+    assert {x["kind"] for x in folded} == {"network_error", "crash", "rendezvous_error", "hung_collective", "straggler"}
+
+
+def test_a_follow_on_hang_in_any_group_is_not_a_second_root() -> None:
+    first = _f(FindingKind.HUNG_COLLECTIVE, ranks=(3,), hosts=("node02",))
+    torn_down = [_f(FindingKind.CRASH, hosts=(h,), category=Category.SIGNAL) for h in ("node01", "node02")]
+    out = rank_root_cause([first, *torn_down])
+    assert out[0] is not first and out[0].ranks == (3,) and len(out) == 1
+    assert out[0].evidence["followed_by_total"] == 2
+
+
+def test_hardware_explains_the_crash_on_its_host() -> None:
+    (crash,) = findings_from_run_events([_exc(3, 5, "RuntimeError: CUDA error: unspecified launch failure")], R2H)
+    assert crash.category is Category.CUDA_ERROR
+    xid = _f(FindingKind.FAULTY_HOST, hosts=("node02",), category=Category.GPU_LOST)
+    other = _f(FindingKind.FAULTY_HOST, Severity.WARNING, hosts=("node01",), category=Category.THERMAL)
+    out = rank_root_cause([crash, xid, other])
+    assert [(f.kind, f.hosts) for f in out] == [
+        (FindingKind.FAULTY_HOST, ("node02",)),
+        (FindingKind.FAULTY_HOST, ("node01",)),  # another host's warning is independent: kept
+    ]
+    assert out[0].evidence["followed_by"][0]["category"] == "cuda_error"
+
+
+def test_a_nan_explains_no_crash_and_its_duplicates_fold() -> None:
+    rows = [
+        {"rank": 0, "host": None, "event": "nonfinite_loss", "step": 10, "message": "nan", "ts": None, "source": "n0"},
+        {"rank": 2, "host": None, "event": "nonfinite_loss", "step": 11, "message": "nan", "ts": None, "source": "n2"},
+    ]
+    (nan,) = findings_from_run_events(rows, R2H)
+    assert (nan.kind, nan.category, nan.ranks, nan.hosts, nan.evidence["step"]) == (
+        FindingKind.NUMERICAL,
+        Category.NAN_LOSS,
+        (0,),
+        ("node01",),
+        10,
+    )
+    assert nan.evidence["followed_by_ranks"] == [2]
+    from_logs = _f(FindingKind.NUMERICAL, ranks=(0,), category=Category.NAN_LOSS)
+    crash = _f(FindingKind.CRASH, ranks=(2,), hosts=("node02",), category=Category.EXIT_CODE)
+    out = rank_root_cause([nan, from_logs, crash])
+    assert [f.kind for f in out] == [FindingKind.NUMERICAL, FindingKind.CRASH]
+
+
+def test_no_root_leaves_findings_untouched() -> None:
+    fs = [_f(FindingKind.STRAGGLER, ranks=(1,)), _f(FindingKind.NETWORK_ERROR, Severity.WARNING)]
+    assert rank_root_cause(fs) == fs
+
+
+def test_a_crash_outranks_a_straggler_of_equal_severity_in_the_report() -> None:
+    s = Finding(FindingKind.STRAGGLER, Severity.CRITICAL, "slow", confidence=0.99)
+    c = Finding(FindingKind.CRASH, Severity.CRITICAL, "died", confidence=0.5)
+    assert sort_findings([s, c])[0] is c
+    assert Report(None, (s, c)).to_dict()["findings"][0]["kind"] == "crash"
+
+
+def test_a_short_run_gets_no_straggler_and_a_note_saying_why() -> None:
+    rows = [
+        {"rank": r, "step": s, "phase": "forward", "duration_ns": 9_000_000 if r == 2 else 1_000_000}
+        for r in range(4)
+        for s in range(6)
+    ]
+    t = pa.Table.from_pylist(rows)
+    t = t.append_column("start_ts", pa.array([0] * len(rows), pa.int64()).cast(pa.timestamp("ns", tz="UTC")))
+    run = RunInfo("r", 4, 2, (HostRanks("node01", (0, 1)), HostRanks("node02", (2, 3))))
+    analysis = run_analysis(Signals(run, {SignalKind.TIMELINE: t}))
+    assert analysis.findings == ()
+    assert len(analysis.notes) == 1 and "covers 6 step(s), fewer than the 20" in analysis.notes[0]
+    assert Report(None, analysis.findings, notes=analysis.notes).to_dict()["notes"] == list(analysis.notes)

@@ -1,0 +1,156 @@
+"""What the runtime wrote about failures in a run dir, as tables (called by trainctl.ops.diagnose.diagnosis).
+
+A local run dir and a collected dataset hold the same files (collect brings errors/ and numerics/
+back as they are), so both are read the same way:
+
+- errors/rank-R.json: torchelastic's error file (written by `@record` / trainctl.runtime.trainer's
+  write_error_file): the exception, its traceback and the time. torchelastic names the root cause
+  by the smallest error-file timestamp (torch/distributed/elastic/multiprocessing/errors/__init__.py,
+  ChildFailedError.get_first_failure); diagnose uses the same rule (analyzers/root_cause.py).
+- numerics/rank-R.json: the first step whose local loss was NaN or inf on that rank
+  (trainer.record_nonfinite_loss), read as a fact rather than guessed from printed loss lines.
+- drills/H/kernel.log: the xid drill's stand-in for host H's kernel log; parsed as kernel/H/dmesg.txt
+  is after a collect, so a drill is diagnosed the same with or without collecting.
+
+Every file is read with a size cap: a run dir is input we did not write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from trainctl.collectors import logs as _logs
+from trainctl.dataset import HOST_COLUMN
+from trainctl.rundir import RunInfo, read_rank_files
+from trainctl.schemas import SignalKind, schema_for
+
+__all__ = ["parse_run_dir_events", "MAX_EVENT_FILE_BYTES", "TRACEBACK_LINES"]
+
+logger = logging.getLogger(__name__)
+
+MAX_EVENT_FILE_BYTES = 1 << 20  # an error file is a few KB; past 1 MiB it is not one
+TRACEBACK_LINES = 8  # the traceback's last lines kept as evidence (innermost frames and the exception)
+
+
+def _read_json(path: Path) -> Any | None:
+    try:
+        if path.stat().st_size > MAX_EVENT_FILE_BYTES:
+            logger.warning("%s: over %d bytes, not read", path, MAX_EVENT_FILE_BYTES)
+            return None
+        return json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError) as exc:
+        logger.warning("%s: unreadable (%s), skipped", path, exc)
+        return None
+
+
+def _rank_of(path: Path) -> int | None:
+    stem = path.stem
+    if not stem.startswith("rank-") or not stem[5:].isdigit():
+        return None
+    return int(stem[5:])
+
+
+def _ts_ns(*values: Any) -> int | None:
+    for v, scale in zip(values, (1, 10**9)):
+        try:
+            if v is not None and str(v).strip():
+                return int(str(v).strip()) * scale
+        except ValueError:
+            continue
+    return None
+
+
+def _error_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
+    """One torchelastic error file -> a row; None when it does not have the documented shape."""
+    msg = doc.get("message") if isinstance(doc, Mapping) else None
+    if isinstance(msg, str):  # torchelastic writes a plain string for some failures
+        return {"rank": rank, "event": "exception", "message": msg[:2000], "detail": None, "ts": None}
+    if not isinstance(msg, Mapping):
+        return None
+    extra = msg.get("extraInfo") if isinstance(msg.get("extraInfo"), Mapping) else {}
+    tb = str(extra.get("py_callstack") or "")
+    tail = "\n".join(tb.rstrip().splitlines()[-TRACEBACK_LINES:]) or None
+    return {
+        "rank": rank,
+        "event": "exception",
+        "message": str(msg.get("message") or "")[:2000],
+        "detail": tail,
+        "ts": _ts_ns(extra.get("timestamp_ns"), extra.get("timestamp")),
+    }
+
+
+def _numerics_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
+    if not isinstance(doc, Mapping):
+        return None
+    step = doc.get("step")
+    return {
+        "rank": rank,
+        "event": "nonfinite_loss",
+        "step": int(step) if isinstance(step, int) and not isinstance(step, bool) else None,
+        "message": str(doc.get("loss", "nan"))[:64],
+        "detail": None,
+        "ts": _ts_ns(doc.get("timestamp_ns"), doc.get("timestamp")),
+    }
+
+
+def _hosts_by_rank(root: Path, run: RunInfo | None) -> dict[int, str]:
+    hosts: dict[int, str] = {r: h.host for h in run.hosts for r in h.ranks} if run is not None else {}
+    for rank, info in read_rank_files(root).items():  # the ranks' own report wins (node ranks follow join order)
+        if isinstance(info, Mapping) and info.get("host"):
+            hosts[int(rank)] = str(info["host"])
+    return hosts
+
+
+def _events_table(root: Path, run: RunInfo | None) -> pa.Table:
+    rows: list[dict[str, Any]] = []
+    for folder, make in (("errors", _error_row), ("numerics", _numerics_row)):
+        d = root / folder
+        if not d.is_dir():
+            continue
+        for p in sorted(d.glob("rank-*.json")):
+            rank = _rank_of(p)
+            doc = _read_json(p) if rank is not None else None
+            row = make(p, rank, doc) if doc is not None else None
+            if row is None:
+                if rank is not None and doc is not None:
+                    logger.warning("%s: not a %s file, skipped", p, folder)
+                continue
+            row["source"] = str(p.relative_to(root))
+            rows.append(row)
+    schema = schema_for(SignalKind.RUN_EVENTS)
+    if not rows:
+        return schema.empty_table()
+    hosts = _hosts_by_rank(root, run)
+    table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
+    return table.append_column(HOST_COLUMN, pa.array([hosts.get(r["rank"]) for r in rows], pa.string()))
+
+
+def _drill_kernel_logs(root: Path, run: RunInfo | None) -> pa.Table | None:
+    drills = root / "drills"
+    if not drills.is_dir():
+        return None
+    known = [h.host for h in run.hosts] if run is not None else []
+    tables = []
+    for host_dir in sorted(p for p in drills.iterdir() if p.is_dir()):
+        f = host_dir / "kernel.log"
+        if f.is_file():
+            host = host_dir.name
+            tables.append(_logs.attribute_to_host(_logs.parse_log_file(f, host=host), host, known or [host]))
+    return pa.concat_tables(tables, promote_options="default") if tables else None
+
+
+def parse_run_dir_events(root: Path, run: RunInfo | None) -> Mapping[SignalKind, pa.Table]:
+    out: dict[SignalKind, pa.Table] = {}
+    events = _events_table(root, run)
+    if events.num_rows:
+        out[SignalKind.RUN_EVENTS] = events
+    kernel = _drill_kernel_logs(root, run)
+    if kernel is not None and kernel.num_rows:
+        out[SignalKind.LOG_EVENTS] = kernel
+    return out
