@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -17,7 +17,7 @@ R2H = {0: "node01", 1: "node01", 2: "node02", 3: "node02"}
 
 
 def _exc(rank: int, ts_ns: int | None, message: str = "RuntimeError: boom") -> dict:
-    ts = None if ts_ns is None else datetime.fromtimestamp(ts_ns / 1e9, tz=timezone.utc)
+    ts = None if ts_ns is None else datetime.fromtimestamp(ts_ns / 1e9, tz=UTC)
     return {"rank": rank, "host": None, "event": "exception", "message": message, "detail": "tb", "ts": ts,
             "source": f"errors/rank-{rank}.json", "step": None}  # fmt: skip
 
