@@ -21,7 +21,9 @@ __all__ = ["UNREACHABLE_TYPES", "QUIET_TYPES", "coverage_findings", "analyze"]
 # Reasons that mean "could not talk to the host at all".
 UNREACHABLE_TYPES = frozenset({"unreachable", "timeout"})
 # Reasons that mean the host is fine but lacks a tool or a permission: reported as info only.
-QUIET_TYPES = frozenset({"not_installed", "permission"})
+# Grouped across hosts at info level: a tool or permission missing, or files offered under another
+# host's paths (refused by collect; on a shared run dir every host sees every host's files).
+QUIET_TYPES = frozenset({"not_installed", "permission", "foreign_paths"})
 
 
 def coverage_findings(

@@ -28,6 +28,8 @@ __all__ = [
     "changed",
     "tar_command",
     "safe_relpath",
+    "path_host",
+    "FOREIGN_PATHS",
 ]
 
 NO_RUN_DIR_EXIT = 3
@@ -91,6 +93,27 @@ def classify(path: str) -> str | None:
         return comps[0] if comps[0] in TABLE_KINDS else None
     if len(comps) == 3 and comps[0] in _RAW_DIRS and not comps[1].startswith("host="):
         return _RAW_DIRS[comps[0]]
+    return None
+
+
+FOREIGN_PATHS = "foreign_paths"  # collection_status error_type: a host sent files under another host's paths
+
+
+def path_host(path: str) -> str | None:
+    """The host a run dir path is about (`timeline/host=H/...`, `logs/H/...`, `fr/H/...`, `stacks/H/...`),
+    or None for paths that name no host (run.json, rank files).
+
+    Collect takes such a path only from host H itself: otherwise one host's archive could carry
+    files under another host's paths and have them analysed as the other host's (a host framing
+    another, by accident or not).
+    """
+    from urllib.parse import unquote
+
+    comps = path.split("/")
+    if len(comps) == 3 and comps[1].startswith("host="):
+        return unquote(comps[1][len("host=") :])
+    if len(comps) == 3 and comps[0] in _RAW_DIRS:
+        return comps[1]
     return None
 
 

@@ -287,3 +287,42 @@ def test_live_stacks_of_running_ranks_via_py_spy(sshd_cluster, tmp_path: Path) -
         (r["host"], r["kind"]): (r["ok"], r["rows"]) for r in dataset.read_table(out, "collection_status").to_pylist()
     }
     assert rows == {("node01", "pyspy"): (True, 1), ("node02", "pyspy"): (True, 0)}
+
+
+@pytest.mark.timeout(150)
+def test_a_host_cannot_frame_another(sshd_cluster, cli, tmp_path: Path) -> None:
+    """node03's run dir carries files under node01's paths: a slow timeline part and a rank log with
+    an Xid. They are refused (only node01 sends node01's files), recorded in collection_status, and
+    diagnose blames nobody for them."""
+    cluster = sshd_cluster(3)
+    run = make_run(cluster, slow_rank=99)  # no real straggler
+    evil = cluster.host_root("node03") / "run"
+    t = pa.table(
+        {
+            "rank": [0] * 20,
+            "local_rank": [0] * 20,
+            "step": list(range(20)),
+            "phase": ["forward"] * 20,
+            "duration_ns": [900_000_000] * 20,
+            "source": ["perf_counter"] * 20,
+        }
+    )
+    dataset.write_table(evil, "timeline", "node01", t, part="rank0-evil")
+    (evil / "logs" / "node01").mkdir(parents=True)
+    (evil / "logs" / "node01" / "rank-0.log").write_text(
+        "NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+    )
+    out = tmp_path / "ds"
+    res = collect_cli(cli, cluster, run, out)
+    assert res.code == 0, res.stderr
+    assert not list((out / "timeline" / "host=node01").glob("*evil*"))
+    assert (out / "logs" / "node01" / "rank-0.log").read_text() == "step 0 rank 0\n"  # node01's own
+    status = dataset.read_table(out, "collection_status").to_pylist()
+    refused = [r for r in status if r["error_type"] == "foreign_paths"]
+    assert [r["host"] for r in refused] == ["node03"] and "2 file(s) under other hosts' paths (node01)" in refused[0][
+        "error"
+    ]
+    d = cli("diagnose", str(out), "--json", "--fail-on", "never")
+    findings = json.loads(d.stdout)["findings"]
+    assert not [f for f in findings if "node01" in f["hosts"] and f["kind"] != "missing_data"], findings
+    assert any(f["kind"] == "missing_data" and f["severity"] == "info" for f in findings)

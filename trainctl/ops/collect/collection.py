@@ -310,7 +310,27 @@ class _HostJob:
             return
         remote = rundir_sync.parse_manifest(man.output)
         local = _load_state(o.out, host)
-        todo = {p: k for p, k in rundir_sync.changed(remote, local, art_kinds).items() if self.claims.claim(p, host)}
+        wanted = rundir_sync.changed(remote, local, art_kinds)
+        # A path about another host is that host's to send (rundir_sync.path_host): refused here and
+        # recorded, so no host can have its files analysed as another's.
+        foreign = sorted(p for p in wanted if rundir_sync.path_host(p) not in (None, host))
+        if foreign:
+            others = sorted({str(rundir_sync.path_host(p)) for p in foreign})
+            rep.rows.append(
+                StatusRow(
+                    host,
+                    "attribution",
+                    False,
+                    0,
+                    0,
+                    time.monotonic() - t0,
+                    rundir_sync.FOREIGN_PATHS,
+                    f"{host} offered {len(foreign)} file(s) under other hosts' paths ({', '.join(others[:5])}), "
+                    f"e.g. {foreign[0]}; refused: a host's files come only from that host (a shared run dir "
+                    "shows this too, harmlessly)",
+                )
+            )
+        todo = {p: k for p, k in wanted.items() if p not in foreign and self.claims.claim(p, host)}
         fetched: dict[str, int] = {}
         fetch_error: BaseException | None = None
         if todo:
