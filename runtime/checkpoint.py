@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trainctl.errors import CheckpointError
 
@@ -520,6 +521,26 @@ def _step_dirs(directory: Path) -> list[tuple[int, Path]]:
     return sorted(out, reverse=True)
 
 
+class _FileRecord(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+    size_bytes: int = Field(ge=0)
+    checksum: str
+
+
+class _Manifest(BaseModel):
+    """The shape every reader below relies on: a manifest of any other shape (a bit flip that still
+    parses, a hand edit, another tool's file) is a damaged checkpoint, so resume falls back to the
+    previous verified step exactly as for a truncated file, instead of crashing every rank."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    format_version: int
+    world_size: int = Field(ge=1)
+    created_ts_ns: int
+    checksum_algo: str
+    files: dict[str, _FileRecord]
+    layout: dict[str, int] | None = None
+
+
 def _read_manifest(rank_dir: Path) -> dict[str, Any]:
     path = rank_dir / MANIFEST
     try:
@@ -528,10 +549,17 @@ def _read_manifest(rank_dir: Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: missing; {rank_dir} is not a committed checkpoint") from exc
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: unreadable manifest ({exc}); delete {rank_dir}") from exc
-    if m.get("format_version") != CHECKPOINT_FORMAT_VERSION:
-        raise CheckpointError(
-            f"{path}: format_version {m.get('format_version')!r}, expected {CHECKPOINT_FORMAT_VERSION}"
-        )
+    if not isinstance(m, dict) or m.get("format_version") != CHECKPOINT_FORMAT_VERSION:
+        got = m.get("format_version") if isinstance(m, dict) else type(m).__name__
+        raise CheckpointError(f"{path}: format_version {got!r}, expected {CHECKPOINT_FORMAT_VERSION}")
+    try:
+        _Manifest.model_validate(m)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise CheckpointError(f"{path}: manifest field {where!r}: {first['msg']}; the checkpoint is damaged") from None
+    if any(Path(name).is_absolute() or ".." in Path(name).parts for name in m["files"]):
+        raise CheckpointError(f"{path}: a file name leaves the checkpoint directory; the checkpoint is damaged")
     return m
 
 

@@ -205,3 +205,47 @@ def test_buffers_and_params_are_those_at_save_time(tmp_path, overlap) -> None:
     got = read_rank_state(tmp_path / "step-1" / "rank-0")["model"]
     assert not torch.equal(model.state_dict()["1.running_mean"], want["1.running_mean"])
     assert all(torch.equal(got[k], want[k]) for k in want), [k for k in want if not torch.equal(got[k], want[k])]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda m: [m],  # not an object
+        lambda m: {**m, "files": ["tensors.bin"]},  # files of the wrong type
+        lambda m: {**m, "files": {k: {"size_bytes": "12", "checksum": v["checksum"]} for k, v in m["files"].items()}},
+        lambda m: {**m, "files": {k: {"checksum": v["checksum"]} for k, v in m["files"].items()}},  # no size
+        lambda m: {k: v for k, v in m.items() if k != "created_ts_ns"},
+        lambda m: {**m, "world_size": "one"},
+        lambda m: {**m, "world_size": 0},
+        lambda m: {**m, "checksum_algo": None},
+        lambda m: {**m, "layout": ["dp"]},
+        lambda m: {**m, "files": {"../../etc/passwd": {"size_bytes": 1, "checksum": "x"}}},
+    ],
+    ids=[
+        "list",
+        "files-list",
+        "size-str",
+        "no-size",
+        "no-created",
+        "world-str",
+        "world-0",
+        "algo-null",
+        "layout-list",
+        "escape",
+    ],  # fmt: skip
+)
+def test_a_manifest_of_any_wrong_shape_falls_back(tmp_path, damage) -> None:
+    import json
+
+    model, opt = make(5)
+    with AsyncCheckpointer(tmp_path, keep_last=3) as ck:
+        for step in (1, 2):
+            train_step(model, opt)
+            ck.save(step, model, opt)
+    manifest = tmp_path / "step-2" / "rank-0" / "manifest.json"
+    manifest.write_text(json.dumps(damage(json.loads(manifest.read_text()))))
+    with pytest.raises(CheckpointError, match="manifest"):
+        verify_rank_dir(manifest.parent)
+    assert latest_complete(tmp_path).step == 1  # the previous verified step, no crash
+    m2, o2 = make(6)
+    assert resume(tmp_path, m2, o2).step == 1

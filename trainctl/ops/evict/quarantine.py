@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from trainctl.errors import LaunchError, LedgerError
+from trainctl.jsonl import CorruptRecord, append_record, read_records
 from trainctl.rundir import atomic_write_text
 
 __all__ = [
@@ -218,20 +219,19 @@ class Ledger:
 
     def _write_state(self, entries: Mapping[str, QuarantineEntry]) -> None:
         doc = {"schema_version": LEDGER_SCHEMA_VERSION, "hosts": {h: entries[h].to_dict() for h in sorted(entries)}}
+        # Under the exclusive lock any temp file of ours is a writer's that was killed mid-write.
+        for stale in self.state_path.parent.glob(f".{self.state_path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
         try:
             atomic_write_text(self.state_path, json.dumps(doc, indent=2) + "\n")
         except OSError as exc:
             raise LedgerError(f"{self.state_path}: cannot write the quarantine ledger ({exc.strerror})") from exc
 
     def _append_audit(self, record: AuditRecord) -> None:
-        line = (json.dumps(record.to_dict(), separators=(",", ":")) + "\n").encode()
         try:
-            fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)  # one write of one line under O_APPEND and the lock
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            # One write of one line under O_APPEND and the lock; a line torn by a kill -9 of an earlier
+            # writer is set aside first, so this record is never glued onto it (trainctl.jsonl).
+            append_record(self.audit_path, record.to_dict())
         except OSError as exc:
             raise LedgerError(f"{self.audit_path}: cannot append to the audit trail ({exc.strerror})") from exc
 
@@ -249,22 +249,25 @@ class Ledger:
             return self._read_audit()
 
     def _read_audit(self) -> list[AuditRecord]:
-        if not self.audit_path.exists():
-            return []
-        lines = self.audit_path.read_text().splitlines()
+        # A torn last line (kill -9 mid-append) is skipped with a warning, a record glued onto a torn
+        # one by an older writer is recovered; a middle line that holds no record is an edit: an error.
+        try:
+            docs = read_records(self.audit_path, strict=True)
+        except CorruptRecord as exc:
+            raise LedgerError(
+                f"{exc.path}:{exc.line_no}: not a valid audit record; the trail is append-only, "
+                "so fix or delete that one line by hand"
+            ) from exc
+        except OSError as exc:
+            raise LedgerError(f"{self.audit_path}: cannot read the audit trail ({exc.strerror})") from exc
         records = []
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        for n, doc in enumerate(docs, 1):
             try:
-                records.append(AuditRecord.from_dict(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
-                if n == len(lines):
-                    logger.warning("%s:%d: skipping a torn last audit line (%r)", self.audit_path, n, exc)
-                    continue
+                records.append(AuditRecord.from_dict(doc))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise LedgerError(
-                    f"{self.audit_path}:{n}: not a valid audit record ({exc!r}); the trail is append-only, "
-                    "so fix or delete that one line by hand"
+                    f"{self.audit_path}: record {n} is not a valid audit record ({exc!r}); the trail is "
+                    "append-only, so fix or delete that one line by hand"
                 ) from exc
         return records
 

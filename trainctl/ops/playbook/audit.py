@@ -18,6 +18,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from trainctl.jsonl import append_record, read_records
+
 __all__ = ["AUDIT_FILE", "StepStatus", "StepRecord", "AuditLog", "read_audit", "plain"]
 
 logger = logging.getLogger(__name__)
@@ -84,21 +86,11 @@ class AuditLog:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def append(self, doc: Mapping[str, Any]) -> None:
-        # One write per record, flushed and fsynced: an interrupted run leaves whole lines behind.
-        with open(self.path, "a") as f:
-            f.write(json.dumps(plain(doc)) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        # One write per record, fsynced; a record torn by a kill -9 is set aside before the next
+        # append, so nothing later is glued onto it (trainctl.jsonl).
+        append_record(self.path, plain(doc))
 
 
 def read_audit(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    records = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            # The last line of an interrupted run may be half-written; everything before it holds.
-            logger.warning("%s:%d: skipping a truncated audit record", path, n)
-    return records
+    """Every record; a torn last one is skipped, a glued one recovered, with a warning (trainctl.jsonl)."""
+    return [r for r in read_records(path) if isinstance(r, dict)]
