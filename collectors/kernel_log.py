@@ -13,11 +13,15 @@ __all__ = ["COMMAND", "KernelLog", "parse", "command"]
 
 # The whole buffer is read into a shell variable so a failure of dmesg can fall back to journalctl;
 # only NVRM/Xid lines travel back.
+# Bounded on the host: journalctl reads at most MAX_JOURNAL_LINES (dmesg's ring buffer is bounded by
+# the kernel), and at most MAX_LINES matching lines come back, the newest.
+MAX_JOURNAL_LINES = 500_000
+MAX_LINES = 20_000
 COMMAND = (
     "if k=$(dmesg --time-format iso 2>&1); then s=dmesg; "
-    "elif k=$(journalctl -k --no-pager -q -o short-iso 2>&1); then s=journalctl; "
+    f"elif k=$(journalctl -k --no-pager -q -o short-iso -n {MAX_JOURNAL_LINES} 2>&1); then s=journalctl; "
     "else printf '%s\\n' \"$k\" | head -n 3; exit 1; fi\n"
-    "echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid' ; exit 0"
+    f"echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid' | tail -n {MAX_LINES}; exit 0"
 )
 
 # Fault drills (`trainctl launch --inject xid:host=H,...`) cannot make a real GPU fall off the bus,
@@ -38,12 +42,12 @@ def command(run_dir: str | None = None, host: str | None = None) -> str:
 
     drill = shlex.quote(str(drill_kernel_log_path(run_dir, host)))
     return (
-        f'd={drill}; dl=; if [ -s "$d" ]; then dl=$(grep -E \'NVRM|Xid\' "$d"); fi\n'
+        f'd={drill}; dl=; if [ -s "$d" ]; then dl=$(grep -E \'NVRM|Xid\' "$d" | tail -n {MAX_LINES}); fi\n'
         "if k=$(dmesg --time-format iso 2>&1); then s=dmesg; "
-        "elif k=$(journalctl -k --no-pager -q -o short-iso 2>&1); then s=journalctl; "
+        f"elif k=$(journalctl -k --no-pager -q -o short-iso -n {MAX_JOURNAL_LINES} 2>&1); then s=journalctl; "
         'elif [ -n "$dl" ]; then k=; s=drill; '
         "else printf '%s\\n' \"$k\" | head -n 3; exit 1; fi\n"
-        "echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid'; "
+        f"echo \"#source $s\"; printf '%s\\n' \"$k\" | grep -E 'NVRM|Xid' | tail -n {MAX_LINES}; "
         'if [ -n "$dl" ]; then printf \'%s\\n\' "$dl"; fi; exit 0'
     )
 

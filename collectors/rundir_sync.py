@@ -71,13 +71,14 @@ def parse_manifest(raw: bytes) -> dict[str, FileStat]:
     return out
 
 
-_SAFE = re.compile(r"^[A-Za-z0-9_.=%@+,:\-]+$")
-
-
 def safe_relpath(path: str) -> bool:
-    """A relative path of plain components: no `..`, no absolute path, no hidden/temp files."""
+    """A relative path of plain components: no `..`, no absolute path, no hidden/temp files, no NUL.
+
+    Any other character is fine (spaces, newlines, non-ASCII): names travel NUL-separated in both
+    directions (find -printf '%P\\0', tar --null -T -), so no name is ever parsed by a shell.
+    """
     comps = path.split("/")
-    return bool(comps) and all(c and c not in (".", "..") and not c.startswith(".") and _SAFE.match(c) for c in comps)
+    return bool(comps) and all(c and c not in (".", "..") and not c.startswith(".") and "\0" not in c for c in comps)
 
 
 def classify(path: str) -> str | None:

@@ -83,6 +83,15 @@ class CommandTimeout(CollectError):
     error_type = "timeout"
 
 
+class OutputTooLarge(CollectError):
+    """A remote command wrote more than the caller accepts (a broken or hostile host); channel closed."""
+
+    error_type = "over_cap"
+
+
+_MAX_STDERR_BYTES = 1 << 20  # stderr is for messages: its first MiB is kept
+
+
 class CommandFailed(CollectError):
     """A remote command exited non-zero where the caller needed it to succeed."""
 
@@ -293,18 +302,34 @@ class SshSession:
         timeout_s: float,
         stdin: bytes | None = None,
         on_stdout: Callable[[bytes], None] | None = None,
+        max_output_bytes: int | None = None,
     ) -> CommandResult:
         """Run `command` (already quoted by its template) and wait for it, at most `timeout_s`.
 
         stdout is returned, or handed chunk by chunk to `on_stdout` (then `stdout` is empty).
-        Raises CommandTimeout (and closes the channel) past the deadline.
+        Raises CommandTimeout (and closes the channel) past the deadline, and OutputTooLarge past
+        `max_output_bytes` of stdout (memory stays bounded whatever the host sends).
         """
         t0 = time.monotonic()
         deadline = t0 + timeout_s
         chan = self._open(command, stdin)
         out: list[bytes] = []
         errb: list[bytes] = []
-        sink = on_stdout or out.append
+        seen = [0, 0]  # stdout, stderr bytes
+
+        def sink(chunk: bytes) -> None:
+            seen[0] += len(chunk)
+            if max_output_bytes is not None and seen[0] > max_output_bytes:
+                raise OutputTooLarge(
+                    f"{self.target.alias}: the command wrote over {max_output_bytes} bytes; stopped reading"
+                )
+            (on_stdout or out.append)(chunk)
+
+        def err_sink(chunk: bytes) -> None:
+            if seen[1] < _MAX_STDERR_BYTES:
+                errb.append(chunk[: _MAX_STDERR_BYTES - seen[1]])
+            seen[1] += len(chunk)
+
         try:
             while True:
                 got = False
@@ -312,7 +337,7 @@ class SshSession:
                     sink(chan.recv(_READ_BYTES))
                     got = True
                 while chan.recv_stderr_ready():
-                    errb.append(chan.recv_stderr(_READ_BYTES))
+                    err_sink(chan.recv_stderr(_READ_BYTES))
                     got = True
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
                     # Drain what arrived with the EOF (bounded: a daemonised child may hold stdout).
@@ -320,7 +345,7 @@ class SshSession:
                     while chunk := chan.recv(_READ_BYTES):
                         sink(chunk)
                     while chunk := chan.recv_stderr(_READ_BYTES):
-                        errb.append(chunk)
+                        err_sink(chunk)
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

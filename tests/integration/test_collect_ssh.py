@@ -326,3 +326,17 @@ def test_a_host_cannot_frame_another(sshd_cluster, cli, tmp_path: Path) -> None:
     findings = json.loads(d.stdout)["findings"]
     assert not [f for f in findings if "node01" in f["hosts"] and f["kind"] != "missing_data"], findings
     assert any(f["kind"] == "missing_data" and f["severity"] == "info" for f in findings)
+
+
+@pytest.mark.timeout(150)
+def test_host_caps_are_applied_and_recorded(sshd_cluster, cli, tmp_path: Path) -> None:
+    cluster = sshd_cluster(2)
+    run = make_run(cluster, ["node01", "node02"])
+    out = tmp_path / "ds"
+    res = collect_cli(cli, cluster, run, out, "--max-host-files", "3", hosts="node[01-02]")
+    assert res.code == 0, res.stderr
+    status = dataset.read_table(out, "collection_status").to_pylist()
+    capped = {r["host"]: r["error"] for r in status if r["error_type"] == "over_cap"}
+    assert set(capped) == {"node01", "node02"} and all("past the host's caps (3 files" in e for e in capped.values())
+    fetched = [p for p in out.rglob("*") if p.is_file() and p.relative_to(out).parts[0] not in COLLECT_OWN]
+    assert len(fetched) <= 2 * 3

@@ -88,6 +88,11 @@ def collect(
         False, "--accept-new-host-keys", help="Trust and save unknown host keys (changed keys are still refused)."
     ),
     max_workers: int = typer.Option(16, "--max-workers", min=1, max=16, help="Hosts worked on at once (at most 16)."),
+    max_host_gib: float = typer.Option(
+        64.0, "--max-host-gib", min=0.0, help="Bytes one host may send per collect (files past it are skipped)."
+    ),
+    max_host_files: int = typer.Option(200_000, "--max-host-files", min=1, help="Files one host may send."),
+    max_file_gib: float = typer.Option(8.0, "--max-file-gib", min=0.0, help="Largest single file taken."),
     json_out: bool = typer.Option(False, "--json", help="Summary as JSON on stdout."),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
@@ -112,6 +117,9 @@ def collect(
         connect_timeout_s=connect_timeout_s,
         accept_new_host_keys=accept_new_host_keys,
         max_workers=max_workers,
+        max_host_bytes=int(max_host_gib * 2**30),
+        max_host_files=max_host_files,
+        max_file_bytes=int(max_file_gib * 2**30),
     )
     lock = threading.Lock()
     state = {"bytes": 0, "failed": 0}

@@ -20,7 +20,7 @@ import os
 import tarfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ from trainctl.collectors.ssh import (
     CommandTimeout,
     GroupResult,
     HostOutcome,
+    OutputTooLarge,
     SshClient,
     SshSession,
     error_type_of,
@@ -115,6 +116,12 @@ class CollectOptions:
     accept_new_host_keys: bool = False
     max_workers: int = MAX_WORKERS
     python: str = "python3"  # interpreter whose torch/NCCL versions go into host_facts
+    # Bounds on what one host may send (a broken or hostile host must not fill the disk or the
+    # memory): files past a cap are not fetched and the cap is recorded in collection_status.
+    max_host_bytes: int = 64 << 30
+    max_host_files: int = 200_000
+    max_file_bytes: int = 8 << 30
+    max_output_bytes: int = 256 << 20  # the metadata script's output (manifest, kernel log, facts)
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,10 @@ def _save_state(out: Path, host: str, state: dict[str, rundir_sync.FileStat]) ->
     )
 
 
+class TarMemberRefused(CollectError):
+    """A member of a host's tar stream that is not what its manifest declared."""
+
+
 def _extract(
     reader, out: Path, wanted: dict[str, str], stats: dict[str, rundir_sync.FileStat], on_bytes: Callable[[int], None]
 ) -> dict[str, int]:
@@ -190,27 +201,74 @@ def _extract(
 
     Only names we requested, as plain relative paths, are written (a hostile remote cannot place
     files elsewhere); each file is written to a temp name and renamed, so readers never see half.
+    A member that is not a plain regular file (sparse, link, device, FIFO) or that is larger than
+    the host's own manifest declared stops the transfer with TarMemberRefused: a 21 KB sparse
+    member must not unpack to 2 GiB. Directories are skipped.
     """
     written: dict[str, int] = {}
     with tarfile.open(fileobj=reader, mode="r|") as tf:
         for m in tf:
-            if not m.isreg() or m.name not in wanted or not rundir_sync.safe_relpath(m.name):
+            if m.isdir():
                 continue
+            if m.name not in wanted or not rundir_sync.safe_relpath(m.name):
+                raise TarMemberRefused(f"tar member {m.name[:200]!r} was not asked for; transfer stopped")
+            if not m.isreg() or m.issparse():
+                what = "sparse" if m.issparse() else "a link or special file"
+                raise TarMemberRefused(f"tar member {m.name[:200]!r} is {what}; only regular files are taken")
+            declared = stats[m.name].size_bytes
+            if m.size > declared:
+                raise TarMemberRefused(
+                    f"tar member {m.name[:200]!r} is {m.size} bytes, the host's manifest declared {declared}"
+                )
             dest = out / m.name
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.part")
             src = tf.extractfile(m)
             n = 0
-            with open(tmp, "wb") as fh:
-                while chunk := src.read(1 << 20):
-                    fh.write(chunk)
-                    n += len(chunk)
-            os.replace(tmp, dest)
+            try:
+                with open(tmp, "wb") as fh:
+                    while n < m.size and (chunk := src.read(min(1 << 20, m.size - n))):
+                        fh.write(chunk)
+                        n += len(chunk)
+                os.replace(tmp, dest)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
             st = stats[m.name]
             os.utime(dest, ns=(st.mtime_ns, st.mtime_ns))
             written[m.name] = n
             on_bytes(n)
     return written
+
+
+def _within_caps(
+    todo: Mapping[str, str], remote: Mapping[str, rundir_sync.FileStat], o: CollectOptions
+) -> tuple[dict[str, str], list[str]]:
+    """The files to fetch within the host's byte/file caps (smallest first keeps the most files),
+    and what was left out, in words."""
+    kept: dict[str, str] = {}
+    too_big = [p for p in todo if remote[p].size_bytes > o.max_file_bytes]
+    total = 0
+    over = 0
+    for p in sorted((p for p in todo if p not in too_big), key=lambda p: (remote[p].size_bytes, p)):
+        size = remote[p].size_bytes
+        if len(kept) >= o.max_host_files or total + size > o.max_host_bytes:
+            over += 1
+            continue
+        kept[p] = todo[p]
+        total += size
+    notes = []
+    if too_big:
+        notes.append(
+            f"{len(too_big)} file(s) over the {o.max_file_bytes / 2**30:g} GiB per-file cap (--max-file-gib), "
+            f"e.g. {too_big[0]}"
+        )
+    if over:
+        notes.append(
+            f"{over} file(s) past the host's caps ({o.max_host_files} files, {o.max_host_bytes / 2**30:g} GiB); "
+            "raise --max-host-files / --max-host-gib"
+        )
+    return kept, notes
 
 
 def _count_rows(out: Path, kind: str, paths: Iterable[str]) -> int:
@@ -256,8 +314,8 @@ class _HostJob:
             cmds["ranks"] = pyspy_dump.ranks_command(o.run_dir)
         nonce = new_nonce()
         try:
-            res = sess.run(build_script(cmds, nonce), timeout_s=o.timeout_s)
-        except (CommandTimeout, OSError, EOFError) as exc:
+            res = sess.run(build_script(cmds, nonce), timeout_s=o.timeout_s, max_output_bytes=o.max_output_bytes)
+        except (CommandTimeout, OutputTooLarge, OSError, EOFError) as exc:
             rep.failed, rep.error = True, str(exc)
             self._fail_all(rep, o.kinds, exc, error_type_of(exc), t0)
             return
@@ -331,6 +389,9 @@ class _HostJob:
                 )
             )
         todo = {p: k for p, k in wanted.items() if p not in foreign and self.claims.claim(p, host)}
+        todo, capped = _within_caps(todo, remote, o)
+        if capped:
+            rep.rows.append(StatusRow(host, "caps", False, 0, 0, time.monotonic() - t0, "over_cap", "; ".join(capped)))
         fetched: dict[str, int] = {}
         fetch_error: BaseException | None = None
         if todo:
@@ -348,6 +409,11 @@ class _HostJob:
                     raise CollectError(
                         f"{host}: tar exited {done.exit_code}: {done.stderr.decode(errors='replace')[-300:]}"
                     )
+            except TarMemberRefused as exc:
+                fetch_error = exc
+                rep.rows.append(
+                    StatusRow(host, "tar", False, 0, 0, time.monotonic() - t0, "refused_member", f"{host}: {exc}")
+                )
             except (CollectError, OSError, EOFError, tarfile.TarError) as exc:
                 fetch_error = exc
         new_state = {p: st for p, st in local.items() if p in remote and remote[p] == st and (o.out / p).exists()}
