@@ -8,7 +8,7 @@ recorders of a rank, and reads the NCCL watchdog's own `nccl_trace_rank_R` there
 (trainctl.runtime.nccl_env points it into fr/<host>/).
 
 Runs on the training host (its ranks' debug sockets are local there): the local launcher calls
-`dump_hung_ranks` directly, the multi-host supervisor and runbooks run `python -m
+`dump_hung_ranks` directly, the multi-host supervisor and playbooks run `python -m
 trainctl.runtime.hang_dump RUN_DIR` on each host over SSH, which prints "OK TOTAL".
 """
 

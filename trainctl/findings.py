@@ -1,7 +1,7 @@
 """The Finding record every analyzer returns, and its JSON form (DESIGN.md, "Findings JSON").
 
 Analyzers return `list[Finding]`, never dicts. The CLI renders them as a table or, with `--json`,
-as `Report.to_json()`, which automation and runbooks depend on: keep `schema_version` in step with
+as `Report.to_json()`, which automation and playbooks depend on: keep `schema_version` in step with
 any change to the JSON shape.
 """
 
@@ -87,7 +87,7 @@ class Category(str, Enum):
     OVERFLOW = "overflow"
 
 
-# The built-in runbook (playbooks/<name>.yaml) an SRE should follow for each kind of finding.
+# The built-in playbook (playbooks/<name>.yaml) an SRE should follow for each kind of finding.
 PLAYBOOK_FOR_KIND: Mapping[FindingKind, str] = {
     FindingKind.STRAGGLER: "straggler",
     FindingKind.HUNG_COLLECTIVE: "hung-collective",

@@ -1,6 +1,6 @@
 """Act on a multi-host run that `trainctl launch --hosts` started: find its options, dump, stop, relaunch.
 
-Runbooks (and `trainctl evict-node --relaunch`) need three things the launch knows:
+Playbooks (and `trainctl evict-node --relaunch`) need three things the launch knows:
   - its options (hosts, spares, ssh config, checkpoint dir, trainer args): the launch request
     (trainctl.ops.launch.request.LaunchRequest) the launcher stored in RUN/launch.json
     (`record_launch`); nothing here parses a command line;
@@ -294,7 +294,7 @@ def start_relaunch(
     log_path = str(Path(run_dir) / "launch.log")
     log = open(log_path, "ab")
     try:
-        # Its own session: stopping this CLI (Ctrl-C on a runbook) must not take the relaunched run down.
+        # Its own session: stopping this CLI (Ctrl-C on a playbook) must not take the relaunched run down.
         proc = subprocess.Popen(
             [*trainctl, *argv],
             stdout=log,
