@@ -7,12 +7,18 @@ thresholds as documented keyword arguments, plus an `analyze(signals)` adapter r
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
 
 from trainctl.findings import Finding
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Analyzer", "ANALYZERS", "Analysis", "run_analysis", "run_analyzers"]
 
@@ -64,23 +70,36 @@ ANALYZERS: list[Analyzer] = _registry()
 class Analysis:
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> Analysis:
     findings: list[Finding] = []
     notes: list[str] = []
+    skipped: list[str] = []
     for a in ANALYZERS if analyzers is None else analyzers:
         if any(signals.has(k) for k in a.requires):
-            got = a.run(signals)
+            try:
+                got = a.run(signals)
+                if not got and a.notes is not None:
+                    notes.extend(a.notes(signals))
+            except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, ArithmeticError,
+                    AttributeError, LookupError, UnicodeError, pa.ArrowException, duckdb.Error) as exc:  # fmt: skip
+                # Input no analyzer was written for (values out of range, wrong types): the other
+                # analyzers' verdicts stand and the report says which one is missing, never a traceback.
+                logger.debug("analyzer %s failed", a.name, exc_info=True)
+                skipped.append(
+                    f"analyzer {a.name}: failed on this input ({type(exc).__name__}: {str(exc)[:200]}); its findings "
+                    "are missing, the others stand (trainctl -vv diagnose shows where)"
+                )
+                continue
             findings.extend(got)
-            if not got and a.notes is not None:
-                notes.extend(a.notes(signals))
     # Then: one faulty_host finding per host, citing every analyzer's evidence on it; last, the
     # incident's root cause first, its consequences folded into it (a crash outranks a straggler).
     from trainctl.analyzers.consolidate import consolidate
     from trainctl.analyzers.root_cause import analyze_root_cause
 
-    return Analysis(tuple(analyze_root_cause(consolidate(findings, signals), signals)), tuple(notes))
+    return Analysis(tuple(analyze_root_cause(consolidate(findings, signals), signals)), tuple(notes), tuple(skipped))
 
 
 def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:

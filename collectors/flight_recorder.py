@@ -174,7 +174,7 @@ _NCCL_BACKENDS = frozenset({"nccl", "ncclx", "rccl", "rcclx"})
 
 def backend_of(profiling_name: str | None) -> str | None:
     """'nccl:all_reduce' -> 'nccl'; 'gloo:broadcast' -> 'gloo'; no prefix -> None."""
-    name = (profiling_name or "").strip()
+    name = (profiling_name if isinstance(profiling_name, str) else "").strip()
     return name.split(":", 1)[0].lower() or None if ":" in name else None
 
 
@@ -196,7 +196,7 @@ _PEER = re.compile(r"^(?:send\s+\d+\s*->\s*(\d+)|recv\s+\d+\s*<-\s*(\d+))$")
 
 def p2p_peer(profiling_name: str | None) -> int | None:
     """Group rank of the other side of a send/recv: 'nccl:send 1->2' -> 2, 'nccl:recv 3<-0' -> 0."""
-    name = (profiling_name or "").strip()
+    name = (profiling_name if isinstance(profiling_name, str) else "").strip()
     if ":" in name:
         name = name.split(":", 1)[1]
     m = _PEER.match(name.strip())
@@ -240,7 +240,9 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
         )
     rank = obj.get("rank")
     name_rank = rank_from_name(path)
-    if not isinstance(rank, int):
+    if name_rank is not None and not 0 <= name_rank < 2**31:
+        name_rank = None
+    if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank < 2**31:  # ranks are int32
         rank = name_rank
     elif name_rank is not None and name_rank != rank:
         logger.warning("%s: file name says rank %d, dump says rank %d; using the dump", path, name_rank, rank)
@@ -255,14 +257,17 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
         logger.warning("%s: Flight Recorder format %s (read as 2.x; torch 2.13 writes 2.10)", path, version)
     lib = obj.get("comm_lib_version", obj.get("nccl_version"))  # older formats name it nccl_version
     # pg_config maps pg name -> {name, desc, ranks}; gloo leaves one {"": ...} placeholder (peers.md).
-    pg_config = {str(k): v for k, v in (obj.get("pg_config") or {}).items() if isinstance(v, dict) and str(k)}
+    raw_config, raw_status = obj.get("pg_config"), obj.get("pg_status")
+    raw_config = raw_config if isinstance(raw_config, dict) else {}  # a hostile dump: another type is no config
+    raw_status = raw_status if isinstance(raw_status, dict) else {}
+    pg_config = {str(k): v for k, v in raw_config.items() if isinstance(v, dict) and str(k)}
     return FlightRecorderDump(
         rank=int(rank),
         host=_host_of(path, root),
         path=path,
         version=version,
         entries=entries,
-        pg_status={str(k): v for k, v in (obj.get("pg_status") or {}).items() if isinstance(v, dict)},
+        pg_status={str(k): v for k, v in raw_status.items() if isinstance(v, dict)},
         pg_config=pg_config,
         fmt=fmt,
         recorder=recorder_of(path, entries, None if lib in (None, "") else str(lib)),
@@ -270,20 +275,30 @@ def load_dump(path: str | os.PathLike[str], *, root: Path | None = None) -> Flig
     )
 
 
-def load_dumps(paths: Iterable[Path], *, root: Path | None = None) -> list[FlightRecorderDump]:
+def load_dumps(
+    paths: Iterable[Path], *, root: Path | None = None, skip_unreadable: bool = False
+) -> list[FlightRecorderDump]:
     """Load dumps, one per rank and recorder, sorted by (rank, recorder).
 
     Several dumps of one recorder of one rank (the hang dump's JSON and pickle, the watchdog's own
     file, an earlier attempt's) are not an error: the newest is kept (its latest entry was created
     last), and of two equally new ones the pickle (it carries the stacks).
+
+    skip_unreadable: a dump that cannot be read (torn, hostile, not a dump) is skipped with a
+    warning naming it (diagnose lists it and exits "partial input"), as long as at least one dump
+    was read; otherwise the first error is raised.
     """
     kept: dict[tuple[int, str], FlightRecorderDump] = {}
     unreadable: list[tuple[Path, FlightRecorderError]] = []
     for p in paths:
         try:
             d = load_dump(p, root=root)
-        except UnsafePickleError:
-            raise  # never skipped: a hostile file is reported, whatever else is there
+        except UnsafePickleError as exc:
+            if not skip_unreadable:
+                raise  # a hostile file is reported, whatever else is there
+            logger.error("%s; not loaded, the other dumps are analysed", exc)
+            unreadable.append((p, exc))
+            continue
         except FlightRecorderError as exc:
             unreadable.append((p, exc))
             continue
@@ -300,6 +315,10 @@ def load_dumps(paths: Iterable[Path], *, root: Path | None = None) -> list[Fligh
         if rank is not None and (rank, "nccl" if "nccl" in p.name.lower() else "cpu") in kept:
             logger.warning("%s; using the rank's other dump", exc)
             continue
+        if skip_unreadable and kept:
+            if not isinstance(exc, UnsafePickleError):  # (already said, louder)
+                logger.warning("%s; skipped, the other ranks' dumps are analysed", exc)
+            continue
         raise exc
     return [kept[k] for k in sorted(kept)]
 
@@ -312,17 +331,38 @@ def _newer(a: FlightRecorderDump, b: FlightRecorderDump) -> bool:
 
 def normalize_op(profiling_name: str | None) -> str:
     """'gloo:all_reduce' -> 'all_reduce'; 'nccl:send 1->2' -> 'send'; 'c10d:barrier' -> 'barrier'."""
-    name = (profiling_name or "").strip()
+    name = (profiling_name if isinstance(profiling_name, str) else "").strip()
     if ":" in name:
         name = name.split(":", 1)[1]
     return name.split(" ", 1)[0] or "unknown"
 
 
+_INT64 = 2**63
+
+
 def _int(v: Any) -> int | None:
-    try:
-        return None if v is None else int(v)
-    except (TypeError, ValueError):
+    """An int64, or None: a dump from a hostile or broken writer may hold any JSON/pickle value here
+    (strings, floats, NaN, counters past int64), and one bad value must not fail the whole dump."""
+    if v is None or isinstance(v, bool):
         return None
+    try:
+        n = int(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return n if -_INT64 <= n < _INT64 else None
+
+
+def _int32(v: Any) -> int | None:
+    n = _int(v)
+    return n if n is not None and -(2**31) <= n < 2**31 else None
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _list(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, (list, tuple)) else []
 
 
 def _ts(v: Any) -> int | None:
@@ -351,19 +391,21 @@ def _pg_name(e: Mapping[str, Any]) -> str:
 
 
 def _sizes(v: Any) -> list[list[int]] | None:
-    if not isinstance(v, (list, tuple)):
+    if not isinstance(v, (list, tuple)) or not all(isinstance(s, (list, tuple)) for s in v):
         return None
-    try:
-        return [[int(x) for x in s] for s in v]
-    except (TypeError, ValueError):
-        return None
+    out = [[_int(x) for x in s] for s in v]
+    return None if any(x is None for s in out for x in s) else out  # type: ignore[misc]
 
 
 def _frames(v: Any) -> list[dict[str, Any]]:
     if not isinstance(v, (list, tuple)):
         return []
     return [
-        {"name": str(f.get("name", "")), "filename": str(f.get("filename", "")), "line": _int(f.get("line"))}
+        {
+            "name": str(f.get("name", ""))[:1000],
+            "filename": str(f.get("filename", ""))[:1000],
+            "line": _int32(f.get("line")),
+        }
         for f in v
         if isinstance(f, dict)
     ]
@@ -398,7 +440,9 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
         for e in d.entries:
             pg = e.get("process_group") or ("", "")
             pg_name, pg_desc = (
-                (str(pg[0]), str(pg[1]) if len(pg) > 1 else None) if isinstance(pg, (list, tuple)) else (str(pg), None)
+                (str(pg[0]), str(pg[1]) if len(pg) > 1 else None)
+                if isinstance(pg, (list, tuple)) and pg
+                else (str(pg), None)
             )
             is_p2p = bool(e.get("is_p2p"))
             frames = _frames(e.get("frames"))
@@ -414,14 +458,14 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
                     "op": normalize_op(e.get("profiling_name")),
                     "input_sizes": _sizes(e.get("input_sizes")),
                     "output_sizes": _sizes(e.get("output_sizes")),
-                    "input_dtypes": [str(x) for x in e.get("input_dtypes") or []],
-                    "output_dtypes": [str(x) for x in e.get("output_dtypes") or []],
+                    "input_dtypes": [str(x) for x in _list(e.get("input_dtypes"))],
+                    "output_dtypes": [str(x) for x in _list(e.get("output_dtypes"))],
                     "enqueue_ts": _ts(e.get("time_created_ns")),
                     # JSON writes 0 and the pickle None for "never discovered" (FlightRecorderDetail.hpp).
                     "start_ts": _ts(e.get("time_discovered_started_ns")),
                     "end_ts": _ts(e.get("time_discovered_completed_ns")),
-                    "state": e.get("state"),
-                    "retired": e.get("retired"),
+                    "state": _str(e.get("state")),
+                    "retired": e.get("retired") if isinstance(e.get("retired"), bool) else None,
                     "timeout_ms": _int(e.get("timeout_ms")),
                     # The schema stores frames innermost last; Flight Recorder lists them innermost first.
                     "frames": json.dumps(frames[::-1]) if frames else None,
@@ -449,6 +493,8 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
             placed = id_to_name.get(pg_id)
             if placed is None:
                 logger.info("%s: pg_status key %s matches no entry; skipped", d.path, pg_id)
+                continue
+            if not isinstance(st, Mapping):
                 continue
             status.append(
                 {

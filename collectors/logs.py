@@ -32,6 +32,7 @@ import logging
 import os
 import re
 import signal as _signal
+import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -1547,10 +1548,25 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     return _to_table(parse_records(clean_lines(text), default_rank=rank, default_host=host), source)
 
 
-def _read_text(path: Path) -> str:
+MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one log; the rest is cut, said
+
+
+def _read_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
+    """The file as text (any bytes decoded with replacement), at most `max_bytes` of it: a gzip bomb is
+    cut off and a truncated .gz keeps what was readable, each with a warning naming the file."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:  # type: ignore[operator]
-        return f.read()
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        with opener(path, "rb") as f:  # type: ignore[operator]
+            while total < max_bytes and (chunk := f.read(min(1 << 20, max_bytes - total))):
+                chunks.append(chunk)
+                total += len(chunk)
+            if total >= max_bytes and f.read(1):
+                logger.warning("%s: over %d bytes (decompressed); the rest is not read", path, max_bytes)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        logger.warning("%s: truncated or damaged gzip (%s); the %d readable bytes are analysed", path, exc, total)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def parse_log_file(path: str | os.PathLike[str], *, rank: int | None = None, host: str | None = None) -> pa.Table:

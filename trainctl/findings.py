@@ -191,6 +191,9 @@ class Report:
     # Why an analysis gave no verdict where one might be expected (e.g. a run too short for the
     # straggler windows). Additive in the JSON ("notes", a list of strings).
     notes: tuple[str, ...] = ()
+    # Inputs that could not be read or analysed, one line each (file or analyzer, what, the fix):
+    # the verdict covers the rest. Additive in the JSON ("skipped").
+    skipped: tuple[str, ...] = ()
 
     def max_severity(self) -> Severity | None:
         return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
@@ -203,6 +206,7 @@ class Report:
             "source_kind": self.source_kind,
             "findings": [f.to_dict() for f in sort_findings(self.findings)],
             "notes": list(self.notes),
+            "skipped": list(self.skipped),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -219,6 +223,7 @@ class Report:
             source=d.get("source", ""),
             source_kind=d.get("source_kind", ""),
             notes=tuple(str(n) for n in d.get("notes", ())),
+            skipped=tuple(str(n) for n in d.get("skipped", ())),
         )
 
 

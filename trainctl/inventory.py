@@ -70,10 +70,14 @@ def check_host(name: str, *, where: str = "--hosts") -> str:
 
 
 def _parse_hostfile(path: Path) -> list[HostSpec]:
+    if path.exists() and not path.is_file():  # a FIFO or a device would block the read or never end
+        raise InventoryError(f"{path}: not a regular file; pass a hostfile (one host per line)")
     try:
-        lines = path.read_text().splitlines()
+        if path.stat().st_size > 64 << 20:
+            raise InventoryError(f"{path}: over 64 MiB, not a hostfile; check the path")
+        lines = path.read_text(errors="replace").splitlines()
     except OSError as exc:
-        raise InventoryError(f"{path}: cannot read hostfile ({exc.strerror})") from exc
+        raise InventoryError(f"{path}: cannot read hostfile ({exc.strerror or exc})") from exc
     hosts: list[HostSpec] = []
     for n, raw in enumerate(lines, 1):
         line = raw.split("#", 1)[0].strip()
@@ -103,6 +107,8 @@ def parse_hosts(spec: str) -> list[HostSpec]:
     spec = spec.strip()
     if not spec:
         raise InventoryError("empty host list; pass --hosts node01,node02, a hostfile, or node[01-16]")
+    if "\0" in spec:
+        raise InventoryError(f"--hosts {spec[:60]!r}: holds a NUL byte; pass host names or a hostfile path")
     if spec.startswith("@"):
         hosts = _parse_hostfile(Path(spec[1:]))
     elif "/" in spec or ("," not in spec and Path(spec).is_file()):  # long comma lists are no file names

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from trainctl import __version__
-from trainctl.cli.console import err, setup_logging
+from trainctl.cli.console import err, setup_logging, styled
 from trainctl.errors import TrainctlError
 from trainctl.exit_codes import ExitCode, help_text
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     except TrainctlError as e:
         if _state["verbose"] >= 2:
             err.print_exception()
-        err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False, soft_wrap=True)
+        err.print(styled("error:", "bold red", f" {e}"), highlight=False, soft_wrap=True)
         sys.exit(ExitCode.ERROR)
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from trainctl.cli.console import err, out
 from trainctl.inventory import parse_hosts
@@ -21,20 +22,20 @@ if TYPE_CHECKING:
 
 
 def _summary(result: CollectResult) -> Table:
-    t = Table(title=f"collected into {result.out} in {result.duration_s:.1f}s", title_justify="left")
+    t = Table(title=Text(f"collected into {result.out} in {result.duration_s:.1f}s"), title_justify="left")
     for col in ("host", "status", "kinds ok", "files", "bytes", "problem"):
         t.add_column(col, justify="right" if col in ("kinds ok", "files", "bytes") else "left")
     for rep in result.reports:
         bad = [r for r in rep.rows if not r.ok]
-        status = "[red]failed[/]" if rep.failed else ("[yellow]partial[/]" if bad else "[green]ok[/]")
+        status = Text("failed", "red") if rep.failed else (Text("partial", "yellow") if bad else Text("ok", "green"))
         problem = rep.error or (f"{bad[0].kind}: {bad[0].error_type}: {bad[0].error}" if bad else "")
         t.add_row(
-            rep.host,
+            Text(rep.host),
             status,
             f"{len(rep.rows) - len(bad)}/{len(rep.rows)}",
             str(rep.files_fetched),
             f"{rep.bytes_fetched:,}",
-            problem,
+            Text(problem),
         )
     return t
 

@@ -11,6 +11,7 @@ import sys
 
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.text import Text
 
 
 def _width() -> int | None:
@@ -18,8 +19,16 @@ def _width() -> int | None:
     return None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
 
 
-out = Console(width=_width(), soft_wrap=False)
-err = Console(stderr=True, width=_width())
+# markup=False: what these consoles print carries data (paths, host names, log lines, reasons from
+# findings), and rich markup in data (`[/x]`) must print as it is, not crash. Style goes through
+# `styled` (Text), never through markup in a format string.
+out = Console(width=_width(), soft_wrap=False, markup=False)
+err = Console(stderr=True, width=_width(), markup=False)
+
+
+def styled(head: str, style: str, rest: str = "") -> Text:
+    """`head` in `style`, then `rest` as plain text (no markup is ever parsed)."""
+    return Text.assemble((head, style), rest)
 
 
 def setup_logging(verbosity: int) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, out, styled
 from trainctl.cli.render import findings_table
 from trainctl.exit_codes import ExitCode
 
@@ -40,7 +40,11 @@ def demo(
         script_and_args=["--steps", str(steps)],
     )
     err.print(
-        f"[bold]trainctl demo[/]: 2 hosts x 2 ranks, reference trainer, --inject straggler:rank=2,factor=1.5 -> {run_dir}"
+        styled(
+            "trainctl demo",
+            "bold",
+            f": 2 hosts x 2 ranks, reference trainer, --inject straggler:rank=2,factor=1.5 -> {run_dir}",
+        )
     )
     result = run_spec(spec)
     if result.status is not ActionKind.SUCCEEDED:
@@ -51,7 +55,7 @@ def demo(
                 highlight=False,
                 soft_wrap=True,
             )
-        err.print(f"[bold red]demo run did not finish:[/] {result.reason}; see {result.run_dir}/logs")
+        err.print(styled("demo run did not finish:", "bold red", f" {result.reason}; see {result.run_dir}/logs"))
         raise typer.Exit(ExitCode.RUN_FAILED)
     err.print(f"run finished in {result.elapsed_s:.1f}s; diagnosing {result.run_dir}")
     report = diagnose_path(result.run_dir)

@@ -6,6 +6,7 @@ from enum import Enum
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from trainctl.cli.console import err, out
 from trainctl.cli.hangmap import hang_maps
@@ -30,7 +31,7 @@ def diagnose(
     # (~0.5 s), which `trainctl --help`, `collect` and every other command must not pay for.
     from trainctl.ops.diagnose.diagnosis import diagnose_path
 
-    with err.status(f"diagnosing {path} ...", spinner="dots"):
+    with err.status(Text(f"diagnosing {path} ..."), spinner="dots"):
         report = diagnose_path(path)
     if json_out:
         out.print_json(report.to_json()) if out.is_terminal else print(report.to_json())
@@ -40,6 +41,11 @@ def diagnose(
             out.print(hang_map)
         for note in report.notes:  # why an analysis gave no verdict (e.g. a run too short)
             out.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    for line in report.skipped[:20] if not json_out else ():  # (the loaders' warnings said it as it happened)
+        err.print(Text(f"skipped: {line}", style="yellow"), soft_wrap=True)
     worst = report.max_severity()
     if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
         raise typer.Exit(ExitCode.FINDINGS)
+    if report.skipped:
+        # Nothing at or above --fail-on in what could be read, but not everything could: say so.
+        raise typer.Exit(ExitCode.PARTIAL)

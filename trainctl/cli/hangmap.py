@@ -44,12 +44,12 @@ def render_hang_map(finding: Finding) -> Group | None:
     parts: list[Any] = [Text(title, style="bold")]
     for i, stage in enumerate(hm.get("stages", [])):
         table = Table(
-            show_header=True, show_lines=True, title=f"{axes['stage']} stage {i}" if axes.get("stage") else None
+            show_header=True, show_lines=True, title=Text(f"{axes['stage']} stage {i}") if axes.get("stage") else None
         )
         ncols = max((len(row) for row in stage), default=0)
-        table.add_column(axes.get("row") or "", style="bold")
+        table.add_column(Text(str(axes.get("row") or "")), style="bold")
         for c in range(ncols):
-            table.add_column(f"{axes.get('col') or 'rank'} {c}" if axes.get("row") else "", justify="center")
+            table.add_column(Text(f"{axes.get('col') or 'rank'} {c}" if axes.get("row") else ""), justify="center")
         for j, row in enumerate(stage):
             cells = []
             for r in row:
@@ -60,7 +60,7 @@ def render_hang_map(finding: Finding) -> Group | None:
                 st = st if st in _MARK else "no_data"
                 host = hosts.get(str(r))
                 cells.append(Text(f"{_MARK[st]} r{r}" + (f"\n{host}" if host else ""), style=_STYLE[st]))
-            table.add_row(f"{axes.get('row')} {j}" if axes.get("row") else "", *cells)
+            table.add_row(Text(f"{axes.get('row')} {j}" if axes.get("row") else ""), *cells)
         parts.append(table)
     parts.append(
         Text(

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, out, styled
 from trainctl.exit_codes import ExitCode
 from trainctl.ops.launch.request import TRAINER_MODULE, LaunchRequest, OptionDecl
 
@@ -47,8 +48,8 @@ def run_spec(spec) -> object:
     with err.status("starting ...", spinner="dots") as st:
         result = launch_local(
             spec,
-            notify=lambda m: err.print(f"[dim]trainctl:[/] {m}", highlight=False, soft_wrap=True),
-            status=lambda m: st.update(m),
+            notify=lambda m: err.print(styled("trainctl:", "dim", f" {m}"), highlight=False, soft_wrap=True),
+            status=lambda m: st.update(Text(m)),  # data, never markup
         )
     return result
 
@@ -65,13 +66,17 @@ def run_hosts(spec, request: LaunchRequest) -> None:
         res = supervise_hosts(
             spec,
             notify=lambda m: err.print(f"trainctl: {m}", highlight=False, markup=False, soft_wrap=True),
-            status=lambda m: st.update(m),
+            status=lambda m: st.update(Text(m)),  # data, never markup
         )
     out.print(str(spec.run_dir), highlight=False)
     if res.ok:
         err.print(
-            f"[green]run finished[/] after {res.attempts} attempt(s) in {res.elapsed_s:.1f}s on {', '.join(res.hosts)}"
-            + (f"; evicted {', '.join(res.evicted)}" if res.evicted else ""),
+            styled(
+                "run finished",
+                "green",
+                f" after {res.attempts} attempt(s) in {res.elapsed_s:.1f}s on {', '.join(res.hosts)}"
+                + (f"; evicted {', '.join(res.evicted)}" if res.evicted else ""),
+            ),
             highlight=False,
         )
         return
@@ -83,10 +88,12 @@ def run_hosts(spec, request: LaunchRequest) -> None:
             soft_wrap=True,
         )
     err.print(
-        f"[bold red]run stopped:[/] {res.reason}; decisions in {spec.run_dir}/supervisor.jsonl, "
-        f"evidence under {spec.run_dir}/incidents/",
+        styled(
+            "run stopped:",
+            "bold red",
+            f" {res.reason}; decisions in {spec.run_dir}/supervisor.jsonl, evidence under {spec.run_dir}/incidents/",
+        ),
         highlight=False,
-        markup=False,
     )
     raise typer.Exit(ExitCode.RUN_FAILED)
 
@@ -95,7 +102,7 @@ def report_result(result, spec) -> None:
     from trainctl.ops.launch.local import ActionKind, format_root_cause
 
     if result.status is ActionKind.SUCCEEDED:
-        err.print(f"[green]run finished[/] in {result.elapsed_s:.1f}s: {result.run_dir}", highlight=False)
+        err.print(styled("run finished", "green", f" in {result.elapsed_s:.1f}s: {result.run_dir}"), highlight=False)
         out.print(str(result.run_dir), highlight=False)
         return
     if result.status is ActionKind.FAILED:
@@ -107,15 +114,22 @@ def report_result(result, spec) -> None:
                 soft_wrap=True,
             )
         err.print(
-            f"[bold red]run failed:[/] {result.reason}; logs under {result.run_dir}/logs; "
-            f"next: trainctl diagnose {result.run_dir}",
+            styled(
+                "run failed:",
+                "bold red",
+                f" {result.reason}; logs under {result.run_dir}/logs; next: trainctl diagnose {result.run_dir}",
+            ),
             highlight=False,
         )
         out.print(str(result.run_dir), highlight=False)
         raise typer.Exit(ExitCode.RUN_FAILED)
     err.print(
-        f"[bold red]run hung:[/] {result.reason}; dumps in {result.run_dir}/fr and {result.run_dir}/stacks; "
-        f"next: trainctl diagnose {result.run_dir}",
+        styled(
+            "run hung:",
+            "bold red",
+            f" {result.reason}; dumps in {result.run_dir}/fr and {result.run_dir}/stacks; "
+            f"next: trainctl diagnose {result.run_dir}",
+        ),
         highlight=False,
     )
     out.print(str(result.run_dir), highlight=False)

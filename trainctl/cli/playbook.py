@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, out, styled
 from trainctl.errors import InputError
 from trainctl.exit_codes import ExitCode
 from trainctl.ops.playbook.audit import StepRecord, StepStatus
@@ -65,7 +65,7 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="Playbooks as J
         steps = " > ".join(s.id + ("!" if s.destructive else "") for s in b.steps)
         table.add_row(b.name, trig, b.trigger.confidence_label, steps, b.description)
     out.print(table)
-    err.print("[dim]! marks destructive steps (need --yes or a confirmation)[/]")
+    err.print(styled("! marks destructive steps (need --yes or a confirmation)", "dim"))
 
 
 @app.command("show")
@@ -136,7 +136,11 @@ def run_cmd(
         inputs=_parse_inputs(inputs),
         progress=lambda line: err.print(line, highlight=False, markup=False),
     )
-    err.print(f"[bold]{book.name}[/] on {run}" + (" [cyan](dry run: nothing will be changed)[/]" if dry_run else ""))
+    err.print(
+        Text.assemble(
+            (book.name, "bold"), f" on {run}", (" (dry run: nothing will be changed)" if dry_run else "", "cyan")
+        )
+    )
     result = run_playbook(book, run, opts, on_record=_print_record)
     if json_out:
         _emit_json(result.to_dict())

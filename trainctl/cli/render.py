@@ -26,7 +26,9 @@ def _evidence_text(evidence: dict) -> str:
 def findings_table(report: Report) -> Table | Text:
     if not report.findings:
         return Text(f"no findings in {report.source} ({report.source_kind})", style="green")
-    title = f"trainctl diagnose: {report.source}" + (f" (run {report.run_id})" if report.run_id else "")
+    # Every cell is a Text, never markup: summaries quote log lines, paths and host names, and a
+    # `[/x]` in them must print as it is, not crash the renderer.
+    title = Text(f"trainctl diagnose: {report.source}" + (f" (run {report.run_id})" if report.run_id else ""))
     table = Table(title=title, show_lines=False, expand=False)
     for col in ("severity", "kind", "category", "ranks", "hosts", "conf", "summary", "playbook"):
         table.add_column(col, overflow="fold")
@@ -35,12 +37,12 @@ def findings_table(report: Report) -> Table | Text:
         hosts = ",".join(f.hosts[:4]) + (",..." if len(f.hosts) > 4 else "")
         table.add_row(
             Text(f.severity.value, style=_STYLE[f.severity]),
-            f.kind.value,
-            f.category.value if f.category else "",
-            ranks,
-            hosts,
-            f"{f.confidence:.2f}",
-            f.summary,
-            f.playbook or "",
+            Text(f.kind.value),
+            Text(f.category.value if f.category else ""),
+            Text(ranks),
+            Text(hosts),
+            Text(f"{f.confidence:.2f}"),
+            Text(f.summary),
+            Text(f.playbook or ""),
         )
     return table

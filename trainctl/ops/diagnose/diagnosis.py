@@ -6,6 +6,7 @@ directory of raw Flight Recorder dumps, or one log file. The kind is detected, n
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping
 from enum import Enum
@@ -15,12 +16,14 @@ import pyarrow as pa
 
 from trainctl import dataset
 from trainctl.analyzers import run_analysis
-from trainctl.errors import InputError
+from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
 from trainctl.rundir import RunInfo, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["InputKind", "detect_input", "load_signals", "diagnose_path", "RAW_PARSERS"]
 
@@ -56,6 +59,11 @@ def detect_input(path: Path) -> InputKind:
         )
     if path.is_file():
         return InputKind.LOG_FILE
+    if not path.is_dir():  # a FIFO, a socket or a device: reading it could block forever
+        raise InputError(
+            f"{path}: not a regular file or a directory; pass a run dir, a collected dataset, a Flight Recorder "
+            "dump dir or a log file"
+        )
     if not any(path.iterdir()):
         raise InputError(
             f"{path}: directory is empty; expected a run dir (run.json), a dataset (<kind>/host=<host>/), Flight Recorder dumps or a log file"
@@ -97,7 +105,20 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
     tables = _load_tables(path)
     raw: dict[SignalKind, list[pa.Table]] = {}
     for parse in RAW_PARSERS:
-        for k, t in parse(path, run).items():
+        try:
+            parsed = parse(path, run)
+        except TrainctlError:
+            raise
+        except (OSError, RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, ArithmeticError,
+                AttributeError, UnicodeError, pa.ArrowException) as exc:  # fmt: skip
+            # One family of raw artefacts that no parser was written for must not take the others
+            # (or the tables) down: skip it, say which, analyse the rest.
+            logger.warning(
+                "%s: %s could not parse its files (%s: %s); skipped, the rest is analysed",
+                path, parse.__module__.rsplit(".", 1)[-1], type(exc).__name__, str(exc)[:200],
+            )  # fmt: skip
+            continue
+        for k, t in parsed.items():
             if k not in tables and t.num_rows:
                 raw.setdefault(k, []).append(t)
     for k, ts in raw.items():
@@ -107,15 +128,42 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
     return Signals(run, tables, str(path))
 
 
+class _SkipRecorder(logging.Handler):
+    """Collects the warnings trainctl's loaders and analyzers log while one diagnosis runs: each is
+    an input (file, table, dump) that was skipped or only partly read, listed in Report.skipped."""
+
+    def __init__(self, limit: int = 200) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+        self.dropped = 0
+        self.limit = limit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.lines) < self.limit:
+            self.lines.append(record.getMessage()[:500])
+        else:
+            self.dropped += 1
+
+
 def diagnose_path(path: str | os.PathLike[str]) -> Report:
     p = Path(path)
     kind = detect_input(p)
-    signals = load_signals(p, kind)
-    analysis = run_analysis(signals)
+    recorder = _SkipRecorder()
+    root = logging.getLogger("trainctl")
+    root.addHandler(recorder)
+    try:
+        signals = load_signals(p, kind)
+        analysis = run_analysis(signals)
+    finally:
+        root.removeHandler(recorder)
+    skipped = (
+        recorder.lines + ([f"... and {recorder.dropped} more"] if recorder.dropped else []) + list(analysis.skipped)
+    )
     return Report(
         run_id=signals.run.run_id if signals.run else None,
         findings=analysis.findings,
         source=str(p),
         source_kind=kind.value,
         notes=analysis.notes,
+        skipped=tuple(dict.fromkeys(skipped)),
     )

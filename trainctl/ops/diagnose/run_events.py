@@ -51,9 +51,10 @@ def _read_json(path: Path) -> Any | None:
 
 def _rank_of(path: Path) -> int | None:
     stem = path.stem
-    if not stem.startswith("rank-") or not stem[5:].isdigit():
+    if not stem.startswith("rank-") or not stem[5:].isdigit() or len(stem) > 15:
         return None
-    return int(stem[5:])
+    rank = int(stem[5:])
+    return rank if rank < 2**31 else None  # ranks are int32 in every table
 
 
 def _ts_ns(*values: Any) -> int | None:

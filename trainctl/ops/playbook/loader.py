@@ -106,7 +106,10 @@ def load_yaml(text: str, source: str) -> Document:
             f"{source}:1: the file is larger than {MAX_BYTES // 1024} KiB; a playbook is a short YAML file, "
             "check that this is the right file"
         )
-    loader = _LimitedLoader(text)
+    try:
+        loader = _LimitedLoader(text)  # PyYAML's Reader refuses control characters right here
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source) from exc
     try:
         node = loader.get_single_node()
     except _Refused as exc:
