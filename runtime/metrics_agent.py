@@ -76,8 +76,11 @@ def _load_pynvml() -> Any:
 class NvmlSampler:
     """Reads every gpu_metrics column for every GPU through an NVML module (pynvml or a fake)."""
 
-    def __init__(self, nvml: Any = None) -> None:
+    def __init__(self, nvml: Any = None, *, only: tuple[str, ...] | None = None) -> None:
         self.nvml = nvml if nvml is not None else _load_pynvml()
+        # CUDA_VISIBLE_DEVICES entries (indices in PCI bus order, or UUIDs) of the GPUs this agent
+        # reports: a simulated host of `launch --local` reports only its own GPUs. None: all.
+        self.only = only
         self._handles: list[Any] = []
         self._links: dict[int, list[int]] = {}
         self._last_xid: dict[int, int] = {}
@@ -96,12 +99,32 @@ class NvmlSampler:
             raise NvmlUnavailable(f"NVML init failed: {exc}") from exc
         if count == 0:
             raise NvmlUnavailable("NVML sees no GPU on this host")
-        self._handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        self._handles = []
+        for i in range(count):
+            # Every per-device call is guarded: a GPU that fell off the bus must not take the agent
+            # down, it must become a lost GPU (no rows; the analyzer sees it silent).
+            try:
+                h = n.nvmlDeviceGetHandleByIndex(i)
+            except n.NVMLError as exc:
+                logger.error("GPU %d: NVML gives no handle (%s); counted as lost", i, exc)
+                self._lost.add(i)
+                h = None
+            if h is not None and self.only is not None and not self._selected(i, h):
+                self._lost.add(i)  # not ours: never sampled, not counted
+            self._handles.append(h)
         for i, h in enumerate(self._handles):
-            self._links[i] = self._active_links(h)
+            if h is None or i in self._lost:
+                continue
+            try:
+                self._links[i] = self._active_links(h)
+            except n.NVMLError as exc:
+                logger.debug("GPU %d: NVLink state unreadable (%s)", i, exc)
+                self._links[i] = []
         try:
             self._events = n.nvmlEventSetCreate()
             for i, h in enumerate(self._handles):
+                if h is None or i in self._lost:
+                    continue
                 try:
                     n.nvmlDeviceRegisterEvents(h, n.nvmlEventTypeXidCriticalError, self._events)
                 except n.NVMLError as exc:
@@ -112,6 +135,14 @@ class NvmlSampler:
             )
             self._events = None
         return count
+
+    def _selected(self, i: int, h: Any) -> bool:
+        if str(i) in self.only:
+            return True
+        try:
+            return _text(self.nvml.nvmlDeviceGetUUID(h)) in self.only
+        except self.nvml.NVMLError:
+            return False
 
     def close(self) -> None:
         n = self.nvml
@@ -412,6 +443,8 @@ class AgentConfig:
     interval_s: float = 1.0
     flush_s: float = 10.0
     duration_s: float | None = None  # None: until stopped
+    only_gpus: tuple[str, ...] | None = None  # report only these GPUs (CUDA_VISIBLE_DEVICES entries)
+    expect_gpus: bool = True  # False (launch --local on a machine without GPUs): no NVML is no news
 
 
 @dataclass
@@ -447,12 +480,14 @@ class MetricsAgent:
 
     def _open_nvml(self) -> None:
         try:
-            sampler = NvmlSampler(self._nvml_module)
+            sampler = NvmlSampler(self._nvml_module, only=self.config.only_gpus)
             count = sampler.open()
         except NvmlUnavailable as exc:
             self.stats.nvml_reason = str(exc)
             # The one line that says why there will be no gpu_metrics from this host.
-            logger.warning("%s: no GPU metrics (%s); recording host metrics only", self.config.host, exc)
+            (logger.warning if self.config.expect_gpus else logger.info)(
+                "%s: no GPU metrics (%s); recording host metrics only", self.config.host, exc
+            )
             return
         self.gpu = sampler
         self.stats.nvml = True
@@ -526,10 +561,20 @@ class BackgroundAgent:
 
 
 def start_background(
-    out_dir: str | os.PathLike[str], host: str, *, interval_s: float = 1.0, flush_s: float = 10.0, nvml: Any = None
+    out_dir: str | os.PathLike[str],
+    host: str,
+    *,
+    interval_s: float = 1.0,
+    flush_s: float = 10.0,
+    nvml: Any = None,
+    only_gpus: tuple[str, ...] | None = None,
+    expect_gpus: bool = True,
 ) -> BackgroundAgent:
-    """Start one agent in a daemon thread beside a run (the launcher calls this once per host)."""
-    agent = MetricsAgent(AgentConfig(Path(out_dir), host, interval_s, flush_s), nvml=nvml)
+    """Start one agent in a daemon thread beside a run (the launcher calls this once per host);
+    `only_gpus`: the host's CUDA_VISIBLE_DEVICES entries (a simulated host of launch --local)."""
+    agent = MetricsAgent(
+        AgentConfig(Path(out_dir), host, interval_s, flush_s, only_gpus=only_gpus, expect_gpus=expect_gpus), nvml=nvml
+    )
     stop = threading.Event()
     t = threading.Thread(target=agent.run, args=(stop,), name=f"trainctl-metrics-{host}", daemon=True)
     t.start()

@@ -148,6 +148,31 @@ class RowParallelLinear(nn.Module):
         return y + self.bias
 
 
+def _sharded(model: nn.Module) -> set[int]:
+    """ids of the parameters split across the tp group (each rank holds 1/tp of them)."""
+    out: set[int] = set()
+    for m in model.modules():
+        if isinstance(m, ColumnParallelLinear):
+            out |= {id(m.weight), id(m.bias)}
+        elif isinstance(m, RowParallelLinear):
+            out.add(id(m.weight))  # its bias is added after the reduction: replicated
+    return out
+
+
+def model_params(model: nn.Module, tp: int) -> int:
+    """The whole model's parameter count from one tp rank: shards x tp, replicated ones once.
+    (Counting everything x tp, as before, overstated it by the replicated embeddings and norms.)"""
+    sharded = _sharded(model)
+    return sum(p.numel() * (tp if id(p) in sharded else 1) for p in model.parameters())
+
+
+def matmul_params(model: nn.Module, tp: int) -> int:
+    """model_params without embedding tables (a lookup, no FLOPs): the N of the 6N FLOPs/token rule."""
+    emb = {id(p) for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters()}
+    sharded = _sharded(model)
+    return sum(p.numel() * (tp if id(p) in sharded else 1) for p in model.parameters() if id(p) not in emb)
+
+
 class Block(nn.Module):
     def __init__(self, d: int, heads: int, tp: int, group: Any) -> None:
         super().__init__()
@@ -406,12 +431,50 @@ def peak_flops_per_rank(device: torch.device, override_tflops: float | None) -> 
     )
 
 
-def straggle(drill: inject.Straggler | None, phase: str, step: int, t0_ns: int) -> None:
-    """Sleep so that this phase takes `factor` x its normal time (its measured time so far, less
-    the time it spent waiting for tp peers, which is not this rank's work)."""
-    if drill is not None and drill.phase == phase and step >= drill.start_step:
+def _drilled(drill: inject.Straggler | None, phase: str, step: int) -> bool:
+    return drill is not None and drill.phase == phase and step >= drill.start_step
+
+
+def phase_t0(drill: inject.Straggler | None, phase: str, step: int, device: torch.device) -> int:
+    """The phase's start time. On a GPU, the drilled rank first waits for its queued work, so that
+    `straggle` measures this phase's own GPU time (only the straggling rank ever synchronizes)."""
+    if device.type == "cuda" and _drilled(drill, phase, step):
+        torch.cuda.synchronize(device)
+    return time.perf_counter_ns()
+
+
+_GPU_CYCLES_PER_NS: list[float] = []
+
+
+def _gpu_cycles_per_ns(device: torch.device) -> float:
+    """torch.cuda._sleep spins for a number of GPU clock cycles: calibrate once against CUDA events."""
+    if not _GPU_CYCLES_PER_NS:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        cycles = 50_000_000
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        _GPU_CYCLES_PER_NS.append(cycles / max(1.0, start.elapsed_time(end) * 1e6))
+    return _GPU_CYCLES_PER_NS[0]
+
+
+def straggle(
+    drill: inject.Straggler | None, phase: str, step: int, t0_ns: int, device: torch.device | None = None
+) -> None:
+    """Make this phase take `factor` x its normal time (its measured time so far, less the time it
+    spent waiting for tp peers, which is not this rank's work). On a GPU the GPU itself is slowed
+    (a spin kernel on the compute stream, as a throttled or degraded GPU would be), so CUDA-event
+    timelines and the peers see what a real slow GPU causes; on CPU the rank sleeps."""
+    if not _drilled(drill, phase, step):
+        return
+    if device is not None and device.type == "cuda":
+        torch.cuda.synchronize(device)
         own_ns = max(0, time.perf_counter_ns() - t0_ns - _TP_NS[0])
-        time.sleep((drill.factor - 1.0) * own_ns / 1e9)
+        torch.cuda._sleep(int((drill.factor - 1.0) * own_ns * _gpu_cycles_per_ns(device)))
+        return
+    own_ns = max(0, time.perf_counter_ns() - t0_ns - _TP_NS[0])
+    time.sleep((drill.factor - 1.0) * own_ns / 1e9)
 
 
 XID_MESSAGES = {
@@ -492,7 +555,8 @@ def train(args: argparse.Namespace) -> int:
     nan = next((d for d in drills if isinstance(d, inject.NanLoss)), None)
     xid = next((d for d in inject.from_env() if isinstance(d, inject.Xid) and d.host == host), None)
 
-    use_cuda = torch.cuda.is_available()
+    # TRAINCTL_BACKEND (launch --backend): gloo runs the ranks on CPU even where GPUs are visible.
+    use_cuda = torch.cuda.is_available() and os.environ.get("TRAINCTL_BACKEND", "") != "gloo"
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(device)
@@ -541,9 +605,9 @@ def train(args: argparse.Namespace) -> int:
         heartbeat=hb,
         enabled=not args.no_instrument,
     )
-    n_params = sum(p.numel() for p in params) * args.tp  # whole model (tp shards)
+    n_params = model_params(model, args.tp)
     peak, peak_note = peak_flops_per_rank(device, args.peak_tflops)
-    flops_per_token = 6 * n_params  # dense-model approximation; attention over short segments is small
+    flops_per_token = 6 * matmul_params(model, args.tp)  # dense-model approximation (6N, N without embeddings)
     if rank == 0:
         print(
             f"trainctl trainer: world={world} tp={args.tp} dp={topo.dp} params={n_params} optimizer={args.optimizer} "
@@ -583,26 +647,26 @@ def train(args: argparse.Namespace) -> int:
             step_t0 = time.perf_counter_ns()
             with rec.phase("step"):
                 with rec.phase("data"):
-                    t0 = time.perf_counter_ns()
+                    t0 = phase_t0(straggler, "data", step, device)
                     tokens, targets, positions, mask = (
                         t.to(device, non_blocking=True)
                         for t in packed_batch(data_gen, args.tokens_per_step, args.vocab, args.min_seq, args.max_seq)
                     )
-                    straggle(straggler, "data", step, t0)
+                    straggle(straggler, "data", step, t0, device)
                 _take_tp_ns()
                 with rec.phase("forward"):
-                    t0 = time.perf_counter_ns()
+                    t0 = phase_t0(straggler, "forward", step, device)
                     logits = model(tokens, positions, mask)
                     loss = F.cross_entropy(logits, targets)
                     if nan is not None and step >= nan.step:
                         loss = loss * float("nan")
-                    straggle(straggler, "forward", step, t0)
+                    straggle(straggler, "forward", step, t0, device)
                 tp_forward_ns = _take_tp_ns()
                 with rec.phase("backward"):
-                    t0 = time.perf_counter_ns()
+                    t0 = phase_t0(straggler, "backward", step, device)
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
-                    straggle(straggler, "backward", step, t0)
+                    straggle(straggler, "backward", step, t0, device)
                 tp_backward_ns = _take_tp_ns()
                 with rec.phase("communication"):
                     if hang is not None and step == hang.step:
@@ -617,9 +681,9 @@ def train(args: argparse.Namespace) -> int:
                             p.grad.copy_(flat[off : off + n].view_as(p.grad))
                             off += n
                 with rec.phase("optimizer"):
-                    t0 = time.perf_counter_ns()
+                    t0 = phase_t0(straggler, "optimizer", step, device)
                     opt.step()
-                    straggle(straggler, "optimizer", step, t0)
+                    straggle(straggler, "optimizer", step, t0, device)
             if not use_cuda:
                 rec.move_time("forward", "communication", tp_forward_ns)
                 rec.move_time("backward", "communication", tp_backward_ns)

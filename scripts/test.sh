@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a fresh Debian machine (venv, torch, Debian's
 # openssh-server for the SSH tests), checks the house (scripts/lint.sh) and runs the whole suite.
-# Extra args go to pytest.
+# Extra args go to pytest. `--gpu` first: only the GPU suite (tests/gpu, needs CUDA torch and a GPU;
+# set TORCH_INDEX_URL / TORCH_VERSION for a CUDA build of torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x /usr/sbin/sshd ]; then
@@ -11,4 +12,8 @@ if [ ! -x /usr/sbin/sshd ]; then
 fi
 bash scripts/setup.sh
 bash scripts/lint.sh  # ruff (lint + format) and the import-linter layer contracts
+if [ "${1:-}" = "--gpu" ]; then
+  shift
+  exec .venv/bin/pytest tests/gpu -m gpu -p no:cacheprovider "$@"
+fi
 exec .venv/bin/pytest "$@"

@@ -396,3 +396,25 @@ def test_static_fields_asked_once_retried_after_transient_error_and_absent_bindi
     assert row["gpu_name"] == "NVIDIA H100 80GB HBM3" and row["power_limit_default_w"] == 700.0
     assert calls["name"] == 2  # answered on the second sample, then cached: not asked every second
     assert row["pcie_replay_errors_total"] is None
+
+
+def test_a_gpu_lost_before_the_agent_starts_does_not_stop_it() -> None:
+    """nvmlDeviceGetHandleByIndex itself answers GPU_IS_LOST (the GPU fell off the bus before the
+    agent started): the agent samples the others and counts one GPU fewer."""
+
+    class LostAtStart(FakeNvml):
+        def nvmlDeviceGetHandleByIndex(self, i):
+            if i == 1:
+                raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+            return i
+
+    s = NvmlSampler(LostAtStart([h100(), h100(), h100()]))
+    assert s.open() == 3
+    assert [r["gpu"] for r in s.sample(1)] == [0, 2] and s.gpu_count == 2
+
+
+def test_a_simulated_host_reports_only_its_own_gpus() -> None:
+    gpus = [h100(uuid=f"GPU-{i}") for i in range(4)]
+    s = NvmlSampler(FakeNvml(gpus), only=("2", "GPU-3"))  # CUDA_VISIBLE_DEVICES of node02: an index and a UUID
+    s.open()
+    assert [r["gpu"] for r in s.sample(1)] == [2, 3] and s.gpu_count == 2

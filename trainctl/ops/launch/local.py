@@ -27,6 +27,7 @@ from enum import Enum
 from pathlib import Path
 
 from trainctl.errors import InputError, LaunchError
+from trainctl.ops.launch.placement import gpu_placement, visible_gpus
 from trainctl.ops.launch.request import (
     TRAINER_MODULE,
     LaunchRequest,
@@ -193,6 +194,7 @@ class LaunchSpec:
     keep_hung: bool = False
 
     env: Mapping[str, str] = field(default_factory=dict)  # --env NAME=VALUE for every rank
+    metrics_agent: bool = True  # NVML + /proc sampling beside the ranks, one agent per simulated host
 
     @property
     def world_size(self) -> int:
@@ -251,6 +253,67 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _device_count() -> int:
+    """GPUs this machine has (0 on a CPU build or without a driver); the one boundary placement reads."""
+    try:
+        import torch
+
+        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    except Exception:  # a broken driver install: the ranks will say so themselves
+        return 0
+
+
+def agent_envs(
+    spec: LaunchSpec, run_dir: Path, base_env: Mapping[str, str], device_count: int
+) -> dict[str, dict[str, str]]:
+    """Each simulated host's torchrun agent environment (pure: tested with a machine's GPU count).
+
+    Every rank gets --env, the run's TRAINCTL_* variables and NCCL's per-rank settings; on a GPU
+    machine each simulated host gets its own GPUs (trainctl.ops.launch.placement).
+    """
+    base = {**base_env, **spec.env}  # --env NAME=VALUE reaches every rank
+    placement = gpu_placement(
+        spec.hosts, spec.nproc_per_node, visible_gpus(base, device_count), backend=base.get("TRAINCTL_BACKEND")
+    )
+    out: dict[str, dict[str, str]] = {}
+    for host in spec.hosts:
+        env = dict(base)
+        env.update(
+            {
+                "TRAINCTL_RUN_DIR": str(run_dir),
+                "TRAINCTL_RUN_ID": spec.run_id,
+                "TRAINCTL_HOST": host,
+                "TRAINCTL_INJECT": json.dumps(list(spec.inject)),
+                "TRAINCTL_HANG_TIMEOUT_S": str(spec.hang_timeout_s or 0),
+                "TRAINCTL_RANKS_ON_MACHINE": str(spec.world_size),  # simulated hosts share this machine's cores
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if host in placement:
+            env["CUDA_VISIBLE_DEVICES"] = placement[host]  # local rank r -> this host's r-th GPU
+            # CUDA numbers GPUs fastest-first by default, NVML by PCI bus: make them agree, so the
+            # metrics agent reports exactly the GPUs this host's ranks run on.
+            env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        env.update(nccl_env.rank_env(run_dir, host, env))  # FR watchdog dumps, NCCL_DEBUG and its per-rank log
+        out[host] = env
+    return out
+
+
+def _start_metrics_agents(spec: LaunchSpec, run_dir: Path, envs: Mapping[str, Mapping[str, str]]) -> list:
+    """One NVML/host metrics agent per simulated host, as the multi-host supervisor starts one per
+    host: gpu_metrics and host_metrics land in the run dir, each host reporting only its own GPUs."""
+    from trainctl.runtime.metrics_agent import start_background
+
+    agents = []
+    for host in spec.hosts:
+        visible = envs[host].get("CUDA_VISIBLE_DEVICES")
+        only = tuple(visible.split(",")) if visible else None
+        agents.append(
+            start_background(run_dir, host, interval_s=1.0, flush_s=5.0, only_gpus=only, expect_gpus=only is not None)
+        )
+    return agents
 
 
 def validate(spec: LaunchSpec) -> None:
@@ -493,21 +556,11 @@ def launch_local(
     procs: list[subprocess.Popen] = []
     what = spec.script or TRAINER_MODULE
     t0 = time.monotonic()
+    envs = agent_envs(spec, run_dir, os.environ, _device_count())  # a LaunchError (too few GPUs) before any start
+    agents = _start_metrics_agents(spec, run_dir, envs) if spec.metrics_agent else []
     try:
         for host in spec.hosts:
-            env = {**os.environ, **spec.env}  # --env NAME=VALUE reaches every rank
-            env.update(
-                {
-                    "TRAINCTL_RUN_DIR": str(run_dir),
-                    "TRAINCTL_RUN_ID": spec.run_id,
-                    "TRAINCTL_HOST": host,
-                    "TRAINCTL_INJECT": json.dumps(list(spec.inject)),
-                    "TRAINCTL_HANG_TIMEOUT_S": str(spec.hang_timeout_s or 0),
-                    "TRAINCTL_RANKS_ON_MACHINE": str(spec.world_size),  # simulated hosts share this machine's cores
-                    "PYTHONUNBUFFERED": "1",
-                }
-            )
-            env.update(nccl_env.rank_env(run_dir, host, env))  # FR watchdog dumps, NCCL_DEBUG and its per-rank log
+            env = envs[host]
             log_path = run_dir / "logs" / host / "agent.log"
             log_path.parent.mkdir(parents=True, exist_ok=True)
             with open(log_path, "ab") as agent_log:
@@ -527,6 +580,8 @@ def launch_local(
         return _supervise(spec, run_dir, info, procs, t0, notify, status)
     finally:
         _stop(procs, run_dir, notify)
+        for a in agents:
+            a.stop()
 
 
 def _supervise(

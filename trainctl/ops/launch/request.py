@@ -136,6 +136,10 @@ class LaunchRequest:
         None, "--python", "With --hosts: the Python on the hosts (default: this one, e.g. a shared venv).",
         modes=_HOSTS,
     )  # fmt: skip
+    backend: str | None = _opt(
+        None, "--backend", "nccl or gloo (default: nccl where the ranks see GPUs, else gloo); gloo on a GPU machine "
+        "runs the ranks on CPU.",
+    )  # fmt: skip
     rank_env: tuple[str, ...] = _opt(
         (), "--env", "NAME=VALUE for every rank, repeatable (e.g. GLOO_SOCKET_IFNAME=eth0, NCCL_DEBUG=INFO)."
     )
@@ -206,7 +210,11 @@ class LaunchRequest:
         return tuple(h.name for h in parse_hosts(self.spares)) if self.spares else ()
 
     def env(self) -> dict[str, str]:
-        return dict(e.split("=", 1) for e in self.rank_env)
+        """What every rank gets in its environment: --env entries, and the backend when one was chosen."""
+        env = dict(e.split("=", 1) for e in self.rank_env)
+        if self.backend:
+            env["TRAINCTL_BACKEND"] = self.backend
+        return env
 
     def trainer_args(self) -> tuple[str, ...]:
         """SCRIPT's args, or the reference trainer's: its own options plus --steps / --checkpoint-*."""
@@ -240,6 +248,8 @@ class LaunchRequest:
             raise InputError(f"--checkpoint-every {self.checkpoint_every}: must be >= 0 (0 = no checkpoints)")
         if self.steps is not None and self.steps < 1:
             raise InputError(f"--steps {self.steps}: must be >= 1")
+        if self.backend not in (None, "nccl", "gloo"):
+            raise InputError(f"--backend {self.backend!r}: must be nccl or gloo (or left out: nccl on GPUs, else gloo)")
         self._check_mode_options()
         if self.fail_slow_ratio is not None and (
             not math.isfinite(self.fail_slow_ratio) or (self.fail_slow_ratio != 0 and self.fail_slow_ratio <= 1)

@@ -1,0 +1,77 @@
+"""The GPU path end to end on real hardware (issue 16): NCCL ranks, CUDA-event timelines, placement,
+NVML metrics, NCCL's own logs and the NCCL Flight Recorder of a hung rank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainctl import dataset
+from trainctl.schemas import SignalKind
+
+
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+@pytest.mark.timeout(600)
+def test_reference_trainer_on_nccl_with_cuda_event_timelines(cli, tmp_path: Path) -> None:
+    n = min(_gpus(), 4)
+    hosts = 2 if n >= 2 else 1
+    run = tmp_path / "run"
+    r = cli("launch", "--local", "--hosts-local", hosts, "--nproc-per-node", n // hosts, "--run-dir", run,
+            "--", "--steps", "30")  # fmt: skip
+    assert r.code == 0, r.stderr
+    t = dataset.read_table(run, SignalKind.TIMELINE).to_pandas()
+    assert set(t["source"]) == {"cuda_event"} and (t["duration_ns"] > 0).all()
+    assert t["rank"].nunique() == hosts * (n // hosts)
+    logs = list((run / "logs").glob("*/nccl-rank-*.log"))
+    assert logs, "NCCL_DEBUG_FILE per rank"
+    d = cli("diagnose", run, "--json", "--fail-on", "never")
+    assert d.code in (0, 6), d.stderr
+    assert json.loads(d.stdout)["findings"] is not None
+
+
+@pytest.mark.timeout(600)
+def test_a_hung_nccl_rank_is_named_from_the_nccl_recorder(cli, tmp_path: Path) -> None:
+    if _gpus() < 2:
+        pytest.skip("needs 2 GPUs")
+    run = tmp_path / "run"
+    r = cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "1", "--run-dir", run,
+            "--inject", "hang:rank=1,step=5", "--hang-timeout", "20", "--", "--steps", "40")  # fmt: skip
+    assert r.code == 5, r.stderr
+    assert list((run / "fr").rglob("*nccl*")), "the NCCL recorder's dumps"
+    d = json.loads(cli("diagnose", run, "--json", "--fail-on", "never").stdout)
+    top = d["findings"][0]
+    assert top["kind"] == "hung_collective" and top["ranks"] == [1] and top["hosts"] == ["node02"]
+
+
+def test_nvml_sampler_reads_every_gpu_of_this_machine() -> None:
+    import time
+
+    from trainctl.runtime.metrics_agent import NvmlSampler
+
+    s = NvmlSampler()
+    try:
+        n = s.open()
+        rows = s.sample(time.time_ns())
+    finally:
+        s.close()
+    assert n == _gpus() and len(rows) == n
+    assert all(r["power_w"] is None or r["power_w"] > 0 for r in rows)
+
+
+@pytest.mark.timeout(600)
+def test_gpu_straggler_drill_slows_the_gpu_itself(cli, tmp_path: Path) -> None:
+    if _gpus() < 2:
+        pytest.skip("needs 2 GPUs")
+    run = tmp_path / "run"
+    r = cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "1", "--run-dir", run,
+            "--inject", "straggler:rank=1,factor=2.0", "--", "--steps", "80")  # fmt: skip
+    assert r.code == 0, r.stderr
+    top = json.loads(cli("diagnose", run, "--json", "--fail-on", "never").stdout)["findings"][0]
+    assert top["kind"] == "straggler" and top["ranks"] == [1] and top["hosts"] == ["node02"]
