@@ -24,8 +24,12 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import select
+import shlex
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -129,6 +133,8 @@ class SshTarget:
     host_key_alias: str | None = None
     proxy_jump: str | None = None
     connect_timeout_s: float | None = None
+    proxy_command: str | None = None  # OpenSSH's ProxyCommand, tokens not yet expanded
+    resolved_by: str = "paramiko"  # ssh -G | paramiko: which parser read the config
 
     @property
     def known_hosts_name(self) -> str:
@@ -408,6 +414,80 @@ class ChannelReader:
         self._chan.close()
 
 
+def ssh_G(
+    host: str, config: Path | None, *, port: str | None = None, user: str | None = None
+) -> dict[str, list[str]] | None:
+    """`ssh -G HOST`: the client config exactly as OpenSSH resolves it (Include, Match, canonical
+    names, CertificateFile...), key -> values; None where ssh is not installed or refuses.
+
+    OpenSSH prints every option after evaluation, one `keyword value` per line, keywords lower
+    case (ssh.c, `-G`: "Causes ssh to print its configuration after evaluating Host and Match
+    blocks and exit")."""
+    exe = shutil.which("ssh")
+    if exe is None:
+        return None
+    argv = [exe, "-G"]
+    if config is not None:
+        argv += ["-F", str(config)]
+    if port:
+        argv += ["-p", port]
+    if user:
+        argv += ["-l", user]
+    argv += ["--", host]  # inventory names never start with "-" (trainctl.inventory.check_host)
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        logger.info("ssh -G %s failed (%s); reading the config with paramiko", host, exc)
+        return None
+    if res.returncode != 0:
+        logger.info("ssh -G %s: %s; reading the config with paramiko", host, res.stderr.strip()[:200])
+        return None
+    out: dict[str, list[str]] = {}
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key:
+            out.setdefault(key.lower(), []).append(value.strip())
+    return out
+
+
+_STRICT = {"ask": "yes", "off": "no", "false": "no", "true": "yes", "on": "yes"}
+
+
+def _target_from_G(alias: str, g: dict[str, list[str]]) -> SshTarget:
+    def one(key: str, default: str | None = None) -> str | None:
+        v = g.get(key)
+        return v[0] if v else default
+
+    def unset(v: str | None) -> str | None:
+        return None if v is None or v.lower() == "none" else v
+
+    ct = unset(one("connecttimeout"))
+    strict = (one("stricthostkeychecking", "yes") or "yes").lower()
+    return SshTarget(
+        alias=alias,
+        hostname=one("hostname") or alias,
+        port=int(one("port", "22") or 22),
+        user=one("user") or "root",
+        identity_files=tuple(os.path.expanduser(p) for p in g.get("identityfile", [])),
+        identities_only=(one("identitiesonly", "no") or "no").lower() == "yes",
+        known_hosts_files=tuple(os.path.expanduser(p) for v in g.get("userknownhostsfile", []) for p in v.split()),
+        strict_host_key_checking=_STRICT.get(strict, strict),
+        host_key_alias=unset(one("hostkeyalias")),
+        proxy_jump=unset(one("proxyjump")),
+        connect_timeout_s=float(ct) if ct else None,
+        proxy_command=unset(one("proxycommand")),
+        resolved_by="ssh -G",
+    )
+
+
+def _proxy_command(target: SshTarget) -> paramiko.ProxyCommand:
+    """OpenSSH runs ProxyCommand with the user's shell after expanding %h %p %r %n %% (ssh_config(5));
+    it is the user's own configuration, so it runs as ssh would run it."""
+    tokens = {"%h": target.hostname, "%p": str(target.port), "%r": target.user, "%n": target.alias, "%%": "%"}
+    cmd = re.sub(r"%[hprn%]", lambda m: tokens[m.group(0)], target.proxy_command or "")
+    return paramiko.ProxyCommand(shlex.join([os.environ.get("SHELL") or "/bin/sh", "-c", f"exec {cmd}"]))
+
+
 class SshClient:
     """Resolves hosts from the OpenSSH config and opens verified, authenticated sessions.
 
@@ -424,6 +504,7 @@ class SshClient:
         backoff_s: float = 0.5,
         use_agent: bool = True,
         default_user: str | None = None,
+        use_ssh_G: bool = True,
     ) -> None:
         path = Path(ssh_config) if ssh_config else Path.home() / ".ssh" / "config"
         if ssh_config and not path.is_file():
@@ -437,12 +518,28 @@ class SshClient:
         self.keys = KeyRing(use_agent=use_agent)
         self._host_keys = _HostKeyBook()
         self._default_user = default_user or os.environ.get("USER") or "root"
+        # OpenSSH resolves the config where it is installed (paramiko's parser lacks Match exec,
+        # canonical names, CertificateFile, ...); paramiko only as the fallback. Resolved once per alias.
+        self.use_ssh_G = use_ssh_G
+        self._targets: dict[str, SshTarget] = {}
 
     def target(self, alias: str) -> SshTarget:
+        cached = self._targets.get(alias)
+        if cached is not None:
+            return cached
         user, _, host = alias.rpartition("@") if "@" in alias else ("", "", alias)
         port = None
         if host.count(":") == 1:
             host, port = host.split(":")
+        g = (
+            ssh_G(host, self.config_path or self._explicit_missing, port=port, user=user or None)
+            if self.use_ssh_G
+            else None
+        )
+        if g is not None:
+            t = _target_from_G(alias, g)
+            self._targets[alias] = t
+            return t
         c = self.config.lookup(host)
         kh = tuple(os.path.expanduser(p) for p in c.get("userknownhostsfile", "").split())
         ct = c.get("connecttimeout")
@@ -460,6 +557,7 @@ class SshClient:
             host_key_alias=c.get("hostkeyalias"),
             proxy_jump=None if c.get("proxyjump", "none").lower() == "none" else c.get("proxyjump"),
             connect_timeout_s=float(ct) if ct else None,
+            proxy_command=None if c.get("proxycommand", "none").lower() == "none" else c.get("proxycommand"),
         )
 
     def connect(self, alias: str) -> SshSession:
@@ -481,6 +579,11 @@ class SshClient:
                 attempt += 1
 
     def _sock(self, target: SshTarget, via: SshSession | None, timeout_s: float):
+        if target.proxy_command and via is None:
+            try:
+                return _proxy_command(target)
+            except (OSError, paramiko.SSHException) as exc:
+                raise HostUnreachable(f"{target.alias}: ProxyCommand failed to start ({exc})") from exc
         if via is not None:
             try:
                 return via.transport.open_channel(
