@@ -565,6 +565,9 @@ class _HostRows:
         return v if len(v) else None
 
 
+MAX_GRID_CELLS = 200_000_000  # (host x 1 s bins): 1,024 hosts x 2 days; ~1.6 GB per float64 grid
+
+
 class _Frame:
     """The (host, gpu, second) coordinates shared by every rule."""
 
@@ -585,6 +588,13 @@ class _Frame:
         self.T = 1 + int(
             max(round((x.max() - self.t0) / self.step_ns) for x in (self.g_ts, self.h_ts) if x is not None)
         )
+        if self.T * max(1, self.H) > MAX_GRID_CELLS:
+            # A stray timestamp (a clock years off, a file's mtime) would make every (host, time)
+            # grid below enormous: refuse with the numbers; diagnose reports the analyzer skipped.
+            raise ValueError(
+                f"metrics span {self.T * self.interval_s / 86400:.1f} days at {self.interval_s:g} s for {self.H} host(s): "
+                f"over {MAX_GRID_CELLS:,} (host, time) cells; diagnose a shorter time range"
+            )
         self.g_tb = self.tbin(self.g_ts) if self.g_ts is not None else None
         self.h_tb = self.tbin(self.h_ts) if self.h_ts is not None else None
 

@@ -72,3 +72,17 @@ def test_launch_env_value_that_looks_like_an_option_stays_a_value(tmp_path) -> N
     assert req.env() == {"X": "--rm -rf /"}
     argv = req.to_argv()
     assert argv[argv.index("--env") + 1] == "X=--rm -rf /"  # one argv element: never split, never an option
+
+
+def test_a_timestamp_years_off_is_a_skipped_analyzer_not_a_hang(cli, tmp_path) -> None:
+    import pyarrow as pa
+
+    from trainctl import dataset
+
+    for host, ts in (("n1", 1_795_000_000 * 10**9), ("n2", 2 * 10**18)):  # 2026 and 2033
+        t = pa.table({"ts": pa.array([ts], pa.int64()).cast(pa.timestamp("ns", tz="UTC")), "gpu": pa.array([0], pa.int16()),
+                      "power_w": pa.array([300.0], pa.float32())})  # fmt: skip
+        dataset.write_table(tmp_path / "ds", "gpu_metrics", host, t)
+    r = cli("diagnose", tmp_path / "ds", "--json", timeout=60)
+    assert r.code == ExitCode.PARTIAL, (r.code, r.stderr)
+    assert any("faulty_hosts" in s and "days" in s for s in json.loads(r.stdout)["skipped"])

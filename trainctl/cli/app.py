@@ -49,6 +49,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("fleet-sim", "fleet", "fleet_sim"),
     ("agent", "agent", "agent"),
     ("collect", "collect", "collect"),
+    ("import-metrics", "import_metrics", "import_metrics"),
     ("evict-node", "nodes", "evict_node"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
