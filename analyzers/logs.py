@@ -273,6 +273,12 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             f"rank {r} {v}" for r, v in last.items()
         )
     if k is FindingKind.CRASH:
+        if g.category is Category.UNCLASSIFIED:
+            n = len(g.events) + int(first.fields.get("more_unclassified_lines") or 0)
+            return (
+                f"unclassified error (no known signature; {n} error-looking line{'s' if n != 1 else ''}): "
+                f"{first.message[:200]}"
+            )
         if g.category is Category.CUDA_ERROR:
             errs = ev.get("cuda_errors") or ["CUDA error"]
             return f"CUDA error '{errs[0]}'{on}"

@@ -25,7 +25,6 @@ Each line goes through three steps:
 
 from __future__ import annotations
 
-import gzip
 import ipaddress
 import json
 import logging
@@ -244,6 +243,19 @@ def _oom_post(ev: Event) -> None:
         ev.fields["gpu"] = int(gpu)
 
 
+def _aer_post(ev: Event) -> None:
+    sev = ev.fields.get("aer_severity", "")
+    if sev == "Uncorrected (Fatal)":
+        ev.severity = S.CRITICAL
+    elif sev == "Corrected":
+        ev.severity = S.INFO
+
+
+def _mce_post(ev: Event) -> None:
+    if ev.fields.get("mce_exception"):
+        ev.severity = S.CRITICAL
+
+
 def _overflow_post(ev: Event) -> None:
     if "minimum" in ev.message.lower() or "cannot decrease" in ev.message.lower():
         ev.severity = S.CRITICAL  # loss scale bottomed out: training cannot recover by itself
@@ -431,8 +443,11 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "collective_fingerprint_mismatch",
+        # torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (checkForMismatch): "Detected mismatch between
+        # collectives on ranks. Rank R is running collective: <fingerprint>, but Rank S is running collective:
+        # <fingerprint>." The fingerprint nests parentheses (TensorOptions(dtype=float (default), ...)).
         r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running collective: "
-        r"CollectiveFingerPrint\((?P<fp_a>[^)]*)\)?,? but Rank (?P<mismatch_rank_b>\d+) is running collective",
+        r"CollectiveFingerPrint\((?P<fp_a>[^\n]{0,4000}?)\)+,? but Rank (?P<mismatch_rank_b>\d+) is running collective",
         K.COLLECTIVE_MISMATCH,
         C.TYPE_MISMATCH,
         S.CRITICAL,
@@ -830,7 +845,9 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- numerical ------------------------------------------------------------------------------
     _sig(
         "loss_nan",
-        r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?\s*[:=]\s*(?P<value>[-+]?(?:nan|inf))\b",
+        # `loss: nan` / `loss=nan` / `'loss': nan` and the bare `loss nan` (trainctl's trainer, torchtitan's
+        # "loss: nan" metric logger, fairseq-style "loss nan"): the separator may be a single space.
+        r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?(?:nan|inf))\b",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -921,6 +938,111 @@ SIGNATURES: tuple[Signature, ...] = (
         ["temperature above threshold"],
         "Kernel: CPU thermal throttling on this host.",
     ),
+    # ---- NCCL transports (src/transport/net_socket.cc, src/proxy.cc, src/init.cc; NCCL 2.2x) ----------
+    _sig(
+        "nccl_socket_truncated",
+        # net_socket.cc: WARN("NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. ...")
+        r"NET/Socket : peer (?P<peer>\S+?) message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["message truncated"],
+        "NCCL socket transport: a message of the wrong size; usually mismatched collectives or corrupted traffic, "
+        "not a bad peer.",
+    ),
+    _sig(
+        "nccl_proxy_failed",
+        # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d")
+        r"\[Proxy Service (?P<proxy_rank>\d+)\] Failed to execute operation (?P<proxy_op>\w+) from rank (?P<from_rank>\d+), "
+        r"retcode (?P<retcode>\d+)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Failed to execute operation"],
+        "NCCL proxy thread could not set up or run a network operation (retcode is an ncclResult_t).",
+    ),
+    _sig(
+        "nccl_remote_error",
+        # init.cc ncclGetErrorString(ncclRemoteError): "remote process exited or there was a network error"
+        r"remote process exited or there was a network error",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["remote process exited"],
+        "ncclRemoteError: a peer died or the network failed; names no side.",
+        generic=True,
+    ),
+    # ---- nvidia-smi (the driver's CLI) ----------------------------------------------------------
+    _sig(
+        "nvidia_smi_no_driver",
+        # nvidia-smi's message when NVML cannot reach the kernel driver (NVIDIA driver README, "nvidia-smi").
+        r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["NVIDIA-SMI has failed"],
+        "The driver does not answer on this host (crashed driver, GPU off the bus, module not loaded).",
+    ),
+    _sig(
+        "nvidia_smi_device_handle",
+        # nvidia-smi when nvmlDeviceGetHandleByIndex fails: "Unable to determine the device handle for GPU<bus id>:
+        # <nvmlErrorString>", e.g. "Unknown Error" or "GPU is lost" (NVML_ERROR_GPU_IS_LOST).
+        rf"Unable to determine the device handle for GPU\s?{_PCI}[^:]*:\s*(?P<nvml_error>[^\n]{{1,80}})",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["device handle for GPU"],
+        "nvidia-smi cannot reach one GPU: it fell off the bus or is otherwise lost.",
+    ),
+    # ---- kernel: PCIe AER and machine checks (Linux drivers/pci/pcie/aer.c, arch/x86/kernel/cpu/mce) ----
+    _sig(
+        "pcie_aer_error",
+        # aer.c aer_print_error: "PCIe Bus Error: severity=%s, type=%s, (%s)" with severity one of
+        # "Uncorrected (Non-Fatal)", "Uncorrected (Fatal)", "Corrected" (aer_error_severity_string).
+        # The root port's own line: "AER: Uncorrected (Fatal) error received: <id>" (<= 5.x) and
+        # "AER: Uncorrected (Fatal) error message received from <id>" (aer_isr_one_error, 6.x).
+        r"(?:(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): )?PCIe Bus Error: severity=(?P<aer_severity>"
+        r"Uncorrected \(Fatal\)|Uncorrected \(Non-Fatal\)|Corrected)"
+        r"|AER: (?:Multiple )?(?P<aer_severity__2>Uncorrected \(Fatal\)|Uncorrected \(Non-Fatal\)|Corrected) error "
+        r"(?:message )?received",
+        K.FAULTY_HOST,
+        C.PCIE_DOWNGRADE,
+        S.WARNING,
+        Blame.SELF,
+        ["PCIe Bus Error", "AER:"],
+        "Kernel AER: a PCIe error on this host's bus; Fatal is critical, Corrected is information.",
+        post=lambda ev: _aer_post(ev),
+    ),
+    _sig(
+        "machine_check",
+        # mce/core.c: pr_emerg(HW_ERR "CPU %d: Machine Check%s: %Lx Bank %d: %016Lx"), and mce_notify_irq's
+        # pr_info(HW_ERR "Machine check events logged"); HW_ERR is "[Hardware Error]: ".
+        r"\[Hardware Error\]: (?:CPU (?P<cpu>\d+): Machine Check(?P<mce_exception> Exception)?: [0-9a-fx]+ Bank (?P<bank>\d+)"
+        r"|Machine check events logged)",
+        K.FAULTY_HOST,
+        C.MCE,
+        S.WARNING,
+        Blame.SELF,
+        ["Hardware Error"],
+        "Kernel machine check: the CPU or host memory reported a hardware error (a Machine Check Exception is fatal).",
+        post=lambda ev: _mce_post(ev),
+    ),
+    # ---- process listings (procps `ps`: a zombie's command is shown as "<defunct>") -------------------
+    _sig(
+        "process_defunct",
+        r"\bZ[sl+<N]*\s+.*?\[(?P<command>[^\]\n]{1,60})\] <defunct>|(?P<command2>\S{1,60}) <defunct>",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["<defunct>"],
+        "A process exited and was never reaped (a zombie): a worker died under a parent that is stuck.",
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SIGNATURES}
@@ -937,7 +1059,9 @@ for _s in SIGNATURES:
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[[^\]\n]{0,120}\])?")
 _MD_QUOTE_RE = re.compile(r"^\s{0,3}(?:[+-]?\s?>\s?)+")
-_MD_LINK_RE = re.compile(r"\[([^\]\n]+)\]\(https?://[^)\s]*\)")
+# Link text excludes "[" and is bounded: `[^\]\n]+` let every "[" of a long run of "[" scan to the end of
+# the line (quadratic: a 100 KB line of "[" took 44 s).
+_MD_LINK_RE = re.compile(r"\[([^\[\]\n]{1,500})\]\(https?://[^)\s]{0,2000}\)")
 _RAY_RE = re.compile(r"\((?:(?P<actor>[\w.:-]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?")
 
 # Prefixes peeled off the start of a line, in any order; each may set rank/host/ts.
@@ -1497,6 +1621,9 @@ def parse_records(
 # ---------------------------------------------------------------------------------------------
 
 
+MAX_MESSAGE_CHARS = 2000  # a line quoted in log_events (and so in findings' evidence)
+
+
 def _to_table(events: list[Event], source: str) -> pa.Table:
     schema = schema_for(SignalKind.LOG_EVENTS)
     cols: dict[str, list[Any]] = {f.name: [] for f in schema}
@@ -1512,6 +1639,8 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
             extra["rank_basis"] = ev.rank_basis
         if ev.generic:
             extra["generic"] = True
+        if len(ev.message) > MAX_MESSAGE_CHARS:
+            extra["message_chars"] = len(ev.message)  # quoted cut: the original size is stated
         row = {
             "ts": ev.ts,
             "source": source,
@@ -1527,7 +1656,7 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
             "xid": ev.xid,
             "gpu_pci": ev.gpu_pci,
             "exit_code": ev.exit_code,
-            "message": ev.message[:2000],
+            "message": ev.message[:MAX_MESSAGE_CHARS],
             "culprit_rank": ev.culprit_rank,
             "culprit_host": ev.culprit_host,
             "fields": json.dumps(extra, sort_keys=True, default=str) if extra else None,
@@ -1539,13 +1668,55 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
     return table.append_column(HOST_COLUMN, pa.array(hosts, pa.string()))
 
 
+# An error-looking line (what people grep for): the levels the logging libraries print (Python
+# logging's ERROR/CRITICAL, glog's E/F prefixes as c10 prints them, `[ERROR]`), a Python traceback
+# or exception, NCCL's `NCCL WARN`, C++ `terminate called`, a signal's death. Linear: anchored
+# alternatives of literals and bounded character classes only.
+_ERRORISH = re.compile(
+    r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF]\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
+    r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\berror:|NCCL WARN|terminate called"
+    r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b"
+)
+MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
+
+
+def _unclassified(records: list[_Record], default_rank: int | None, default_host: str | None) -> list[Event]:
+    """Error-looking lines of a log in which no signature matched anything: one warning event each
+    (at most MAX_UNCLASSIFIED_LINES), quoting the line. They blame no rank or host: the line says
+    something failed, not who; the rank/host that printed it is kept as the reporter."""
+    out: list[Event] = []
+    more = 0
+    for rec in records:
+        if not _ERRORISH.search(rec.text[:4000]):
+            continue
+        if len(out) >= MAX_UNCLASSIFIED_LINES:
+            more += 1
+            continue
+        ev = Event(
+            rec.line_no, rec.text, "unclassified_error", K.CRASH, C.UNCLASSIFIED, S.WARNING, Blame.NONE, True,
+            rank=rec.rank if rec.rank is not None else default_rank,
+            host=rec.host or default_host, ts=rec.ts,
+        )  # fmt: skip
+        ev.fields["unclassified"] = True
+        out.append(ev)
+    if out and more:
+        out[-1].fields["more_unclassified_lines"] = more
+    return out
+
+
 def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None, host: str | None = None) -> pa.Table:
     """Classify every line of `text` into a log_events table (plus a `host` column).
 
     `rank`/`host` are what the caller knows from where the text came from (a run dir's
     logs/H/rank-R.log); the text's own prefixes ([rankN]:, Ray ip, pdsh host) take precedence.
+    A log in which no signature matched but some line looks like an error gets "unclassified
+    error" events for those lines (never silence on a log that says something failed).
     """
-    return _to_table(parse_records(clean_lines(text), default_rank=rank, default_host=host), source)
+    records = list(clean_lines(text))
+    events = parse_records(records, default_rank=rank, default_host=host)
+    if not any(e.kind is not None for e in events):
+        events = events + _unclassified(records, rank, host)
+    return _to_table(events, source)
 
 
 MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one log; the rest is cut, said
@@ -1553,19 +1724,39 @@ MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one l
 
 def _read_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
     """The file as text (any bytes decoded with replacement), at most `max_bytes` of it: a gzip bomb is
-    cut off and a truncated .gz keeps what was readable, each with a warning naming the file."""
-    opener = gzip.open if path.suffix == ".gz" else open
+    cut off and a truncated .gz keeps every byte that was decompressible, each with a warning."""
     chunks: list[bytes] = []
     total = 0
-    try:
-        with opener(path, "rb") as f:  # type: ignore[operator]
-            while total < max_bytes and (chunk := f.read(min(1 << 20, max_bytes - total))):
-                chunks.append(chunk)
-                total += len(chunk)
-            if total >= max_bytes and f.read(1):
-                logger.warning("%s: over %d bytes (decompressed); the rest is not read", path, max_bytes)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        logger.warning("%s: truncated or damaged gzip (%s); the %d readable bytes are analysed", path, exc, total)
+    with open(path, "rb") as f:
+        if path.suffix != ".gz":
+            data = f.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                logger.warning("%s: over %d bytes; the rest is not read", path, max_bytes)
+            return data[:max_bytes].decode("utf-8", errors="replace")
+        # zlib directly (wbits 47: gzip or zlib header, auto): gzip.GzipFile drops the last chunk when
+        # the trailer is missing, and would decompress a bomb whole before we could stop it.
+        d = zlib.decompressobj(wbits=47)
+        try:
+            while total < max_bytes and (raw := f.read(1 << 16)):
+                out = d.decompress(raw, max_bytes - total)
+                chunks.append(out)
+                total += len(out)
+                while d.unconsumed_tail and total < max_bytes:  # a bomb expands: drain within the cap
+                    out = d.decompress(d.unconsumed_tail, max_bytes - total)
+                    chunks.append(out)
+                    total += len(out)
+                if d.eof and d.unused_data:  # a second gzip member (concatenated .gz)
+                    rest = d.unused_data
+                    d = zlib.decompressobj(wbits=47)
+                    out = d.decompress(rest, max_bytes - total)
+                    chunks.append(out)
+                    total += len(out)
+            if total >= max_bytes:
+                logger.warning("%s: over %d bytes decompressed; the rest is not read", path, max_bytes)
+            elif not d.eof:
+                logger.warning("%s: truncated gzip; the %d readable bytes are analysed", path, total)
+        except zlib.error as exc:
+            logger.warning("%s: damaged gzip (%s); the %d readable bytes are analysed", path, exc, total)
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 

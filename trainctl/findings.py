@@ -72,11 +72,13 @@ class Category(str, Enum):
     POWER = "power"
     METRIC_OUTLIER = "metric_outlier"
     UNREACHABLE = "unreachable"
+    MCE = "mce"  # a machine check: the host's CPU or memory reported a hardware error
     # crash
     CUDA_ERROR = "cuda_error"
     SIGNAL = "signal"
     EXIT_CODE = "exit_code"
     EXCEPTION = "exception"  # an exception in the training code (torchelastic error file or traceback)
+    UNCLASSIFIED = "unclassified"  # an error-looking log line no signature knows: quoted, never silence
     # network_error
     NCCL = "nccl"
     GLOO = "gloo"
