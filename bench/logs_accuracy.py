@@ -1,0 +1,139 @@
+"""Log signatures scored on labelled real excerpts: dev and held-out side by side (issue 13 item 3).
+
+    .venv/bin/python bench/logs_accuracy.py [--json OUT]
+
+Splits (frozen; tests/fixtures/logs/README.md):
+- dev: the 35 rows of shared/corpus (tests/fixtures/logs/real_logs_dev.jsonl), which the signatures
+  were developed on, plus the new excerpts whose split rule says dev;
+- held-out: the new excerpts (tests/fixtures/logs/corpus_ext.jsonl) whose sha256(id) is odd; their
+  file hash is recorded in tests/fixtures/logs/heldout.sha256 when the split was frozen, before
+  any signature change, and no signature was tuned on them.
+
+Per row: parse + analyze (trainctl.collectors.logs, trainctl.analyzers.logs), then
+- found: at least one finding (else "silent");
+- kind: the first finding's kind is the label's (LABEL_KINDS below; categories whose label allows
+  several kinds list them);
+- culprit: where the label names a rank/host, the first finding names it;
+- blame without evidence: a finding names a rank or host that appears nowhere in the excerpt's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import FindingKind as K
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = ROOT / "tests" / "fixtures" / "logs" / "real_logs_dev.jsonl"
+EXT = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext.jsonl"
+
+# label category -> kinds a correct first finding may have
+LABEL_KINDS: dict[str, set[K]] = {
+    "nccl_watchdog_timeout": {K.HUNG_COLLECTIVE},
+    "nccl_timeout": {K.HUNG_COLLECTIVE},
+    "hang": {K.HUNG_COLLECTIVE},
+    "nccl_network_error": {K.NETWORK_ERROR},
+    "nccl_network": {K.NETWORK_ERROR},
+    "nccl_error": {K.NETWORK_ERROR, K.CRASH},
+    "collective_mismatch": {K.COLLECTIVE_MISMATCH},
+    "cuda_hw_error": {K.FAULTY_HOST, K.CRASH},
+    "cuda_error": {K.CRASH},
+    "oom": {K.OOM},
+    "nan_loss": {K.NUMERICAL},
+    "elastic_failure": {K.CRASH},
+    "rendezvous": {K.RENDEZVOUS_ERROR},
+    "gloo": {K.NETWORK_ERROR, K.HUNG_COLLECTIVE},
+    "process_listing": {K.CRASH, K.HUNG_COLLECTIVE},
+    "kernel": {K.FAULTY_HOST},
+    "other_error": set(K),  # any finding: the point is not to be silent
+}
+
+
+def split_of(row_id: str) -> str:
+    """The frozen rule: sha256 of the id, odd -> held-out."""
+    return "heldout" if hashlib.sha256(row_id.encode()).digest()[0] % 2 else "dev"
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def _mentioned(value: object, text: str) -> bool:
+    v = re.escape(str(value))
+    return bool(re.search(rf"(?:(?<![\w.])|(?<=rank)|(?<=Rank)|(?<=RANK)){v}(?!\w)", text))
+
+
+def score(rows: list[dict]) -> dict:
+    n = len(rows)
+    found = kind_ok = culprit_n = culprit_ok = unevidenced = 0
+    misses: list[str] = []
+    by_cat: Counter[str] = Counter()
+    for row in rows:
+        findings = analyze_log_events(parse_log_text(row["log"], source=f"{row['id']}.log"))
+        want = LABEL_KINDS.get(row["category"], set(K))
+        if findings:
+            found += 1
+        first = findings[0] if findings else None
+        ok = first is not None and first.kind in want
+        kind_ok += ok
+        by_cat[row["category"]] += 0 if ok else 1
+        if not ok:
+            misses.append(
+                f"{row['id']} ({row['category']}): {first.kind.value + ': ' + first.summary[:80] if first else 'silent'}"
+            )
+        if row.get("culprit_rank") is not None or row.get("culprit_host"):
+            culprit_n += 1
+            good = first is not None
+            if good and row.get("culprit_rank") is not None:
+                good = row["culprit_rank"] in first.ranks
+            if good and row.get("culprit_host"):
+                good = row["culprit_host"] in first.hosts
+            culprit_ok += good
+        text = row["log"]
+        for f in findings:
+            if any(not _mentioned(r, text) for r in f.ranks) or any(not _mentioned(h, text) for h in f.hosts):
+                unevidenced += 1
+                misses.append(f"{row['id']}: blames {f.ranks} {f.hosts} without the text naming them")
+    return {
+        "rows": n,
+        "with_finding": found,
+        "silent": n - found,
+        "kind_accuracy": round(kind_ok / n, 3) if n else None,
+        "culprit_labelled": culprit_n,
+        "culprit_accuracy": round(culprit_ok / culprit_n, 3) if culprit_n else None,
+        "blame_without_evidence": unevidenced,
+        "misses": misses,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", type=Path, help="write the scores here too")
+    args = ap.parse_args()
+    ext = load(EXT)
+    dev = load(DEV) + [r for r in ext if split_of(r["id"]) == "dev"]
+    held = [r for r in ext if split_of(r["id"]) == "heldout"]
+    out = {"dev": score(dev), "heldout": score(held)}
+    cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
+            "blame_without_evidence")  # fmt: skip
+    print(f"{'':>24} {'dev':>10} {'held-out':>10}")
+    for c in cols:
+        print(f"{c:>24} {out['dev'][c]!s:>10} {out['heldout'][c]!s:>10}")
+    for split in ("dev", "heldout"):
+        for m in out[split]["misses"]:
+            print(f"  {split} miss: {m}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
