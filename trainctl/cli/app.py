@@ -20,7 +20,7 @@ app = typer.Typer(
     help="SRE diagnosis of distributed training runs: launch, collect, diagnose, evict, playbooks.",
     epilog=help_text(),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
