@@ -28,14 +28,20 @@ app = typer.Typer(
 _state = {"verbose": 0}
 
 
+def _print_version(value: bool) -> None:
+    # Eager: runs before the command is required, so `trainctl --version` alone works.
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(ExitCode.OK)
+
+
 @app.callback()
 def _root(
     verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More logs on stderr; -vv shows tracebacks."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
 ) -> None:
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(ExitCode.OK)
     _state["verbose"] = verbose
     setup_logging(verbose)
 
