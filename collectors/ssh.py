@@ -531,11 +531,7 @@ class SshClient:
         port = None
         if host.count(":") == 1:
             host, port = host.split(":")
-        g = (
-            ssh_G(host, self.config_path or self._explicit_missing, port=port, user=user or None)
-            if self.use_ssh_G
-            else None
-        )
+        g = ssh_G(host, self.config_path, port=port, user=user or None) if self.use_ssh_G else None
         if g is not None:
             t = _target_from_G(alias, g)
             self._targets[alias] = t

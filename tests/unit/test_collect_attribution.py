@@ -22,3 +22,13 @@ from trainctl.collectors.rundir_sync import path_host
 )
 def test_path_host(path, host) -> None:
     assert path_host(path) == host
+
+
+def test_ssh_target_without_any_config_file(tmp_path, monkeypatch) -> None:
+    """No --ssh-config and no ~/.ssh/config: ssh -G (or paramiko) resolves the bare name."""
+    from trainctl.collectors.ssh import SshClient
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for use_ssh_G in (True, False):
+        t = SshClient(use_ssh_G=use_ssh_G).target("node01")
+        assert t.hostname == "node01" and t.port == 22

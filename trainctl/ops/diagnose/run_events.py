@@ -57,11 +57,18 @@ def _rank_of(path: Path) -> int | None:
     return rank if rank < 2**31 else None  # ranks are int32 in every table
 
 
+_INT64 = 2**63
+
+
+def _int64(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
+
+
 def _ts_ns(*values: Any) -> int | None:
     for v, scale in zip(values, (1, 10**9)):
         try:
             if v is not None and str(v).strip():
-                return int(str(v).strip()) * scale
+                return _int64(int(str(v).strip()[:30]) * scale)
         except ValueError:
             continue
     return None
@@ -93,7 +100,7 @@ def _numerics_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
     return {
         "rank": rank,
         "event": "nonfinite_loss",
-        "step": int(step) if isinstance(step, int) and not isinstance(step, bool) else None,
+        "step": _int64(step),
         "message": str(doc.get("loss", "nan"))[:64],
         "detail": None,
         "ts": _ts_ns(doc.get("timestamp_ns"), doc.get("timestamp")),
