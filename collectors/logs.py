@@ -975,6 +975,29 @@ SIGNATURES: tuple[Signature, ...] = (
         "ncclRemoteError: a peer died or the network failed; names no side.",
         generic=True,
     ),
+    _sig(
+        "nccl_socket_closed_by_peer",
+        # src/misc/socket.cc socketProgress: WARN("socketProgress: Connection closed by remote peer %s", ...)
+        rf"socketProgress: Connection closed by remote peer {_ADDR}<(?P<peer_port>\d+)>",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Connection closed by remote peer"],
+        "NCCL socket: the other side closed the connection (it exited or failed first); names no culprit.",
+    ),
+    _sig(
+        "nvrm_init_adapter_failed",
+        # NVIDIA open-gpu-kernel-modules src/nvidia/arch/nvalloc/unix/src/osinit.c RmInitAdapter:
+        # NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", ...), prefixed "NVRM: GPU <pci>: "
+        rf"NVRM: GPU {_PCI}: RmInitAdapter failed! \((?P<init_status>0x[0-9a-fA-F]+):(?P<rm_status>0x[0-9a-fA-F]+):\d+\)",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["RmInitAdapter failed"],
+        "The driver could not initialize this GPU: the host cannot use it until it is reset or repaired.",
+    ),
     # ---- nvidia-smi (the driver's CLI) ----------------------------------------------------------
     _sig(
         "nvidia_smi_no_driver",
