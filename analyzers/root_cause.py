@@ -175,11 +175,14 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
 
     root: Finding | None = None
     fold_hangs = False
-    if hardware:
-        crash_hosts = {h for f in crashes for h in f.hosts}
-        # the hardware finding on the host whose rank failed first, else the first one
-        root = next((f for f in hardware if f.hosts[0] in crash_hosts), hardware[0])
+    if hardware and crashes:
+        # Hardware explains a crash only on its own host: else the first failing rank is the root
+        # and the other host's hardware finding stands on its own.
+        crash_hosts = {h for f in crashes[:1] for h in f.hosts}
+        root = next((f for f in hardware if f.hosts[0] in crash_hosts), crashes[0])
         fold_hangs = True
+    elif hardware:
+        root, fold_hangs = hardware[0], True
     elif crashes:
         root, fold_hangs = crashes[0], True
     elif hangs:

@@ -124,3 +124,13 @@ def test_a_short_run_gets_no_straggler_and_a_note_saying_why() -> None:
     assert analysis.findings == ()
     assert len(analysis.notes) == 1 and "covers 6 step(s), fewer than the 20" in analysis.notes[0]
     assert Report(None, analysis.findings, notes=analysis.notes).to_dict()["notes"] == list(analysis.notes)
+
+
+def test_hardware_on_another_host_does_not_swallow_the_crash() -> None:
+    (crash,) = findings_from_run_events([_exc(1, 5)], R2H)  # rank 1 on node01 failed first
+    hot = _f(FindingKind.FAULTY_HOST, hosts=("node02",), category=Category.THERMAL)
+    out = rank_root_cause([hot, crash])
+    assert {(f.kind, f.hosts) for f in out} == {
+        (FindingKind.FAULTY_HOST, ("node02",)),
+        (FindingKind.CRASH, ("node01",)),
+    }
