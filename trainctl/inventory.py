@@ -7,7 +7,9 @@ rendezvous) and duplicates are refused, since a host listed twice would get two 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,9 +104,23 @@ def _expand_terms(text: str, *, where: str) -> list[str]:
     return [check_host(name, where=where) for name in expand_nodelist(text)]
 
 
-def parse_hosts(spec: str) -> list[HostSpec]:
-    """Parse `--hosts`: `@file` or an existing file path (hostfile), else a comma/Slurm list."""
+SLURM_SPEC = "slurm"  # --hosts slurm: the allocation's nodes, from SLURM_JOB_NODELIST
+_SLURM_VARS = ("SLURM_JOB_NODELIST", "SLURM_NODELIST")  # sbatch/salloc set both; older Slurm only the second
+
+
+def parse_hosts(spec: str, *, env: Mapping[str, str] | None = None) -> list[HostSpec]:
+    """Parse `--hosts`: `@file` or an existing file path (hostfile), `slurm` (the current
+    allocation's SLURM_JOB_NODELIST), else a comma/Slurm list."""
     spec = spec.strip()
+    if spec == SLURM_SPEC:
+        environ = os.environ if env is None else env
+        nodelist = next((environ[v] for v in _SLURM_VARS if environ.get(v)), None)
+        if not nodelist:
+            raise InventoryError(
+                "--hosts slurm: SLURM_JOB_NODELIST is not set; run inside an allocation (salloc/sbatch) or pass "
+                "the nodelist itself, e.g. --hosts 'node[01-16]'"
+            )
+        return [HostSpec(n) for n in _expand_terms(nodelist, where="SLURM_JOB_NODELIST")]
     if not spec:
         raise InventoryError("empty host list; pass --hosts node01,node02, a hostfile, or node[01-16]")
     if "\0" in spec:

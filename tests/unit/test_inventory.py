@@ -52,3 +52,24 @@ def test_bad_hostfile_line_names_file_and_line(tmp_path) -> None:
     f.write_text("node01 slots=8\nnode02 cores=4\n")
     with pytest.raises(InventoryError, match=rf"{f}:2: cannot parse 'cores=4'"):
         parse_hosts(f"@{f}")
+
+
+def test_hosts_from_the_slurm_allocation() -> None:
+    from trainctl.errors import InventoryError
+    from trainctl.inventory import parse_hosts
+
+    env = {"SLURM_JOB_NODELIST": "gpu-a[001-003],gpu-b07"}
+    assert [h.name for h in parse_hosts("slurm", env=env)] == ["gpu-a001", "gpu-a002", "gpu-a003", "gpu-b07"]
+    assert [h.name for h in parse_hosts("slurm", env={"SLURM_NODELIST": "n[1-2]"})] == ["n1", "n2"]
+    import pytest
+
+    with pytest.raises(InventoryError, match="SLURM_JOB_NODELIST is not set"):
+        parse_hosts("slurm", env={})
+
+
+def test_cli_takes_hosts_from_slurm(cli, tmp_path) -> None:
+    import os
+
+    env = {**os.environ, "SLURM_JOB_NODELIST": "node[01-02]"}
+    r = cli("launch", "--hosts", "slurm", "--nproc-per-node", "1", "--ssh-config", tmp_path / "none", env=env)
+    assert r.code == 1 and "--ssh-config" in r.stderr and "Traceback" not in r.stderr  # got past the hosts
