@@ -5,10 +5,14 @@
 # set TORCH_INDEX_URL / TORCH_VERSION for a CUDA build of torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x /usr/sbin/sshd ]; then
+# Debian packages the tests use: openssh-server (real sshd test hosts), chromium (the HTML report is
+# rendered headless and must log no console error).
+NEED=; [ -x /usr/sbin/sshd ] || NEED="$NEED openssh-server"; command -v chromium >/dev/null || NEED="$NEED chromium"
+if [ -n "$NEED" ]; then
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssh-server >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $NEED >/dev/null
 fi
 bash scripts/setup.sh
 bash scripts/lint.sh  # ruff (lint + format) and the import-linter layer contracts

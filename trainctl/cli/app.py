@@ -56,6 +56,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("agent", "agent", "agent"),
     ("collect", "collect", "collect"),
     ("import-metrics", "import_metrics", "import_metrics"),
+    ("report", "report", "report"),
     ("evict-node", "nodes", "evict_node"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).

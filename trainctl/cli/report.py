@@ -1,0 +1,65 @@
+"""`trainctl report PATH [--out FILE.html] [--png FILE.png]`: the incident as one HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from trainctl.cli.console import err, out
+from trainctl.errors import InputError
+
+
+def report(
+    path: Path = typer.Argument(..., help="Run dir, collected dataset, Flight Recorder dump dir, or a log file."),
+    out_file: Path | None = typer.Option(None, "--out", help="HTML file to write (default PATH/report.html)."),
+    png: Path | None = typer.Option(
+        None, "--png", help="Also write the step-time heat-map as a PNG (for a ticket; needs trainctl[report])."
+    ),
+) -> None:
+    """Findings with evidence, rank x step heat-maps, hang maps and coverage, in one offline HTML file."""
+    from trainctl.ops.report.build import build_report
+
+    with err.status("building the report ...", spinner="dots"):
+        page, rep, grids = build_report(path)
+    target = out_file or (path / "report.html" if path.is_dir() else path.with_suffix(".report.html"))
+    target.write_text(page, encoding="utf-8")
+    if png is not None:
+        if not grids:
+            raise InputError(f"{path}: no timeline, so no heat-map to draw; --png needs a run with a timeline")
+        _write_png(_pick(rep, grids), png)
+        out.print(str(png), highlight=False)
+    out.print(str(target), highlight=False)
+    err.print(f"{len(rep.findings)} finding(s), {len(grids)} heat-map(s)", highlight=False)
+
+
+def _pick(rep, grids):
+    """The picture a ticket needs: the phase the top straggler finding names, else the whole step."""
+    from trainctl.findings import FindingKind, sort_findings
+
+    top = next((f for f in sort_findings(rep.findings) if f.kind is FindingKind.STRAGGLER), None)
+    phase = str(top.evidence.get("phase", "")).split("+")[0] if top is not None else ""
+    return next((g for g in grids if g.title.startswith(f"{phase} ")), grids[0]) if phase else grids[0]
+
+
+def _write_png(grid, png: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise InputError("--png needs matplotlib: pip install 'trainctl[report]'") from exc
+    fig, ax = plt.subplots(figsize=(10, max(2.0, min(8.0, len(grid.ranks) * 0.25 + 1))))
+    import numpy as np
+
+    finite = grid.values_ms[np.isfinite(grid.values_ms)]
+    lo, hi = (np.percentile(finite, 1), np.percentile(finite, 99)) if finite.size else (None, None)
+    im = ax.imshow(grid.values_ms, aspect="auto", interpolation="nearest", cmap="viridis", vmin=lo, vmax=hi)
+    ax.set_xlabel(f"step (x{grid.steps_per_col}, from {grid.first_step})")
+    ax.set_ylabel("rank")
+    ax.set_title(grid.title)
+    fig.colorbar(im, ax=ax, label="ms")
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)

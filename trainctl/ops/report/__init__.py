@@ -1,0 +1,1 @@
+"""`trainctl report RUN`: one self-contained HTML file (findings, heat-maps, hang maps, coverage)."""
