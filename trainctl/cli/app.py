@@ -57,6 +57,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("collect", "collect", "collect"),
     ("import-metrics", "import_metrics", "import_metrics"),
     ("report", "report", "report"),
+    ("export", "export", "export"),
     ("evict-node", "nodes", "evict_node"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).
