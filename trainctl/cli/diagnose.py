@@ -25,14 +25,21 @@ def diagnose(
     path: Path = typer.Argument(..., help="Run dir, collected dataset, Flight Recorder dump dir, or a log file."),
     json_out: bool = typer.Option(False, "--json", help="Findings JSON on stdout (schema_version 1)."),
     fail_on: FailOn = typer.Option(FailOn.CRITICAL, "--fail-on", help="Exit 3 when a finding is at least this severe."),
+    since: str | None = typer.Option(
+        None, "--since", help="Only rows from this time: ISO 8601 with offset (no offset = UTC), or 30m / 2h / 1d ago."
+    ),
+    until: str | None = typer.Option(None, "--until", help="Only rows up to this time (same forms as --since)."),
 ) -> None:
     """Find stragglers, hung collectives, faulty hosts and crashes in PATH, with evidence."""
     # Imported here, not at module level: the analyzers pull in DuckDB, pandas and pyarrow.dataset
     # (~0.5 s), which `trainctl --help`, `collect` and every other command must not pay for.
     from trainctl.ops.diagnose.diagnosis import diagnose_path
+    from trainctl.ops.diagnose.window import TimeWindow, parse_time
+
+    window = TimeWindow(parse_time(since, flag="--since"), parse_time(until, flag="--until"))
 
     with err.status(Text(f"diagnosing {path} ..."), spinner="dots"):
-        report = diagnose_path(path)
+        report = diagnose_path(path, window)
     if json_out:
         out.print_json(report.to_json()) if out.is_terminal else print(report.to_json())
     else:

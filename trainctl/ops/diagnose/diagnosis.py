@@ -19,6 +19,7 @@ from trainctl.analyzers import run_analysis
 from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
+from trainctl.ops.diagnose.window import TimeWindow, apply_window
 from trainctl.rundir import RunInfo, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
@@ -145,7 +146,8 @@ class _SkipRecorder(logging.Handler):
             self.dropped += 1
 
 
-def diagnose_path(path: str | os.PathLike[str]) -> Report:
+def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None) -> Report:
+    """Diagnose PATH; `window` keeps only the rows of a time range (diagnose --since/--until)."""
     p = Path(path)
     kind = detect_input(p)
     recorder = _SkipRecorder()
@@ -153,6 +155,8 @@ def diagnose_path(path: str | os.PathLike[str]) -> Report:
     root.addHandler(recorder)
     try:
         signals = load_signals(p, kind)
+        if window:
+            signals = Signals(signals.run, apply_window(dict(signals.tables), window), signals.origin)
         analysis = run_analysis(signals)
     finally:
         root.removeHandler(recorder)

@@ -1,0 +1,87 @@
+"""`diagnose --since/--until`: keep only the rows of a time window, in every table that has a time.
+
+Times are ISO 8601 with their UTC offset (`2026-11-25T03:00:00+01:00`; no offset means UTC, said in
+the help) or a duration back from now (`30m`, `2h`, `1d`). The time column of each kind is the one
+its schema defines (trainctl.schemas): a row without a time is kept (it cannot be placed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from trainctl.errors import InputError
+from trainctl.schemas import SignalKind
+
+__all__ = ["TimeWindow", "parse_time", "apply_window", "TIME_COLUMN"]
+
+TIME_COLUMN: Mapping[SignalKind, str] = {
+    SignalKind.TIMELINE: "start_ts",
+    SignalKind.GPU_METRICS: "ts",
+    SignalKind.HOST_METRICS: "ts",
+    SignalKind.LOG_EVENTS: "ts",
+    SignalKind.COLLECTIVES: "enqueue_ts",
+    SignalKind.RUN_EVENTS: "ts",
+}
+_REL = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __bool__(self) -> bool:
+        return self.since is not None or self.until is not None
+
+
+def parse_time(text: str | None, *, flag: str, now: datetime | None = None) -> datetime | None:
+    if text is None or not text.strip():
+        return None
+    t = text.strip()
+    m = _REL.match(t)
+    if m:
+        return (now or datetime.now(UTC)) - timedelta(seconds=float(m.group(1)) * _UNIT[m.group(2)])
+    try:
+        dt = datetime.fromisoformat(t)
+    except ValueError:
+        raise InputError(
+            f"{flag} {text!r}: not a time; pass ISO 8601 with its offset (2026-11-25T03:00:00+00:00) or a duration "
+            "back from now (30m, 2h, 1d)"
+        ) from None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def apply_window(tables: dict[SignalKind, object], window: TimeWindow) -> dict[SignalKind, object]:
+    if not window:
+        return tables
+    out = dict(tables)
+    for kind, col in TIME_COLUMN.items():
+        t = out.get(kind)
+        if t is None:
+            continue
+        names = t.schema.names
+        if col not in names:
+            continue
+        field = t.schema.field(col)
+        if not pa.types.is_timestamp(field.type):
+            continue
+        cond = None
+        for bound, op in ((window.since, pc.greater_equal), (window.until, pc.less_equal)):
+            if bound is None:
+                continue
+            scalar = pa.scalar(bound, type=pa.timestamp("ns", tz="UTC")).cast(field.type)
+            c = pc.field(col).is_null() | op(pc.field(col), scalar)
+            cond = c if cond is None else cond & c
+        if isinstance(t, pads.Dataset):
+            out[kind] = t.to_table(filter=cond)
+        else:
+            out[kind] = pads.dataset(t).to_table(filter=cond)
+    return out
