@@ -340,3 +340,29 @@ def test_host_caps_are_applied_and_recorded(sshd_cluster, cli, tmp_path: Path) -
     assert set(capped) == {"node01", "node02"} and all("past the host's caps (3 files" in e for e in capped.values())
     fetched = [p for p in out.rglob("*") if p.is_file() and p.relative_to(out).parts[0] not in COLLECT_OWN]
     assert len(fetched) <= 2 * 3
+
+
+@pytest.mark.timeout(150)
+def test_a_host_sending_a_sparse_member_is_refused_and_marked(sshd_cluster, cli, tmp_path: Path) -> None:
+    """node02's `tar` is hostile (it packs sparse files as sparse members, GNU tar's --sparse): a 2 GiB
+    rank log that is a few KB on the wire must not be unpacked. Its transfer is stopped and recorded
+    in collection_status; node01 is collected as usual."""
+    evil = tmp_path / "evil-bin"
+    evil.mkdir()
+    (evil / "tar").write_text('#!/bin/sh\nexec /usr/bin/tar --sparse "$@"\n')
+    (evil / "tar").chmod(0o755)
+    cluster = sshd_cluster(2, env={"PATH": f"{evil}:/usr/bin:/bin"})
+    run = make_run(cluster, ["node01", "node02"])
+    big = cluster.host_root("node02") / "run" / "logs" / "node02" / "rank-2.log"
+    big.unlink()
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)  # 2 GiB apparent, no blocks on disk
+    out = tmp_path / "ds"
+    res = collect_cli(cli, cluster, run, out, hosts="node[01-02]")
+    assert "Traceback" not in res.stderr, res.stderr
+    status = dataset.read_table(out, "collection_status").to_pylist()
+    refused = [r for r in status if r["error_type"] == "refused_member"]
+    assert [r["host"] for r in refused] == ["node02"] and "sparse" in refused[0]["error"]
+    got = out / "logs" / "node02" / "rank-2.log"
+    assert not got.exists() or got.stat().st_size < 1 << 20
+    assert (out / "logs" / "node01" / "rank-0.log").read_text() == "step 0 rank 0\n"
