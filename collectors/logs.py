@@ -256,6 +256,16 @@ def _mce_post(ev: Event) -> None:
         ev.severity = S.CRITICAL
 
 
+def _named_self_post(ev: Event) -> None:
+    """The line names the process that checked (a framework's own "Rank R ... node N"): take those."""
+    rank = ev.fields.pop("self_rank", None)
+    if rank is not None:
+        ev.rank, ev.rank_basis = int(rank), "text"
+    node = ev.fields.pop("self_node", None)
+    if node:
+        ev.host, ev.host_basis = node, "text"
+
+
 def _overflow_post(ev: Event) -> None:
     if "minimum" in ev.message.lower() or "cannot decrease" in ev.message.lower():
         ev.severity = S.CRITICAL  # loss scale bottomed out: training cannot recover by itself
@@ -311,8 +321,9 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_timeout_at_work",
-        r"Timeout at NCCL work: (?P<seq>\d+), last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
-        r"last completed NCCL work: (?P<last_completed>-?\d+)",
+        # The counters are optional: a terminal or a log shipper that wraps the line keeps the SeqNum.
+        r"Timeout at NCCL work: (?P<seq>\d+)(?:, last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
+        r"last completed NCCL work: (?P<last_completed>-?\d+))?",
         K.HUNG_COLLECTIVE,
         C.COLLECTIVE_TIMEOUT,
         S.CRITICAL,
@@ -468,12 +479,16 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "stack_dump_thread",
-        r"^(?:Thread 0x[0-9A-Fa-f]+ \((?P<thread_state>[\w ]+)\): \"(?P<thread>[^\"]*)\"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
+        # py-spy (src/dump.rs print_trace + StackTrace::format_threadid): "Thread {tid} ({status}): \"{name}\""
+        # where tid is the native thread id in decimal on Linux and "{:#X}" elsewhere; faulthandler
+        # (Python/traceback.c) prints "Thread 0x..." / "Current thread 0x... (most recent call first)".
+        r"^(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<thread_state>[\w ]+)\): \"(?P<thread>[^\"]*)\""
+        r"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
         K.HUNG_COLLECTIVE,
         None,
         S.INFO,
         Blame.NONE,
-        ["Thread 0x", "Current thread 0x"],
+        ["Thread ", "Current thread 0x"],
         "py-spy / faulthandler stack dump of a live (usually hung) rank; frames kept as evidence.",
         generic=True,
     ),
@@ -884,7 +899,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- kernel: Xid, ECC, lost GPU, PCIe, thermal ----------------------------------------------
     _sig(
         "nvrm_xid",
-        rf"NVRM: Xid \({_PCI}\): (?P<xid>\d+)(?:,[^\n]*?caused by previous Xid (?P<root_xid>\d+))?",
+        # The address may be redacted in a paste ("(PCI:...)"): the Xid code still stands.
+        rf"NVRM: Xid \((?:{_PCI}|[^()\n]{{0,40}})\): (?P<xid>\d+)(?:,[^\n]*?caused by previous Xid (?P<root_xid>\d+))?",
         K.FAULTY_HOST,
         C.XID,
         S.CRITICAL,
@@ -1066,6 +1082,97 @@ SIGNATURES: tuple[Signature, ...] = (
         ["<defunct>"],
         "A process exited and was never reaped (a zombie): a worker died under a parent that is stuck.",
     ),
+    _sig(
+        "process_zombie_top",
+        # procps top's default task columns (src/top/top.c, Fieldstab): PID USER PR NI VIRT RES SHR S %CPU
+        # %MEM TIME+ COMMAND; S is the process state, Z a zombie.
+        # Not anchored: a short listing pasted under its header may be joined to it as one wrapped line.
+        r"(?<!\S)(?P<pid>\d+)\s+\S+\s+(?:-?\d+|rt)\s+-?\d+\s+\S+\s+\S+\s+\S+\s+Z\s+[\d.]+\s+[\d.]+\s+[\d:.]+\s+"
+        r"(?P<command>\S{1,60})",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        [" z "],
+        "A zombie in a top listing (state Z): a worker died and its parent never reaped it.",
+    ),
+    # ---- training frameworks' own numerical checks ------------------------------------------------
+    _sig(
+        "megatron_nan_check",
+        # Megatron-LM: megatron/core/distributed/param_and_grad_buffer.py (core 0.4-0.8) asserts
+        # f"Rank {global_rank}: found NaN in local grad norm in backward pass before data-parallel
+        # communication collective. Device: {device}, node: {os.uname()[1]}" (older trees: "backwards pass");
+        # core 0.9+ routes it through megatron/core/rerun_state_machine.py validate_result, which raises
+        # f"Rank {rank}, node {node}, device {device}, iteration {it}: Unexpected result {result}
+        # (message='found NaN in local grad norm for bucket #{i} ...')"; the loss check says
+        # "found NaN in local forward loss calculation". The rank and node are the checking process's own.
+        r"(?:Rank (?P<self_rank>\d+)(?:, node (?P<self_node>[\w.-]+), device \d+, iteration \d+)?: )?"
+        r"(?:Unexpected result (?:nan|inf)\b[^\n]*?)?found (?:NaN|Inf) in local (?P<what>grad norm|forward loss)"
+        r"(?:[^\n]*?node: (?P<self_node__b>[\w.-]+))?",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.CRITICAL,
+        Blame.SELF,
+        ["found nan in local", "found inf in local"],
+        "Megatron-LM's NaN check on the local gradient norm or loss; names the rank and node that found it.",
+        post=lambda ev: _named_self_post(ev),
+    ),
+    # ---- NCCL's device-side collective check ----------------------------------------------------------
+    _sig(
+        "nccl_mismatched_collective",
+        # NCCL src/init.cc ncclCommGetAsyncError (2.19+): WARN("Mismatched collective detected, please
+        # check your collective calls at and around rank %d. ...", comm->rank) when a kernel asserted
+        # that ranks issued different collectives. %d is the reporting rank, not the diverging one.
+        r"Mismatched collective detected, please check your collective calls at and around rank (?P<reporter_rank>\d+)",
+        K.COLLECTIVE_MISMATCH,
+        C.TYPE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Mismatched collective detected"],
+        "NCCL's device check: ranks called different collectives (ncclInvalidUsage follows).",
+    ),
+    # ---- what a CUDA error leaves when its own line is cut off ------------------------------------------
+    _sig(
+        "cuda_error_suffix",
+        # c10/cuda/CUDAMiscFunctions.cpp get_cuda_check_suffix(), appended by c10_cuda_check_implementation
+        # (c10/cuda/CUDAException.cpp) to every "CUDA error: ..." message: the note alone proves a CUDA error.
+        r"CUDA kernel errors might be asynchronously reported at some other API call",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.WARNING,
+        Blame.NONE,
+        ["CUDA kernel errors might be asynchronously"],
+        "torch's note after any CUDA error; used when the error line itself is not in the excerpt.",
+        generic=True,
+    ),
+    # ---- stacks of stuck processes ----------------------------------------------------------------------
+    _sig(
+        "gdb_frame_in_cuda",
+        # gdb's backtrace (gdb/stack.c print_frame): "#N  0xADDR in FUNC (ARGS) from LIB". A thread whose
+        # frames are in libcuda/libcudart/libnccl was caught inside a CUDA or NCCL call: a stuck rank.
+        r"^#\d+\s+0x[0-9a-fA-F]+ in (?P<func>\S+) \([^)\n]*\) from (?P<lib>\S*lib(?:cuda|cudart|nccl)\S*)",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["libcuda", "libcudart", "libnccl"],
+        "gdb backtrace of a thread inside a CUDA/NCCL library call (a rank stuck there).",
+        generic=True,
+    ),
+    # ---- rendezvous failures seen only as a traceback ---------------------------------------------------
+    _sig(
+        "rendezvous_traceback_frame",
+        # CPython traceback frame ('  File "{filename}", line {lineno}, in {name}') inside
+        # torch/distributed/elastic/rendezvous/: the failure happened while (re)joining the rendezvous.
+        r"File \"[^\"]*torch/distributed/elastic/rendezvous/(?P<rdzv_module>\w+)\.py\", line \d+, in (?P<func>\w+)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["elastic/rendezvous/"],
+        "A traceback through torchelastic's rendezvous code (store/backend calls) when its exception line is missing.",
+        generic=True,
+    ),
 )
 
 _BY_NAME = {s.name: s for s in SIGNATURES}
@@ -1104,6 +1211,10 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kernel_tag", re.compile(r"^kernel:\s*")),
     ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
     ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
+    # Open MPI mpirun --tag-output (orte/mca/iof/base/iof_base_output.c): "[jobid,rank]<stdout>:".
+    ("mpi_tag", re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
+    # A launcher's per-stream tag ("<name> [stderr] "): the name is a job/host label, not used as a host.
+    ("stream_tag", re.compile(r"^[\w.-]{1,120} \[(?:stdout|stderr)\] ")),
     ("torchx", re.compile(r"^[\w-]+/\d+ \[(?P<local_rank>\d+)\]:")),
     ("elastic_tee", re.compile(r"^\[(?P<role>[a-z_]+)(?P<local_rank>\d+)\]:")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
@@ -1236,7 +1347,7 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.host, rec.host_basis = h, "pdsh_prefix"
             elif name in ("syslog", "nccl_prefix") and g.get("host"):
                 rec.host, rec.host_basis = g["host"], f"{name}"
-            elif name in ("rank_prefix", "rank_world"):
+            elif name in ("rank_prefix", "rank_world", "mpi_tag"):
                 rec.rank, rec.rank_basis = int(g["rank"]), name
                 if g.get("world"):
                     rec.fields["world_size"] = int(g["world"])

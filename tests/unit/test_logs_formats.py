@@ -500,3 +500,88 @@ def test_run_dir_logs_take_rank_and_host_from_the_path(tmp_path) -> None:
         (FindingKind.CRASH, Category.CUDA_ERROR, (5,), ("node02",)),
         (FindingKind.HUNG_COLLECTIVE, Category.COLLECTIVE_TIMEOUT, (), ()),
     }
+
+
+# ---- signatures from primary sources, wave 2 (lines written from the printing code's format strings) ----
+def test_megatron_nan_checks_name_their_own_rank_and_node() -> None:
+    # param_and_grad_buffer.py assert (core 0.4-0.8)
+    f = first_finding(
+        "AssertionError: Rank 14: found NaN in local grad norm in backward pass before data-parallel "
+        "communication collective. Device: 6, node: gpu-r07-n3"
+    )
+    assert (f.kind, f.category) == (FindingKind.NUMERICAL, Category.NAN_LOSS)
+    assert f.ranks == (14,) and f.hosts == ("gpu-r07-n3",)
+    # rerun_state_machine.py (core 0.9+)
+    f = first_finding(
+        "RuntimeError: Rank 5, node trn-a12, device 5, iteration 1200: Unexpected result nan "
+        "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')"
+    )
+    assert f.kind is FindingKind.NUMERICAL and f.ranks == (5,) and f.hosts == ("trn-a12",)
+    # the loss check without a rank prefix: numerical, nobody blamed
+    f = first_finding("found NaN in local forward loss calculation")
+    assert f.kind is FindingKind.NUMERICAL and f.ranks == () and f.hosts == ()
+
+
+def test_nccl_device_mismatch_blames_nobody() -> None:
+    f = first_finding(
+        "node7:1234:1290 [3] init.cc:1900 NCCL WARN Mismatched collective detected, please check your collective "
+        "calls at and around rank 27. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"
+    )
+    assert f.kind is FindingKind.COLLECTIVE_MISMATCH and f.ranks == ()
+
+
+def test_cuda_error_suffix_alone_is_a_cuda_crash_but_the_error_line_wins() -> None:
+    f = first_finding(
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+        "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    )
+    assert (f.kind, f.category) == (FindingKind.CRASH, Category.CUDA_ERROR) and f.confidence == 0.5
+    f = first_finding(
+        "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[rank2]: CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+        "might be incorrect."
+    )
+    assert f.kind is FindingKind.CRASH and f.ranks == (2,) and f.confidence > 0.5
+
+
+def test_stacks_of_stuck_processes_py_spy_decimal_tid_and_gdb_in_libcuda() -> None:
+    f = first_finding(
+        'Process 4242: python train.py\nPython v3.11.4 (/usr/bin/python3.11)\n\nThread 4242 (idle): "MainThread"\n'
+        "    all_reduce (torch/distributed/distributed_c10d.py:2288)\n    step (train.py:88)\n"
+    )
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and "all_reduce" in f.summary
+    f = first_finding(
+        "#0  0x00007f1c2a1b2c3d in ?? () from /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+        "#1  0x00007f1c2a0a1b2c in cudaStreamSynchronize () from /usr/local/cuda/lib64/libcudart.so.12\n"
+    )
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and f.ranks == ()
+    # a gdb frame in an ordinary library is not a hang
+    assert not analyze_log_events(parse_log_text("#0  0x00007f1c in poll () from /lib/x86_64-linux-gnu/libc.so.6\n"))
+
+
+def test_top_zombie_and_rendezvous_traceback_and_redacted_xid() -> None:
+    f = first_finding(
+        "    PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND\n"
+        "  90210 alice     20   0       0      0      0 Z   0.0   0.0   3:02.11 python3\n"
+    )
+    assert f.kind is FindingKind.CRASH and "python3" in json.dumps(f.evidence)
+    assert not analyze_log_events(
+        parse_log_text("  90211 alice     20   0   12.3g   1.1g  20480 S  99.0   1.2   3:02.11 python3\n")
+    )
+    f = first_finding(
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py", '
+        "line 1139, in next_rendezvous\n"
+    )
+    assert f.kind is FindingKind.RENDEZVOUS_ERROR and f.confidence == 0.5
+    f = first_finding("kernel: NVRM: Xid (PCI:...): 79, pid=1234, GPU has fallen off the bus.", host="h9")
+    assert f.kind is FindingKind.FAULTY_HOST and f.hosts == ("h9",)
+
+
+def test_mpi_tag_output_and_stream_tags_are_peeled() -> None:
+    f = first_finding("[1,6]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert f.kind is FindingKind.CRASH and f.ranks == (6,)
+    f = first_finding(
+        "job-a.node-3.nolog [stderr] [rank3]:[E909 09:55:46.996672294 ProcessGroupNCCL.cpp:1709] "
+        "[PG 0 (default_pg) Rank 3] Timeout at NCCL work: 2070, last enqueued"
+    )
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and "2070" in f.summary
