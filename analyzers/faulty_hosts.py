@@ -57,6 +57,7 @@ Everything is vectorised on (host, gpu, second) numpy grids: no Python loop over
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -1212,7 +1213,12 @@ def _peer_outliers(
     col: _Collector, gt: pa.Table | None, ht: pa.Table | None, g: _GpuContext | None, fr: _Frame, th: _Thresholds
 ) -> None:
     H, T = fr.H, fr.T
-    roles = th.peer_groups or {}
+    # A role splits the peers only when it has enough hosts to compare with (min_fleet_hosts): the
+    # hosts of smaller roles (16 hosts in 8 pipeline stages) are pooled together, as without roles,
+    # instead of each pair being skipped.
+    named = th.peer_groups or {}
+    per_role = Counter(named.get(n) for n in fr.names)
+    roles = {n: r for n, r in named.items() if per_role[r] >= th.min_fleet_hosts}
     # Peer groups: same SKU, same default and enforced power limit, same role.
     if g is not None:
         G = g.G

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import os
 import subprocess
@@ -33,7 +34,8 @@ from fleetgen import table_sha256
 from splits import build, load
 
 from trainctl.analyzers.consolidate import consolidate
-from trainctl.analyzers.faulty_hosts import find_faulty_hosts
+from trainctl.analyzers.faulty_hosts import find_faulty_hosts, pipeline_roles
+from trainctl.rundir import HostRanks, RunInfo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +55,26 @@ def baseline_detector(rev: str) -> Any:
     return mod.find_faulty_hosts
 
 
+def run_info_of(labels: dict[str, Any], gpus_per_host: int = 8) -> RunInfo | None:
+    """The RunInfo `trainctl launch` would have written for this fleet: 8 ranks per host in host order,
+    and the pipeline grid when the fleet has stages (fleetgen puts host i in stage i * S // H, which is
+    Megatron's rank order). diagnose passes pipeline_roles(RunInfo) to the analyzer; so does the bench."""
+    stages = int((labels.get("fleet") or {}).get("pp_stages") or 1)
+    hosts = labels.get("hosts") or []
+    if stages <= 1 or not hosts or (len(hosts) * gpus_per_host) % stages:
+        return None
+    world = len(hosts) * gpus_per_host
+    return RunInfo(
+        run_id=str(labels.get("name")),
+        world_size=world,
+        nproc_per_node=gpus_per_host,
+        hosts=tuple(
+            HostRanks(h, tuple(range(i * gpus_per_host, (i + 1) * gpus_per_host))) for i, h in enumerate(hosts)
+        ),
+        layout={"pp": stages, "dp": world // stages, "tp": 1},
+    )
+
+
 def score(split: str, generator: str, detect: Any, *, limit: int | None = None) -> dict[str, Any]:
     rows = load(split)["generators"][generator]
     if limit:
@@ -69,7 +91,7 @@ def score(split: str, generator: str, detect: Any, *, limit: int | None = None) 
                 f"{split}/{generator}/{row['spec']['name']}: generated data differs from the frozen digest"
             )
         c0 = time.process_time()
-        found = consolidate(detect(gm, hm))
+        found = consolidate(detect(gm, hm, peer_groups=pipeline_roles(run_info_of(labels))))
         cpu += time.process_time() - c0
         flagged = {f.hosts[0]: f for f in found if f.kind.value == "faulty_host" and len(f.hosts) == 1}
         truth: dict[str, dict[str, Any]] = {}
@@ -138,7 +160,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--split", choices=["dev", "heldout", "both"], default="dev")
+    ap.add_argument("--split", choices=["dev", "heldout", "heldout2", "both", "all"], default="dev")
     ap.add_argument("--generator", choices=["fleetgen", "fleetsim", "both"], default="both")
     ap.add_argument("--detector", choices=["current", "baseline"], default="current")
     ap.add_argument("--rev", default="main", help="git revision of the baseline analyzer")
@@ -147,14 +169,20 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print the FP / missed / miscategorised cases")
+    ap.add_argument(
+        "--no-roles", action="store_true", help="do not pass pipeline roles (the harness before 2026-11-25)"
+    )
     a = ap.parse_args()
     base = find_faulty_hosts if a.detector == "current" else baseline_detector(a.rev)
     kw = {k: float(v) for k, v in (x.split("=", 1) for x in a.kw)}
 
-    def detect(gm: Any, hm: Any) -> Any:
-        return base(gm, hm, **kw)
+    takes_roles = "peer_groups" in inspect.signature(base).parameters
 
-    splits = ["dev", "heldout"] if a.split == "both" else [a.split]
+    def detect(gm: Any, hm: Any, peer_groups: Any = None) -> Any:
+        roles = {"peer_groups": peer_groups} if peer_groups and takes_roles and not a.no_roles else {}
+        return base(gm, hm, **kw, **roles)
+
+    splits = {"both": ["dev", "heldout"], "all": ["dev", "heldout", "heldout2"]}.get(a.split, [a.split])
     gens = ["fleetgen", "fleetsim"] if a.generator == "both" else [a.generator]
     results = []
     for split in splits:
@@ -168,7 +196,9 @@ def main() -> None:
                     for c in r[key]:
                         print(f"  {key[:-6] if key.endswith('_cases') else key}: {c}", file=sys.stderr)
     meta = {
-        "detector": (a.detector if a.detector == "current" else f"baseline@{a.rev}") + (f" {kw}" if kw else ""),
+        "detector": (a.detector if a.detector == "current" else f"baseline@{a.rev}")
+        + (f" {kw}" if kw else "")
+        + (" no-roles" if a.no_roles else ""),
         "machine": os.uname().nodename,
         "loadavg_1m": os.getloadavg()[0],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

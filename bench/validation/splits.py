@@ -43,7 +43,11 @@ MASTER_SEEDS = {"dev": 101, "heldout": 202, "heldout2": 303}
 FLEETSIM_SEEDS = {"dev": 2026, "heldout": 3030, "heldout2": 4040}
 # fleetgen: per fault kind, single-fault fleets; two-fault fleets; clean fleets.
 SIZES = {"dev": (3, 12, 20), "heldout": (6, 24, 24), "heldout2": (6, 24, 24)}
-FLEETSIM_SIZES = {"dev": (3, 6, 1, 20), "heldout": (4, 8, 2, 20), "heldout2": (4, 8, 2, 20)}  # per kind, two-fault, per quirk, clean
+FLEETSIM_SIZES = {
+    "dev": (3, 6, 1, 20),
+    "heldout": (4, 8, 2, 20),
+    "heldout2": (4, 8, 2, 20),
+}  # per kind, two-fault, per quirk, clean
 
 
 def fleetgen_specs(split: str) -> list[dict[str, Any]]:

@@ -234,6 +234,16 @@ def test_roles_compare_like_with_like() -> None:
     assert f.findings(peer_groups=roles) == []
 
 
+def test_roles_too_small_to_compare_are_pooled_not_skipped() -> None:
+    # 16 hosts in 8 pipeline stages: two hosts per stage is no peer group; a host whose clocks are
+    # held low from 200 s is still compared with the rest, and no healthy host is named.
+    f = Fleet(hosts=16)
+    f.clock[9, :, 200:] = np.where(f.busy[9, :, 200:], 1100.0, 345.0)
+    roles = {n: f"pp stage {i // 2}" for i, n in enumerate(f.names)}
+    assert [h for h, _ in _hosts(f.findings(peer_groups=roles))] == ["h09"]
+    assert _hosts(Fleet(hosts=16).findings(peer_groups=roles)) == []
+
+
 def test_clock_held_low_and_a_checkpoint_do_not_reset_continuity() -> None:
     """Clocks held at 1100 MHz from 220 s, a 40 s checkpoint at 300 s, data ends at 400 s: 140 s of
     comparable seconds, 80 + 60 of them held. Counted in wall time (the last 120 s hold only 80
