@@ -443,7 +443,7 @@ def find_faulty_hosts(
     floor_temp_c: float = 15.0,
     continuity_s: float = 120.0,
     continuity_fraction: float = 0.8,
-    persistent_floor_factor: float = 2.0,
+    persistent_floor_factor: float = 1.5,
     max_outlier_fraction: float = 0.1,
     min_fleet_hosts: int = 4,
     outlier_metrics: tuple[OutlierMetric, ...] = DEFAULT_OUTLIER_METRICS,

@@ -205,10 +205,10 @@ def test_app_xids_blame_nobody_and_xid92_is_ecc() -> None:
     assert (fi.hosts, fi.category, fi.evidence["signals"][0]["xid"]) == (("h08",), Category.ECC, 92)
 
 
-def test_departure_that_starts_needs_one_floor_a_steady_one_two() -> None:
+def test_departure_that_starts_needs_one_floor_a_steady_one_one_and_a_half() -> None:
     """CPU 35 points above peers: if it starts inside the data it is a departure (own history);
-    the same offset held from the first second is indistinguishable from a role and needs two
-    floors (2 x 25). Every finding names only the deviating host and carries its own numbers."""
+    the same offset held from the first second is indistinguishable from a role and needs 1.5
+    floors (1.5 x 25 = 37.5). Every finding names only the deviating host and carries its own numbers."""
     steady = Fleet(hosts=16)
     steady.cpu[5] += np.where(steady.cpu[5] > 10, 35.0, 0.0)
     assert steady.findings() == []
@@ -220,9 +220,10 @@ def test_departure_that_starts_needs_one_floor_a_steady_one_two() -> None:
     assert ev["metric"] == "cpu_util_pct" and ev["direction"] == "above peers"
     assert ev["deviation"] == pytest.approx(35, abs=3) and ev["floor"] == 25.0
     assert ev["peer_hosts"] == 16 and ev["value"] == pytest.approx(65, abs=4)
-    big = Fleet(hosts=16)
-    big.cpu[5] += np.where(big.cpu[5] > 10, 60.0, 0.0)  # steady but over two floors
-    assert _hosts(big.findings()) == [("h05", "metric_outlier")]
+    for extra in (45.0, 60.0):  # steady but over 1.5 floors
+        big = Fleet(hosts=16)
+        big.cpu[5] += np.where(big.cpu[5] > 10, extra, 0.0)
+        assert _hosts(big.findings()) == [("h05", "metric_outlier")]
 
 
 def test_roles_compare_like_with_like() -> None:
