@@ -58,6 +58,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("import-metrics", "import_metrics", "import_metrics"),
     ("report", "report", "report"),
     ("export", "export", "export"),
+    ("compare", "compare", "compare"),
     ("evict-node", "nodes", "evict_node"),
 ]
 # Command groups (sub-apps): (name, module, attribute holding a typer.Typer).

@@ -1,0 +1,72 @@
+"""`trainctl compare`: two runs' step times by phase, hosts and findings (analyzers/compare.py, pure)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from trainctl.analyzers.compare import ChangeStatus, compare_runs, phase_stats
+from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.rundir import HostRanks, RunInfo
+from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
+
+
+def _timeline(forward_ms: dict[int, float], steps: int = 30) -> pa.Table:
+    rows = {"rank": [], "step": [], "phase": [], "duration_ns": []}
+    for rank, ms in forward_ms.items():
+        for step in range(steps):
+            for phase, v in (("forward", ms), ("step", ms + 5.0)):
+                rows["rank"].append(rank)
+                rows["step"].append(step)
+                rows["phase"].append(phase)
+                rows["duration_ns"].append(int(v * 1e6))
+    return pa.table(rows)
+
+
+def _run(hosts: list[str], forward_ms: dict[int, float]) -> Signals:
+    per = len(forward_ms) // len(hosts)
+    info = RunInfo(
+        "r", len(forward_ms), per, tuple(HostRanks(h, tuple(range(i * per, (i + 1) * per))) for i, h in enumerate(hosts))
+    )
+    return Signals(info, {SignalKind.TIMELINE: _timeline(forward_ms)})
+
+
+def _straggler(rank: int, host: str, sev: Severity) -> Finding:
+    return Finding(FindingKind.STRAGGLER, sev, f"rank {rank} slow", Category.COMPUTE, (host,), (rank,), 0.9)
+
+
+def test_phase_change_hosts_and_finding_status() -> None:
+    a = _run(["n1", "n2"], {0: 10.0, 1: 10.0, 2: 10.0, 3: 10.0})
+    b = _run(["n1", "n3"], {0: 12.0, 1: 12.0, 2: 12.0, 3: 24.0})
+    fa = [_straggler(3, "n2", Severity.WARNING), _straggler(1, "n1", Severity.WARNING)]
+    fb = [
+        _straggler(3, "n2", Severity.CRITICAL),
+        Finding(FindingKind.FAULTY_HOST, Severity.CRITICAL, "xid 79", Category.GPU_LOST, ("n3",)),
+    ]
+    c = compare_runs(a, fa, b, fb)
+    phases = {p.phase: p for p in c.phases}
+    assert [p.phase for p in c.phases][0] == "step"  # the whole step leads
+    fwd = phases["forward"]
+    assert (fwd.a_median_ms, fwd.b_median_ms, fwd.median_change_pct) == (10.0, 12.0, 20.0)
+    assert fwd.b_p90_ms == pytest.approx(24.0) and fwd.a_steps == fwd.b_steps == 30
+    assert (c.hosts_only_a, c.hosts_only_b, c.hosts_both) == (("n2",), ("n3",), ("n1",))
+    got = {(f.status, f.kind, f.ranks, f.a_severity, f.severity) for f in c.findings}
+    assert got == {
+        (ChangeStatus.NEW, "faulty_host", (), None, "critical"),
+        (ChangeStatus.PERSISTS, "straggler", (3,), "warning", "critical"),
+        (ChangeStatus.RESOLVED, "straggler", (1,), "warning", "warning"),
+    }
+    assert [f.status for f in c.findings] == [ChangeStatus.NEW, ChangeStatus.PERSISTS, ChangeStatus.RESOLVED]
+    assert c.to_dict()["findings"][0]["status"] == "new"
+
+
+def test_runs_without_timeline_or_findings_compare_empty() -> None:
+    empty = Signals(None, {})
+    c = compare_runs(empty, [], empty, [])
+    assert c.phases == () and c.findings == () and c.hosts_both == ()
+    assert phase_stats(None) == {}
+    # a phase only one run has: no change is claimed
+    b = _run(["n1"], {0: 5.0})
+    c = compare_runs(empty, [], b, [])
+    assert {p.phase: p.median_change_pct for p in c.phases} == {"step": None, "forward": None}
