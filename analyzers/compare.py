@@ -130,7 +130,13 @@ def _pct(a: float | None, b: float | None) -> float | None:
 
 
 def compare_runs(
-    a: Signals, a_findings: list[Finding], b: Signals, b_findings: list[Finding], *, a_name: str = "A", b_name: str = "B"
+    a: Signals,
+    a_findings: list[Finding],
+    b: Signals,
+    b_findings: list[Finding],
+    *,
+    a_name: str = "A",
+    b_name: str = "B",
 ) -> RunComparison:
     pa_, pb_ = phase_stats(a.tables.get(SignalKind.TIMELINE)), phase_stats(b.tables.get(SignalKind.TIMELINE))
     phases = []

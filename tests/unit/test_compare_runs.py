@@ -27,7 +27,10 @@ def _timeline(forward_ms: dict[int, float], steps: int = 30) -> pa.Table:
 def _run(hosts: list[str], forward_ms: dict[int, float]) -> Signals:
     per = len(forward_ms) // len(hosts)
     info = RunInfo(
-        "r", len(forward_ms), per, tuple(HostRanks(h, tuple(range(i * per, (i + 1) * per))) for i, h in enumerate(hosts))
+        "r",
+        len(forward_ms),
+        per,
+        tuple(HostRanks(h, tuple(range(i * per, (i + 1) * per))) for i, h in enumerate(hosts)),
     )
     return Signals(info, {SignalKind.TIMELINE: _timeline(forward_ms)})
 

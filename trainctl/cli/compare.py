@@ -36,7 +36,9 @@ def compare(
         phases.add_column(col, overflow="fold", justify="left" if col == "phase" else "right")
     for p in cmp.phases:
         change = p.median_change_pct
-        style = "red" if change is not None and change >= 10 else "green" if change is not None and change <= -10 else ""
+        style = (
+            "red" if change is not None and change >= 10 else "green" if change is not None and change <= -10 else ""
+        )
         phases.add_row(
             Text(p.phase),
             _ms(p.a_median_ms),

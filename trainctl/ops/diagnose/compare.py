@@ -12,6 +12,4 @@ from trainctl.ops.diagnose.diagnosis import load_signals
 
 def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> RunComparison:
     sa, sb = load_signals(Path(a)), load_signals(Path(b))
-    return compare_runs(
-        sa, run_analysis(sa).findings, sb, run_analysis(sb).findings, a_name=str(a), b_name=str(b)
-    )
+    return compare_runs(sa, run_analysis(sa).findings, sb, run_analysis(sb).findings, a_name=str(a), b_name=str(b))
