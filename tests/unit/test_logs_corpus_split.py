@@ -18,11 +18,21 @@ def _bench():
     return mod
 
 
-def test_heldout_rows_match_the_frozen_hash() -> None:
-    rows = [json.loads(line) for line in (FIX / "corpus_ext.jsonl").read_text().splitlines() if line.strip()]
+def _rows(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIX / name).read_text().splitlines() if line.strip()]
+
+
+def _heldout_matches_hash(rows: list[dict], hash_file: str) -> list[dict]:
+    """The held-out rows, after checking them against the hash written when their split was frozen."""
     held = [r for r in rows if _bench().split_of(r["id"]) == "heldout"]
     blob = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in held).encode()
-    assert hashlib.sha256(blob).hexdigest() == (FIX / "heldout.sha256").read_text().split()[0]
+    assert hashlib.sha256(blob).hexdigest() == (FIX / hash_file).read_text().split()[0]
+    return held
+
+
+def test_heldout_rows_match_the_frozen_hash() -> None:
+    rows = _rows("corpus_ext.jsonl")
+    held = _heldout_matches_hash(rows, "heldout.sha256")
     assert len(held) == 14 and len(rows) == 32 and len({r["id"] for r in rows}) == 32
 
 
@@ -33,23 +43,16 @@ def test_every_excerpt_gets_a_finding_or_is_reported(tmp_path) -> None:
 
 
 def test_second_heldout_batch_matches_its_frozen_hash() -> None:
-    rows = [json.loads(line) for line in (FIX / "corpus_ext2.jsonl").read_text().splitlines() if line.strip()]
-    held = [r for r in rows if _bench().split_of(r["id"]) == "heldout"]
-    blob = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in held).encode()
-    assert hashlib.sha256(blob).hexdigest() == (FIX / "heldout2.sha256").read_text().split()[0]
+    rows = _rows("corpus_ext2.jsonl")
+    held = _heldout_matches_hash(rows, "heldout2.sha256")
     assert len(held) == 32 and len(rows) == 74 and len({r["id"] for r in rows}) == 74
     # no row repeats an excerpt of the other files (the batch was de-duplicated before the split)
-    others = {
-        json.loads(line)["log"][:200]
-        for name in ("corpus_ext.jsonl", "real_logs_dev.jsonl")
-        for line in (FIX / name).read_text().splitlines()
-        if line.strip()
-    }
+    others = {r["log"][:200] for name in ("corpus_ext.jsonl", "real_logs_dev.jsonl") for r in _rows(name)}
     assert not [r["id"] for r in rows if r["log"][:200] in others]
 
 
 def test_second_batch_never_blames_without_evidence() -> None:
-    rows = [json.loads(line) for line in (FIX / "corpus_ext2.jsonl").read_text().splitlines() if line.strip()]
+    rows = _rows("corpus_ext2.jsonl")
     scores = _bench().score(rows)
     assert scores["blame_without_evidence"] == 0
     dev = _bench().score([r for r in rows if _bench().split_of(r["id"]) == "dev"])
