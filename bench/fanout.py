@@ -62,32 +62,34 @@ def out_bytes(out: Path) -> int:
     return sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and p.suffix in (".pkl", ".log"))
 
 
-def run_trainctl(cluster: SshdCluster, hosts: list[str], out: Path) -> float:
-    """Returns the fan-out time trainctl reports (the command minus Python start-up)."""
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from trainctl.cli.app import main; main()",
-            "collect",
-            str(cluster.remote_root / "run"),
-            "--hosts",
-            ",".join(hosts),
-            "--out",
-            str(out),
-            "--ssh-config",
-            str(cluster.ssh_config),
-            "--kinds",
-            "fr_dumps,rank_logs",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if res.returncode != 0:
-        raise RuntimeError(f"trainctl collect exited {res.returncode}: {res.stderr[-3000:]}\n{res.stdout[-3000:]}")
-    return float(json.loads(res.stdout)["duration_s"])
+def run_trainctl(cluster: SshdCluster, hosts: list[str], out: Path) -> tuple[float, float, float]:
+    """(fan-out time trainctl reports, the process's CPU s, its peak RSS GiB) for one collect."""
+    argv = [
+        sys.executable,
+        "-c",
+        "from trainctl.cli.app import main; main()",
+        "collect",
+        str(cluster.remote_root / "run"),
+        "--hosts",
+        ",".join(hosts),
+        "--out",
+        str(out),
+        "--ssh-config",
+        str(cluster.ssh_config),
+        "--kinds",
+        "fr_dumps,rank_logs",
+        "--json",
+    ]
+    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
+        p = subprocess.Popen(argv, stdout=so, stderr=se)
+        _, status, ru = os.wait4(p.pid, 0)  # this child's own rusage: CPU and peak RSS
+        p.returncode = os.waitstatus_to_exitcode(status)
+        so.seek(0)
+        se.seek(0)
+        stdout, stderr = so.read().decode(), se.read().decode()
+    if p.returncode != 0:
+        raise RuntimeError(f"trainctl collect exited {p.returncode}: {stderr[-3000:]}\n{stdout[-3000:]}")
+    return float(json.loads(stdout)["duration_s"]), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 2**20
 
 
 HOST_SH = r"""
@@ -135,6 +137,7 @@ def bench(n: int, repeats: int, base: Path) -> dict[str, list[float]]:
         times: dict[str, list[float]] = {"trainctl": [], "openssh-cm": [], "openssh-warm": []}
         cpu: dict[str, list[float]] = {k: [] for k in times}
         inner: list[float] = []
+        rss: list[float] = []
         for i in range(repeats + 1):  # first round is the warm-up
             for name in times:
                 out = base / f"out-{n}-{name}"
@@ -145,7 +148,7 @@ def bench(n: int, repeats: int, base: Path) -> dict[str, list[float]]:
                 ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 if name == "trainctl":
-                    fan = run_trainctl(cluster, hosts, out)
+                    fan, _, peak = run_trainctl(cluster, hosts, out)
                 else:
                     run_openssh(cluster, hosts, out, cm_cold if name == "openssh-cm" else cm_warm)
                 dt = time.perf_counter() - t0
@@ -157,9 +160,10 @@ def bench(n: int, repeats: int, base: Path) -> dict[str, list[float]]:
                     cpu[name].append(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
                     if name == "trainctl":
                         inner.append(fan)
+                        rss.append(peak)
         close_masters(cluster, hosts, cm_cold)
         close_masters(cluster, hosts, cm_warm)
-        return {"wall": times, "cpu": cpu, "inner": {"trainctl fan-out only": inner}}
+        return {"wall": times, "cpu": cpu, "inner": {"trainctl fan-out only": inner}, "rss_gib": rss}
     finally:
         cluster.stop()
 
@@ -173,23 +177,35 @@ def main() -> None:
         f"# {platform.node()} {os.cpu_count()} cpus, python {platform.python_version()}, "
         f"load {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M')}"
     )
-    print("| N | variant | median wall s | runs (wall s) | median client CPU s |")
-    print("|---|---|---|---|---|")
+    print("| N | variant | median wall s | runs (wall s) | median client CPU s | CPU ms per host | peak RSS GiB |")
+    print("|---|---|---|---|---|---|---|")
+    trainctl_cpu: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="trainctl-bench-") as d:
         for n in (int(x) for x in args.hosts.split(",")):
             r = bench(n, args.repeats, Path(d))
             for name, ts in r["wall"].items():
+                c = statistics.median(r["cpu"][name])
+                peak = f"{max(r['rss_gib']):.2f}" if name == "trainctl" else ""
+                if name == "trainctl":
+                    trainctl_cpu[n] = c
                 print(
                     f"| {n} | {name} | {statistics.median(ts):.2f} | {' '.join(f'{t:.2f}' for t in ts)} "
-                    f"| {statistics.median(r['cpu'][name]):.2f} |",
+                    f"| {c:.2f} | {c / n * 1000:.1f} | {peak} |",
                     flush=True,
                 )
             ts = r["inner"]["trainctl fan-out only"]
             print(
                 f"| {n} | trainctl, fan-out only (no Python start-up) | {statistics.median(ts):.2f} "
-                f"| {' '.join(f'{t:.2f}' for t in ts)} | |",
+                f"| {' '.join(f'{t:.2f}' for t in ts)} | | | |",
                 flush=True,
             )
+    ns = sorted(trainctl_cpu)
+    if len(ns) > 1:  # the CLI's start-up CPU cancels out: what one more host costs
+        lo, hi = ns[0], ns[-1]
+        print(
+            f"\ntrainctl client CPU per additional host ({lo} -> {hi} hosts): "
+            f"{(trainctl_cpu[hi] - trainctl_cpu[lo]) / (hi - lo) * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":
