@@ -196,8 +196,10 @@ class TarMemberRefused(CollectError):
 
 # tarfile's stream mode reads its source in `bufsize` pieces (default 10 KiB): each piece is a
 # paramiko Channel.recv with its locks and a bytes join, about half of the client's CPU per host in
-# bench/fanout.py's profile. 256 KiB pieces take what the channel has buffered in one call.
-_TAR_BUFSIZE = 256 << 10
+# bench/fanout.py's profile. 64 KiB pieces take what the channel has buffered (32 KiB packets) in
+# one call and stay under glibc's 128 KiB mmap threshold: 256 KiB pieces were faster in a warm
+# process but slower in a fresh one (every buffer an mmap/munmap with its page faults).
+_TAR_BUFSIZE = 64 << 10
 
 
 def _extract(
@@ -233,7 +235,7 @@ def _extract(
             n = 0
             try:
                 with open(tmp, "wb") as fh:
-                    while n < m.size and (chunk := src.read(min(1 << 20, m.size - n))):
+                    while n < m.size and (chunk := src.read(min(_TAR_BUFSIZE, m.size - n))):
                         fh.write(chunk)
                         n += len(chunk)
                 os.replace(tmp, dest)
@@ -278,15 +280,18 @@ def _within_caps(
 
 
 def _count_rows(out: Path, kind: str, paths: Iterable[str]) -> int:
-    if kind in rundir_sync.TABLE_KINDS:
-        total = 0
-        for p in paths:
-            try:
-                total += pq.read_metadata(out / p).num_rows
-            except (OSError, pa.ArrowInvalid):
-                logger.warning("%s: not a readable parquet file", out / p)
-        return total
-    return sum(1 for _ in paths)
+    """Rows of the Parquet parts, plus one per raw file (a Flight Recorder dump under fr/ shares its
+    kind's name with the fr_dumps table but is a pickle: counted, never opened as Parquet)."""
+    total = 0
+    for p in paths:
+        if kind not in rundir_sync.TABLE_KINDS or not p.endswith(".parquet"):
+            total += 1
+            continue
+        try:
+            total += pq.read_metadata(out / p).num_rows
+        except (OSError, pa.ArrowInvalid):
+            logger.warning("%s: not a readable parquet file", out / p)
+    return total
 
 
 class _HostJob:
