@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 import pytest
 
 # The sshd_cluster fixture (real sshd test hosts on loopback) for every test that asks for it.
 pytest_plugins = ["sshd"]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_user_config():
+    """A developer's ~/.config/trainctl/config.toml (or TRAINCTL_* defaults) must not change what the
+    tests see: point every trainctl, in-process or child, at an empty config directory."""
+    saved = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "TRAINCTL_CONFIG")}
+    with tempfile.TemporaryDirectory(prefix="trainctl-noconfig-") as d:
+        os.environ["XDG_CONFIG_HOME"] = d
+        os.environ.pop("TRAINCTL_CONFIG", None)
+        yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @dataclass(frozen=True)

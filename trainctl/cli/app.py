@@ -11,6 +11,7 @@ import sys
 import typer
 
 from trainctl import __version__
+from trainctl.cli.config_file import ENV_PREFIX, load_default_map
 from trainctl.cli.console import err, setup_logging, styled
 from trainctl.errors import TrainctlError
 from trainctl.exit_codes import ExitCode, help_text
@@ -77,7 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     # Standalone mode: Typer turns usage errors into exit 2 and typer.Exit(n) into SystemExit(n);
     # only trainctl's own errors need translating here.
     try:
-        app(args=argv, prog_name="trainctl")
+        # Defaults from the TOML config file; TRAINCTL_<COMMAND>_<OPTION> and flags override them
+        # (trainctl.cli.config_file).
+        default_map = load_default_map(typer.main.get_command(app))
+        app(args=argv, prog_name="trainctl", default_map=default_map, auto_envvar_prefix=ENV_PREFIX)
     except TrainctlError as e:
         if _state["verbose"] >= 2:
             err.print_exception()

@@ -1,0 +1,78 @@
+"""Defaults from ~/.config/trainctl/config.toml (trainctl/cli/config_file.py): the file sets them, the
+environment (TRAINCTL_<COMMAND>_<OPTION>) overrides it, a flag overrides both; a bad file is one line
+naming the file and the key, with nothing run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import typer
+
+from trainctl.cli.app import app
+from trainctl.cli.config_file import load_default_map
+from trainctl.errors import InputError
+from trainctl.exit_codes import ExitCode
+
+# A log whose first finding is critical: a watchdog timeout.
+LOG = (
+    "[rank1]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=600000) ran for 600061 "
+    "milliseconds before timing out.\n"
+)
+
+
+def _env(config: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "TRAINCTL_CONFIG": str(config), **extra}
+
+
+def test_file_then_environment_then_flag(cli, tmp_path: Path) -> None:
+    log = tmp_path / "w.log"
+    log.write_text(LOG)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[diagnose]\nfail-on = "never"\n')
+    assert cli("diagnose", log).code == ExitCode.FINDINGS  # built-in default: critical
+    assert cli("diagnose", log, env=_env(cfg)).code == ExitCode.OK  # the file
+    assert cli("diagnose", log, env=_env(cfg, TRAINCTL_DIAGNOSE_FAIL_ON="critical")).code == ExitCode.FINDINGS
+    assert cli("diagnose", log, "--fail-on", "critical", env=_env(cfg)).code == ExitCode.FINDINGS
+    # the XDG location is read without TRAINCTL_CONFIG
+    xdg = tmp_path / "xdg"
+    (xdg / "trainctl").mkdir(parents=True)
+    (xdg / "trainctl" / "config.toml").write_text('[diagnose]\nfail-on = "never"\n')
+    env = {k: v for k, v in os.environ.items() if k != "TRAINCTL_CONFIG"} | {"XDG_CONFIG_HOME": str(xdg)}
+    assert cli("diagnose", log, env=env).code == ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[diagnose]\nbogus = 1\n", "unknown key 'diagnose.bogus'; options of diagnose: fail-on, json"),
+        ("[diagnos]\nx = 1\n", "unknown key 'diagnos'; commands and options of trainctl: agent, collect"),
+        ("[nodes.list]\nwide = true\n", "unknown key 'nodes.list.wide'; options of nodes.list: json"),
+        ("[diagnose\n", "not valid TOML (Expected ']'"),
+        ("diagnose = 3\n", "[diagnose] must be a table"),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_the_key(cli, tmp_path: Path, text: str, says: str) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(text)
+    r = cli("--version", env=_env(cfg))
+    assert r.code == ExitCode.ERROR and str(cfg) in r.stderr and says in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_missing_explicit_file_and_nested_groups(tmp_path: Path) -> None:
+    root = typer.main.get_command(app)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[collect]\nmax-workers = 4\nssh-config = "~/x"\n[nodes.list]\njson = true\n')
+    assert load_default_map(root, cfg) == {
+        "collect": {"max_workers": 4, "ssh_config": "~/x"},
+        "nodes": {"list": {"json_out": True}},
+    }
+    os.environ["TRAINCTL_CONFIG"] = str(tmp_path / "absent.toml")
+    try:
+        with pytest.raises(InputError, match="no such config file"):
+            load_default_map(root)
+    finally:
+        os.environ.pop("TRAINCTL_CONFIG")

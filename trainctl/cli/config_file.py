@@ -1,0 +1,94 @@
+"""Defaults from a TOML file; flags and the environment override it.
+
+The file is `$TRAINCTL_CONFIG`, else `~/.config/trainctl/config.toml` (`$XDG_CONFIG_HOME` honoured);
+a missing file is fine. One table per command, keys spelled as the command's long options:
+
+    [collect]
+    ssh-config = "~/.ssh/fleet.conf"
+    max-workers = 8
+
+    [diagnose]
+    fail-on = "warning"
+
+    [nodes.list]          # a command of a group: the group's table, then the command's
+    json = true
+
+Precedence (Click's): a flag on the command line, then the environment variable
+`TRAINCTL_<COMMAND>_<OPTION>` (`TRAINCTL_COLLECT_MAX_WORKERS=8`, `TRAINCTL_NODES_LIST_JSON=1`), then
+this file, then the built-in default. An unknown command or option, or a file that is not valid TOML,
+is a one-line error naming the file and the key, before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trainctl.errors import InputError
+
+# Typer builds Click commands (its own vendored Click since 0.2x): read them by their attributes,
+# `commands` on a group and `params` with `param_type_name == "option"`, not by Click's classes.
+Command = Any
+
+ENV_PREFIX = "TRAINCTL"
+CONFIG_ENV = "TRAINCTL_CONFIG"
+
+
+def config_path() -> Path:
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV]).expanduser()
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "trainctl" / "config.toml"
+
+
+def _options(cmd: Command) -> dict[str, str]:
+    """`max-workers` / `json` (each long option without dashes, and the parameter's own name) -> name."""
+    out: dict[str, str] = {}
+    for p in cmd.params:
+        if getattr(p, "param_type_name", None) != "option" or p.name is None:
+            continue
+        out[p.name] = p.name
+        for opt in p.opts:
+            if opt.startswith("--"):
+                out[opt[2:]] = p.name
+    return out
+
+
+def _convert(path: Path, where: str, cmd: Command, table: Mapping[str, Any]) -> dict[str, Any]:
+    subcommands = getattr(cmd, "commands", None) or {}
+    known = _options(cmd)
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        here = f"{where}.{key}" if where else key
+        if key in subcommands:
+            if not isinstance(value, Mapping):
+                raise InputError(f"{path}: [{here}] must be a table of {key}'s options")
+            out[key] = _convert(path, here, subcommands[key], value)
+        elif key in known:
+            out[known[key]] = value
+        else:
+            choices = sorted(subcommands) + sorted(k for k in known if "_" not in k)
+            what = "commands and options" if subcommands else "options"
+            raise InputError(
+                f"{path}: unknown key {here!r}; {what} of {where or 'trainctl'}: {', '.join(choices) or '(none)'}"
+            )
+    return out
+
+
+def load_default_map(root: Command, path: Path | None = None) -> dict[str, Any]:
+    """The file's defaults as Click's default_map ({command: {param: value}}); {} without a file."""
+    path = path or config_path()
+    if not path.is_file():
+        if os.environ.get(CONFIG_ENV):
+            raise InputError(f"{path}: no such config file (from ${CONFIG_ENV}); create it or unset the variable")
+        return {}
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid TOML ({exc}); fix the file or move it away") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the config file ({exc.strerror})") from exc
+    return _convert(path, "", root, doc)
