@@ -24,7 +24,15 @@ from trainctl.findings import Finding
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
 
-__all__ = ["ChangeStatus", "FindingChange", "PhaseChange", "RunComparison", "compare_runs", "phase_stats"]
+__all__ = [
+    "ChangeStatus",
+    "FindingChange",
+    "PhaseChange",
+    "RunComparison",
+    "compare_runs",
+    "finding_changes",
+    "phase_stats",
+]
 
 
 class ChangeStatus(str, Enum):
@@ -123,6 +131,27 @@ def _key(f: Finding) -> tuple[str, str | None, tuple[str, ...], tuple[int, ...]]
     return (f.kind.value, f.category.value if f.category else None, tuple(sorted(f.hosts)), tuple(sorted(f.ranks)))
 
 
+def finding_changes(before: list[Finding], after: list[Finding]) -> list[FindingChange]:
+    """Findings matched by (kind, category, hosts, ranks): new in `after`, persisting (with the
+    earlier severity), resolved (only in `before`); new first. Used by `compare` (run A -> run B)
+    and by `diagnose --watch` (one round -> the next)."""
+    by_a = {_key(f): f for f in before}
+    by_b = {_key(f): f for f in after}
+    changes = []
+    for k, f in by_b.items():
+        prev = by_a.get(k)
+        status = ChangeStatus.PERSISTS if prev else ChangeStatus.NEW
+        a_sev = prev.severity.value if prev else None
+        changes.append(FindingChange(status, k[0], k[1], k[2], f.ranks, f.severity.value, a_sev, f.summary))
+    for k, f in by_a.items():
+        if k not in by_b:
+            sev = f.severity.value
+            changes.append(FindingChange(ChangeStatus.RESOLVED, k[0], k[1], k[2], f.ranks, sev, sev, f.summary))
+    order = {ChangeStatus.NEW: 0, ChangeStatus.PERSISTS: 1, ChangeStatus.RESOLVED: 2}
+    changes.sort(key=lambda c: (order[c.status], c.kind, c.hosts))
+    return changes
+
+
 def _pct(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or a <= 0:
         return None
@@ -155,20 +184,7 @@ def compare_runs(
             )
         )
     ha, hb = _hosts(a), _hosts(b)
-    by_a = {_key(f): f for f in a_findings}
-    by_b = {_key(f): f for f in b_findings}
-    changes = []
-    for k, f in by_b.items():
-        before = by_a.get(k)
-        status = ChangeStatus.PERSISTS if before else ChangeStatus.NEW
-        a_sev = before.severity.value if before else None
-        changes.append(FindingChange(status, k[0], k[1], k[2], f.ranks, f.severity.value, a_sev, f.summary))
-    for k, f in by_a.items():
-        if k not in by_b:
-            sev = f.severity.value
-            changes.append(FindingChange(ChangeStatus.RESOLVED, k[0], k[1], k[2], f.ranks, sev, sev, f.summary))
-    order = {ChangeStatus.NEW: 0, ChangeStatus.PERSISTS: 1, ChangeStatus.RESOLVED: 2}
-    changes.sort(key=lambda c: (order[c.status], c.kind, c.hosts))
+    changes = finding_changes(a_findings, b_findings)
     return RunComparison(
         a_name,
         b_name,

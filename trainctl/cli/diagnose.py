@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
@@ -11,8 +16,12 @@ from rich.text import Text
 from trainctl.cli.console import err, out
 from trainctl.cli.hangmap import hang_maps
 from trainctl.cli.render import findings_table
+from trainctl.errors import TrainctlError
 from trainctl.exit_codes import ExitCode
-from trainctl.findings import Severity
+from trainctl.findings import Report, Severity
+
+if TYPE_CHECKING:
+    from trainctl.ops.diagnose.window import TimeWindow
 
 
 class FailOn(str, Enum):
@@ -29,6 +38,11 @@ def diagnose(
         None, "--since", help="Only rows from this time: ISO 8601 with offset (no offset = UTC), or 30m / 2h / 1d ago."
     ),
     until: str | None = typer.Option(None, "--until", help="Only rows up to this time (same forms as --since)."),
+    watch: bool = typer.Option(
+        False, "--watch", help="Diagnose again every --interval-s and print what changed (new, resolved, severity)."
+    ),
+    interval_s: float = typer.Option(10.0, "--interval-s", min=0.1, help="With --watch: seconds between rounds."),
+    rounds: int | None = typer.Option(None, "--rounds", min=1, help="With --watch: stop after N rounds (else Ctrl-C)."),
 ) -> None:
     """Find stragglers, hung collectives, faulty hosts and crashes in PATH, with evidence."""
     # Imported here, not at module level: the analyzers pull in DuckDB, pandas and pyarrow.dataset
@@ -38,6 +52,10 @@ def diagnose(
 
     window = TimeWindow(parse_time(since, flag="--since"), parse_time(until, flag="--until"))
 
+    if watch:
+        report = _watch(path, window, json_out, interval_s, rounds)
+        _exit_code(report, fail_on)
+        return
     with err.status(Text(f"diagnosing {path} ..."), spinner="dots"):
         report = diagnose_path(path, window)
     if json_out:
@@ -50,9 +68,61 @@ def diagnose(
             out.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     for line in report.skipped[:20] if not json_out else ():  # (the loaders' warnings said it as it happened)
         err.print(Text(f"skipped: {line}", style="yellow"), soft_wrap=True)
+    _exit_code(report, fail_on)
+
+
+def _exit_code(report: Report, fail_on: FailOn) -> None:
     worst = report.max_severity()
     if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
         raise typer.Exit(ExitCode.FINDINGS)
     if report.skipped:
         # Nothing at or above --fail-on in what could be read, but not everything could: say so.
         raise typer.Exit(ExitCode.PARTIAL)
+
+
+def _watch(path: Path, window: TimeWindow, json_out: bool, interval_s: float, rounds: int | None) -> Report:
+    """Diagnose PATH every interval_s (a live run dir, a log that grows) and print each round's
+    changes: the first round's findings as new, then new, resolved and re-graded ones. Returns the
+    last round's report (its severity sets the exit code); Ctrl-C ends the watch."""
+    from trainctl.analyzers.compare import ChangeStatus, finding_changes
+    from trainctl.ops.diagnose.diagnosis import diagnose_path
+
+    report: Report | None = None
+    n = 0
+    try:
+        while rounds is None or n < rounds:
+            if n:
+                time.sleep(interval_s)
+            n += 1
+            try:
+                current = diagnose_path(path, window)
+            except TrainctlError as exc:
+                if report is None:
+                    raise
+                err.print(Text(f"round {n}: {exc}; trying again in {interval_s:g}s", style="yellow"), soft_wrap=True)
+                continue
+            ts = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            changes = [
+                c
+                for c in finding_changes(list(report.findings) if report else [], list(current.findings))
+                if c.status is not ChangeStatus.PERSISTS or c.a_severity != c.severity
+            ]
+            for c in changes:
+                if json_out:
+                    print(json.dumps({"ts": ts, "round": n, **asdict(c), "status": c.status.value}), flush=True)
+                else:
+                    sev = c.severity if c.a_severity in (None, c.severity) else f"{c.a_severity} -> {c.severity}"
+                    who = " ".join(
+                        x for x in (f"ranks {','.join(map(str, c.ranks[:8]))}" if c.ranks else "",
+                                    f"hosts {','.join(c.hosts[:4])}" if c.hosts else "") if x
+                    )  # fmt: skip
+                    head = f"{ts} {c.status.value:<8} {sev:<8} {c.kind}" + (f" {who}" if who else "")
+                    out.print(Text(f"{head}: {c.summary}"), soft_wrap=True)
+            if not changes and not json_out:
+                err.print(Text(f"{ts} round {n}: no change ({len(current.findings)} findings)", style="dim"))
+            report = current
+    except KeyboardInterrupt:
+        err.print("watch stopped")
+    if report is None:
+        raise TrainctlError(f"{path}: no round of --watch finished")
+    return report
