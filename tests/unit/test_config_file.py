@@ -47,7 +47,7 @@ def test_file_then_environment_then_flag(cli, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text, says",
     [
-        ("[diagnose]\nbogus = 1\n", "unknown key 'diagnose.bogus'; options of diagnose: fail-on, json"),
+        ("[diagnose]\nbogus = 1\n", "unknown key 'diagnose.bogus'; options of diagnose: fail-on, interval-s, json"),
         ("[diagnos]\nx = 1\n", "unknown key 'diagnos'; commands and options of trainctl: agent, collect"),
         ("[nodes.list]\nwide = true\n", "unknown key 'nodes.list.wide'; options of nodes.list: json"),
         ("[diagnose\n", "not valid TOML (Expected ']'"),
