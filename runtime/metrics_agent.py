@@ -396,12 +396,69 @@ def parse_loadavg(text: str) -> float:
     return float(text.split()[0])
 
 
-class HostSampler:
-    """CPU, memory, network rates and load from /proc (rates need two samples: first is null)."""
+# InfiniBand / RoCE port counters (Linux Documentation/ABI/stable/sysfs-class-infiniband):
+# /sys/class/infiniband/<dev>/ports/<port>/counters/port_{rcv,xmit}_data count data octets divided
+# by 4; the error counters below are cumulative; ports/<port>/state reads "4: ACTIVE" when up.
+_IB_ERROR_COUNTERS = (
+    "symbol_error",
+    "link_error_recovery",
+    "port_rcv_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+)
 
-    def __init__(self, proc_root: str | os.PathLike[str] = "/proc") -> None:
+
+@dataclass(frozen=True)
+class IbCounters:
+    ports: int
+    ports_active: int
+    rx_bytes: int
+    tx_bytes: int
+    link_downed: int  # cumulative, summed over ports
+    errors: int  # cumulative, the _IB_ERROR_COUNTERS summed over ports
+
+
+def _int_file(path: Path) -> int:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def read_ib_counters(ib_root: str | os.PathLike[str]) -> IbCounters | None:
+    """All IB/RoCE ports under `ib_root` (/sys/class/infiniband) summed; None when there are none."""
+    root = Path(ib_root)
+    try:
+        ports = sorted(p for dev in root.iterdir() for p in (dev / "ports").iterdir())
+    except OSError:
+        return None
+    if not ports:
+        return None
+    active = rx = tx = downed = errors = 0
+    for port in ports:
+        try:
+            active += "ACTIVE" in (port / "state").read_text()
+        except OSError:
+            pass
+        c = port / "counters"
+        rx += 4 * _int_file(c / "port_rcv_data")
+        tx += 4 * _int_file(c / "port_xmit_data")
+        downed += _int_file(c / "link_downed")
+        errors += sum(_int_file(c / name) for name in _IB_ERROR_COUNTERS)
+    return IbCounters(len(ports), active, rx, tx, downed, errors)
+
+
+class HostSampler:
+    """CPU, memory, network rates and load from /proc, IB/RoCE port counters from /sys (rates need
+    two samples: the first is null)."""
+
+    def __init__(
+        self, proc_root: str | os.PathLike[str] = "/proc", ib_root: str | os.PathLike[str] = "/sys/class/infiniband"
+    ) -> None:
         self.root = Path(proc_root)
+        self.ib_root = Path(ib_root)
         self._prev: tuple[int, CpuTimes, int, int] | None = None
+        self._prev_ib: tuple[int, IbCounters] | None = None
 
     def _read(self, rel: str) -> str:
         return (self.root / rel).read_text()
@@ -430,7 +487,28 @@ class HostSampler:
                 row["net_rx_bytes_per_s"] = max(0, rx - prx) / dt
                 row["net_tx_bytes_per_s"] = max(0, tx - ptx) / dt
         self._prev = (ts_ns, cpu, rx, tx)
+        self._ib(ts_ns, row)
         return row
+
+    def _ib(self, ts_ns: int, row: dict[str, Any]) -> None:
+        ib = read_ib_counters(self.ib_root)
+        if ib is None:
+            return
+        row.update(
+            ib_ports=ib.ports,
+            ib_ports_active=ib.ports_active,
+            ib_link_downed=ib.link_downed,
+            ib_errors=ib.errors,
+            ib_rx_bytes_per_s=None,
+            ib_tx_bytes_per_s=None,
+        )
+        if self._prev_ib is not None:
+            pts, prev = self._prev_ib
+            dt = (ts_ns - pts) / 1e9
+            if dt > 0:
+                row["ib_rx_bytes_per_s"] = max(0, ib.rx_bytes - prev.rx_bytes) / dt
+                row["ib_tx_bytes_per_s"] = max(0, ib.tx_bytes - prev.tx_bytes) / dt
+        self._prev_ib = (ts_ns, ib)
 
 
 # --------------------------------------------------------------------------------------------- agent

@@ -162,6 +162,13 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("net_tx_bytes_per_s", pa.float64()),
         _f("load1", pa.float32()),
         _f("gpu_count", pa.int16()),  # GPUs NVML enumerates now: a drop is a lost GPU
+        # InfiniBand / RoCE ports (/sys/class/infiniband), summed over the host's ports; null without any.
+        _f("ib_ports", pa.int16()),
+        _f("ib_ports_active", pa.int16()),  # a port that left ACTIVE is a link down
+        _f("ib_rx_bytes_per_s", pa.float64()),
+        _f("ib_tx_bytes_per_s", pa.float64()),
+        _f("ib_link_downed", pa.int64()),  # cumulative link_downed
+        _f("ib_errors", pa.int64()),  # cumulative symbol/recovery/rcv/integrity/overrun errors
     ],
     # Parsed, classified log lines (rank logs, kernel logs, pasted logs).
     SignalKind.LOG_EVENTS: [
