@@ -45,6 +45,9 @@ def _registry() -> list[Analyzer]:
     from trainctl.analyzers import hangs
 
     analyzers.append(Analyzer("hangs", (SignalKind.COLLECTIVES,), hangs.analyze))
+    from trainctl.analyzers import stack_hangs
+
+    analyzers.append(Analyzer("stack_hangs", (SignalKind.STACKS,), stack_hangs.analyze))
     from trainctl.analyzers import faulty_hosts
 
     analyzers.append(

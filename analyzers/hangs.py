@@ -58,7 +58,7 @@ from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
 
-__all__ = ["RankState", "analyze_hangs", "analyze", "rank_grid", "culprit_frame"]
+__all__ = ["RankState", "analyze_hangs", "analyze", "rank_grid", "culprit_frame", "is_internal_frame"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class _Inventory:
         return recs is None or recorder in recs
 
 
-def _is_internal(filename: str | None, function: str) -> bool:
+def is_internal_frame(filename: str | None, function: str) -> bool:
     if not filename:
         return True
     f = filename.replace("\\", "/")
@@ -193,11 +193,13 @@ def culprit_frame(stacks: pd.DataFrame | None, rank: int) -> dict[str, Any] | No
         s = mine[mine["source"] == source]
         if s.empty:
             continue
+        if "ts" in s and s["ts"].notna().any():  # successive snapshots (periodic dumps): the newest
+            s = s[s["ts"] == s["ts"].max()]
         threads = list(dict.fromkeys(s["thread"].tolist()))
         thread = "MainThread" if "MainThread" in threads else threads[0]
         frames = s[s["thread"] == thread].sort_values("depth") if thread is not None else s.sort_values("depth")
         for fr in frames.itertuples(index=False):
-            if not _is_internal(fr.filename, fr.function):
+            if not is_internal_frame(fr.filename, fr.function):
                 line = None if pd.isna(fr.line) else int(fr.line)
                 return {
                     "function": fr.function,
@@ -939,7 +941,7 @@ def _call_site(frames_json: str) -> str | None:
     except (TypeError, ValueError):
         return None
     for f in reversed(frames):
-        if not _is_internal(f.get("filename"), f.get("name", "")):
+        if not is_internal_frame(f.get("filename"), f.get("name", "")):
             return f"{f.get('name')}(), {os.path.basename(f.get('filename') or '?')}:{f.get('line')}"
     return None
 

@@ -39,6 +39,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 MAIN_THREAD = "MainThread"
+INT32_MAX = 2**31 - 1  # the schema's rank/line/depth columns
 HOST_COLUMN = "host"
 
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[([^\]]*)\])? \(most recent call first\):\s*$")
@@ -69,7 +70,7 @@ def _row(
         "depth": depth,
         "function": func,
         "filename": filename,
-        "line": line,
+        "line": line if line is not None and 0 <= line <= INT32_MAX else None,  # a garbled number is no line
         "source": source,
     }
 

@@ -41,11 +41,12 @@ import os
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
-from trainctl.rundir import fr_dump_dir, nccl_log_path
+from trainctl.rundir import fr_dump_dir, nccl_log_path, stacks_dir
 
 __all__ = [
     "DUMP_FILE_PREFIX",
     "NCCL_DEBUG_DIR_ENV",
+    "TORCH_DEBUG_DIR_ENV",
     "flight_recorder_env",
     "nccl_debug_env",
     "rank_env",
@@ -59,6 +60,7 @@ log = logging.getLogger(__name__)
 DUMP_FILE_PREFIX = "nccl_trace_rank_"
 DEFAULT_BUFFER_SIZE = 2000  # torch 2.13's own default, stated so a dump's size is never a guess
 NCCL_DEBUG_DIR_ENV = "TRAINCTL_NCCL_DEBUG_DIR"
+TORCH_DEBUG_DIR_ENV = "TRAINCTL_TORCH_DEBUG_DIR"
 NCCL_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 
 # Each setting with the aliases torch reads for it; one already set (under any alias) is kept.
@@ -138,10 +140,14 @@ def nccl_debug_env(
 def rank_env(
     run_dir: str | os.PathLike[str], host: str, already: Mapping[str, str] | None = None, *, nccl_debug: str = "WARN"
 ) -> dict[str, str]:
-    """Everything NCCL-related a rank on `host` gets: Flight Recorder dumps and NCCL's own log."""
+    """Everything debug-related a rank on `host` gets: Flight Recorder dumps, NCCL's own log, and
+    TRAINCTL_TORCH_DEBUG_DIR, the folder to give torch's debug server for its periodic dumps
+    (`start_debug_server(dump_dir=os.environ["TRAINCTL_TORCH_DEBUG_DIR"])`): the host's stacks
+    folder, which collect brings back as that host's and diagnose reads."""
     return {
         **flight_recorder_env(run_dir, host, already),
         **nccl_debug_env(run_dir, host, already, level=nccl_debug),
+        TORCH_DEBUG_DIR_ENV: str(stacks_dir(run_dir, host)),
     }
 
 

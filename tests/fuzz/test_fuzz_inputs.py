@@ -205,6 +205,36 @@ def test_stacks(text, lines) -> None:
     _allowed(parse_dump_traceback, blob, rank=0) if parse_dump_traceback.__code__.co_argcount >= 1 else None
 
 
+_sections = st.lists(
+    st.tuples(
+        st.sampled_from(["=== Rank {r}: http://h{r}:1/handler/dump_traceback? ===", "=== Rank {r}: {junk} ===",
+                         "PARTIAL DATA: {r}/2 workers responded", "  Rank {r}: {junk}", "Error: 5{r}",
+                         "Thread 0x{r} (most recent call first):", '  File "{junk}", line {r} in all_reduce',
+                         '  File "/t/torch/distributed/distributed_c10d.py", line {r} in barrier',
+                         '  File "/job/x.py", line {r} in <module>']),
+        st.integers(min_value=-3, max_value=2**40),
+        st.text(max_size=20),
+    ),
+    max_size=30,
+)  # fmt: skip
+
+
+@settings(FUZZ, max_examples=300)
+@given(parts=_sections, stamps=st.lists(st.integers(min_value=0, max_value=59), min_size=1, max_size=3))
+def test_torch_debug_dumps(parts, stamps) -> None:
+    from trainctl.analyzers.stack_hangs import analyze_stack_hangs
+    from trainctl.collectors.torch_debug_dumps import parse_debug_dump, read_debug_dumps
+
+    text = "\n".join(t.format(r=r, junk=j) for t, r, j in parts)
+    _allowed(parse_debug_dump, text)
+    with tempfile.TemporaryDirectory() as d:
+        for sec in stamps:
+            Path(d, f"stacks_20261126_0920{sec:02d}.txt").write_text(text, errors="surrogateescape")
+        got = _allowed(read_debug_dumps, d)
+        if got is not None:
+            _allowed(analyze_stack_hangs, got[0].to_pandas(), world=2)
+
+
 _ENTRY_KEYS = ["record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id", "profiling_name",
                "time_created_ns", "state", "input_sizes", "output_sizes", "frames", "is_p2p", "retired"]  # fmt: skip
 fr_dumps = (

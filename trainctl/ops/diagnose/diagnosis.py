@@ -1,7 +1,8 @@
 """`trainctl diagnose PATH`: detect what PATH is, load its signals, run the analyzers.
 
 PATH may be a run dir (run.json + tables + raw artefacts), a collected dataset (tables only), a
-directory of raw Flight Recorder dumps, or one log file. The kind is detected, never asked for.
+directory of raw Flight Recorder dumps, the dump dir of torch's debug server, or one log file. The
+kind is detected, never asked for.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class InputKind(str, Enum):
     RUN_DIR = "run_dir"
     DATASET = "dataset"
     FLIGHT_RECORDER = "flight_recorder"
+    TORCH_DEBUG_DUMPS = "torch_debug_dumps"
     LOG_FILE = "log_file"
 
 
@@ -75,9 +77,11 @@ def detect_input(path: Path) -> InputKind:
         return InputKind.DATASET
     if hang_inputs.detect_fr_dir(path):
         return InputKind.FLIGHT_RECORDER
+    if hang_inputs.detect_debug_dump_dir(path):
+        return InputKind.TORCH_DEBUG_DUMPS
     raise InputError(
         f"{path}: not a trainctl run dir (no run.json), not a dataset (no <kind>/host=<host>/ folders) "
-        "and holds no Flight Recorder dumps; pass the --run-dir of `trainctl launch` or the --out of `trainctl collect`"
+        "and holds no Flight Recorder or torch debug server dumps; pass the --run-dir of `trainctl launch` or the --out of `trainctl collect`"
     )
 
 
@@ -101,6 +105,9 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
         return Signals(None, tables, str(path))
     if kind is InputKind.FLIGHT_RECORDER:
         tables, run = hang_inputs.load_fr_dir(path)
+        return Signals(run, dict(tables), str(path))
+    if kind is InputKind.TORCH_DEBUG_DUMPS:
+        tables, run = hang_inputs.load_debug_dump_dir(path)
         return Signals(run, dict(tables), str(path))
     run = read_run_info(path)
     tables = _load_tables(path)
