@@ -22,7 +22,9 @@ __all__ = ["UNREACHABLE_TYPES", "QUIET_TYPES", "coverage_findings", "analyze"]
 UNREACHABLE_TYPES = frozenset({"unreachable", "timeout"})
 # Reasons that mean the host is fine but lacks a tool or a permission: reported as info only.
 # Grouped across hosts at info level: a tool or permission missing, or files offered under another
-# host's paths (refused by collect; on a shared run dir every host sees every host's files).
+# host's paths that their owner did not list (refused by collect). On a shared run dir every host
+# lists every host's files and their owners list them too: collect records that as ok
+# (`shared_run_dir`), which is no finding at all.
 QUIET_TYPES = frozenset({"not_installed", "permission", "foreign_paths"})
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "safe_relpath",
     "path_host",
     "FOREIGN_PATHS",
+    "SHARED_RUN_DIR",
+    "shared_view",
 ]
 
 NO_RUN_DIR_EXIT = 3
@@ -98,6 +100,7 @@ def classify(path: str) -> str | None:
 
 
 FOREIGN_PATHS = "foreign_paths"  # collection_status error_type: a host sent files under another host's paths
+SHARED_RUN_DIR = "shared_run_dir"  # ... and every one of them is its owner's too: one file system, seen twice
 
 
 def path_host(path: str) -> str | None:
@@ -133,3 +136,15 @@ def tar_command(run_dir: str) -> str:
     # Names come on stdin (NUL separated): nothing from the remote file system is ever parsed by a
     # shell. --ignore-failed-read: a heartbeat replaced between manifest and tar is not an error.
     return f"cd -- {shlex.quote(run_dir)} && tar --null --no-recursion --ignore-failed-read -T - -cf -"
+
+
+def shared_view(foreign: Iterable[str], listings: Mapping[str, Mapping[str, FileStat]]) -> bool:
+    """Whether the other hosts' paths a host listed are all listed by their owners too (pure).
+
+    On a run dir that every host mounts, each host lists every host's files; their owners list
+    the same paths. A path its owner does not list (or an owner that did not answer) is not
+    explained that way. Sizes and times are not compared: on a live run a log grows between two
+    listings. Either way the foreign paths are never fetched from the host that is not their owner.
+    """
+    paths = list(foreign)
+    return bool(paths) and all(p in listings.get(str(path_host(p)), {}) for p in paths)

@@ -38,7 +38,12 @@ def _pyspy() -> str | None:
 
 
 def dump_hung_ranks(
-    run_dir: Path, ranks: Mapping[int, dict], *, timeout_s: float = 20.0, nccl: bool | None = None
+    run_dir: Path,
+    ranks: Mapping[int, dict],
+    *,
+    timeout_s: float = 20.0,
+    nccl: bool | None = None,
+    status_name: str = "hang_dumps.json",
 ) -> dict[str, str]:
     """Save every rank's Flight Recorder (json + pickle, both recorders on CUDA builds) and Python
     stacks, in parallel.
@@ -95,16 +100,27 @@ def dump_hung_ranks(
 
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(jobs)))) as pool:
         results = dict(pool.map(run, jobs))
-    status_path = run_dir / "hang_dumps.json"  # outside fr/: only dumps live there
+    status_path = run_dir / status_name  # outside fr/: only dumps live there
     status_path.parent.mkdir(parents=True, exist_ok=True)
     status_path.write_text(json.dumps(results, indent=1))
     return results
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m trainctl.runtime.hang_dump RUN_DIR`: dump every rank of RUN_DIR, print "OK TOTAL"."""
-    run_dir = Path((argv if argv is not None else sys.argv[1:])[0])
-    results = dump_hung_ranks(run_dir, read_rank_files(run_dir))
+    """`python -m trainctl.runtime.hang_dump RUN_DIR [HOST]`: dump the ranks of RUN_DIR, print "OK TOTAL".
+
+    With HOST (what the launchers pass), only the ranks whose rank file names that host: a run dir
+    on a shared file system holds every host's rank files, and another machine's pid means nothing
+    here. The status then goes to hang_dumps.<HOST>.json, so hosts sharing the dir do not overwrite
+    each other's.
+    """
+    args = argv if argv is not None else sys.argv[1:]
+    run_dir = Path(args[0])
+    host = args[1] if len(args) > 1 else None
+    ranks = read_rank_files(run_dir)
+    if host is not None:
+        ranks = {r: info for r, info in ranks.items() if str(info.get("host")) == host}
+    results = dump_hung_ranks(run_dir, ranks, status_name=f"hang_dumps.{host}.json" if host else "hang_dumps.json")
     print(sum(v == "ok" for v in results.values()), len(results))
 
 

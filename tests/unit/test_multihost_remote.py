@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from trainctl.errors import LaunchError
-from trainctl.ops.remote import RemoteProcess, parse_status, poll_command, start_command
+from trainctl.ops.remote import RemoteProcess, parse_status, poll_command, start_command, stop_command
 
 
 def test_start_command_quotes_everything_and_runs_detached(tmp_path):
@@ -40,3 +40,15 @@ def test_parse_status_lines():
     assert parse_status(p, "gone").killed
     with pytest.raises(LaunchError, match="unexpected status"):
         parse_status(p, "bash: ps: not found")
+
+
+def test_stop_command_stops_the_group_under_dash_too(tmp_path):
+    # Debian's /bin/sh is dash, some users' login shell too: its kill refuses `kill -KILL -- -PGID`.
+    log = str(tmp_path / "logs" / "sleeper.log")
+    cmd = start_command(["sh", "-c", "sleep 60 & sleep 60"], log_path=log)
+    pgid = int(subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=10).stdout.strip())
+    proc = RemoteProcess("h", "sleeper", pgid, log, log + ".exit")
+    line = subprocess.run(["dash", "-c", stop_command(proc, grace_s=2)], capture_output=True, text=True, timeout=20)
+    assert parse_status(proc, line.stdout).alive is False, line
+    states = subprocess.run(["ps", "-o", "stat=", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
+    assert all(s.startswith("Z") for s in states), states  # dead (zombies until this sandbox's init reaps them)

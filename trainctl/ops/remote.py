@@ -108,8 +108,8 @@ def stop_command(proc: RemoteProcess, *, grace_s: float) -> str:
     alive = f"ps -o stat= -g {g} 2>/dev/null | grep -qv '^Z'"
     ticks = max(1, int(grace_s / 0.2))
     return (
-        f"kill -TERM -- -{g} 2>/dev/null; i=0; while {alive} && [ $i -lt {ticks} ]; do sleep 0.2; i=$((i+1)); done; "
-        f"if {alive}; then kill -KILL -- -{g} 2>/dev/null; sleep 0.2; fi; " + poll_command(proc)
+        f"kill -s TERM -- -{g} 2>/dev/null; i=0; while {alive} && [ $i -lt {ticks} ]; do sleep 0.2; i=$((i+1)); done; "
+        f"if {alive}; then kill -s KILL -- -{g} 2>/dev/null; sleep 0.2; fi; " + poll_command(proc)
     )
 
 

@@ -21,7 +21,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
@@ -300,6 +300,10 @@ class _HostJob:
         self.client = client
         self.claims = claims
         self.progress = progress
+        # Each host's run dir listing and the other hosts' paths in it (host -> ...), to tell a
+        # shared run dir from a host that offers what its owner does not have (finish_attribution).
+        self.listings: dict[str, dict[str, rundir_sync.FileStat]] = {}
+        self.foreign: dict[str, list[str]] = {}
 
     def __call__(self, host: str) -> HostReport:
         rep = HostReport(host)
@@ -383,7 +387,9 @@ class _HostJob:
         # A path about another host is that host's to send (rundir_sync.path_host): refused here and
         # recorded, so no host can have its files analysed as another's.
         foreign = sorted(p for p in wanted if rundir_sync.path_host(p) not in (None, host))
+        self.listings[host] = remote
         if foreign:
+            self.foreign[host] = foreign
             others = sorted({str(rundir_sync.path_host(p)) for p in foreign})
             rep.rows.append(
                 StatusRow(
@@ -557,11 +563,24 @@ def collect(
     reports = []
     for host, outcome in group.outcomes.items():
         rep = outcome.value if outcome.ok else _unreachable_report(opts, outcome)
+        if rundir_sync.shared_view(job.foreign.get(host, ()), job.listings):
+            rep.rows = [_shared_row(r) if r.error_type == rundir_sync.FOREIGN_PATHS else r for r in rep.rows]
         dataset.write_table(
             opts.out, SignalKind.COLLECTION_STATUS, host, _status_table(rep.rows, started), part="collect"
         )
         reports.append(rep)
     return CollectResult(opts.out, tuple(reports), time.monotonic() - t0)
+
+
+def _shared_row(row: StatusRow) -> StatusRow:
+    """A foreign-paths row whose paths all their owners listed too: a shared run dir, not a fault."""
+    why = (row.error or "").split("; refused:")[0]
+    return replace(
+        row,
+        ok=True,
+        error_type=rundir_sync.SHARED_RUN_DIR,
+        error=f"{why}; their owners listed each of them too (a run dir every host mounts): taken from the owners only",
+    )
 
 
 def _unreachable_report(opts: CollectOptions, outcome: HostOutcome) -> HostReport:

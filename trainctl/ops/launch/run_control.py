@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from trainctl.errors import InputError, LaunchError
+from trainctl.errors import InputError, LaunchError, TrainctlError
+from trainctl.ops.launch.host_commands import hang_dump_command, rank_sweep_command
 from trainctl.ops.launch.request import REQUEST_SCHEMA_VERSION, LaunchRequest
 
 logger = logging.getLogger(__name__)
@@ -192,9 +193,7 @@ def dump_live_ranks(opts: LaunchOptions, hosts: Sequence[str], *, timeout_s: flo
     with _remote(opts) as remote:
         res = remote.fan_out(
             hosts,
-            lambda h: remote.run(
-                h, f"{shlex.quote(py)} -m trainctl.runtime.hang_dump {shlex.quote(rd)}", timeout_s=timeout_s
-            ),
+            lambda h: remote.run(h, hang_dump_command(py, rd, h), timeout_s=timeout_s),
         )
     return {h: ("/".join(o.value.split()) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()}
 
@@ -216,22 +215,29 @@ def stop_run(opts: LaunchOptions, hosts: Sequence[str], *, grace_s: float = 30.0
                 done["supervisor"] = "stopped by SIGINT"
         except ProcessLookupError:
             done["supervisor"] = "already gone"
-    rd = shlex.quote(str(opts.remote_run_dir))
-    # The supervisor's own sweep: each rank is a session leader under torchrun; its agent is its parent.
-    kill = (
-        f'n=0; for f in {rd}/ranks/rank-*.json; do [ -f "$f" ] || continue; '
-        'p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); [ -n "$p" ] || continue; '
-        "a=$(ps -o ppid= -p $p 2>/dev/null | tr -d ' '); "
-        "kill -KILL -- -$p 2>/dev/null && n=$((n+1)); "
-        '[ -n "$a" ] && [ "$a" != 1 ] && g=$(ps -o pgid= -p $a 2>/dev/null | tr -d \' \') && [ -n "$g" ] && kill -KILL -- -$g 2>/dev/null; '
-        "done; echo $n"
-    )
+    # The supervisor's own sweep: each rank is a session leader under torchrun; its agent is its
+    # parent. Each host kills only its own ranks of this run (rank_sweep: a shared run dir).
+    rd = str(opts.remote_run_dir)
+    run_id = _run_id(opts.run_dir)
     with _remote(opts) as remote:
-        res = remote.fan_out(hosts, lambda h: remote.run(h, kill, check=False))
+        res = remote.fan_out(
+            hosts, lambda h: remote.run(h, rank_sweep_command(rd, h, run_id, with_agents=True), check=False)
+        )
     done["rank_groups_killed"] = {
         h: (int(o.value.strip() or 0) if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()
     }
     return done
+
+
+def _run_id(run_dir: str | None) -> str | None:
+    """The run's id from its run.json; None when there is none to read (stopping goes on without it)."""
+    from trainctl.rundir import read_run_info
+
+    try:
+        info = read_run_info(run_dir) if run_dir else None
+    except TrainctlError:
+        return None
+    return info.run_id if info is not None else None
 
 
 def _zombie(pid: int) -> bool:

@@ -23,6 +23,12 @@ RUN_DIR/incidents/<n>/dataset, `diagnose_path` it, and hand the findings to the 
 
 Every decision goes to stderr as key=value and to RUN_DIR/supervisor.jsonl with its evidence.
 
+A --remote-run-dir on a file system every host mounts works: each rank's heartbeat and rank file
+name its host (TRAINCTL_HOST), so a rank counts for the host it names, not for the host whose
+folder listing returned it; hang dumps and the sweep after a stop touch, on each host, only the
+ranks that name it and, for the sweep, only processes carrying this run's TRAINCTL_RUN_ID
+(trainctl.ops.launch.host_commands).
+
 Checkpoints: ranks write to --checkpoint-dir, which must be storage every host shares (NFS,
 Lustre, a bucket mount: what clusters have). We chose that over copying the newest complete
 checkpoint to replacement hosts: a copy costs the full state size over SSH on the critical path
@@ -50,6 +56,7 @@ from trainctl.ops.evict.quarantine import Ledger, refuse_quarantined
 from trainctl.ops.evict.relaunch_plan import PlanKind
 from trainctl.ops.launch import local
 from trainctl.ops.launch.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
+from trainctl.ops.launch.host_commands import hang_dump_command, rank_sweep_command
 from trainctl.ops.launch.request import LaunchRequest, host_plan, reference_layout, torchrun_argv, trainer_tp
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
@@ -392,21 +399,23 @@ class Supervisor:
         beats = []
         for line in out.splitlines():
             try:
-                beats.append(json.loads(line))
+                hb = json.loads(line)
             except ValueError:
                 continue  # mid-rewrite; next poll
+            # A rank names its host in its heartbeat (TRAINCTL_HOST). On a run dir that every host
+            # mounts, each host sees every rank's file: a rank belongs to the host it names, never
+            # to the host whose `cat` happened to return it.
+            if isinstance(hb, dict) and hb.get("host", host) == host:
+                beats.append(hb)
         return beats
 
     def _stop(self, att: _Attempt, grace_s: float = 10.0) -> None:
         procs = list(att.agents.values()) + list(att.metrics.values())
         self.remote.stop_all(procs, grace_s=grace_s)
-        # torchrun starts each worker in its own session: kill what a SIGKILLed agent left behind.
-        rd = _q(self.spec.remote_run_dir)
-        kill = (
-            f'for f in {rd}/ranks/rank-*.json; do [ -f "$f" ] || continue; '
-            'p=$(sed -n \'s/.*"pid": *\\([0-9]*\\).*/\\1/p\' "$f"); [ -n "$p" ] && kill -KILL -- -$p 2>/dev/null; done; true'
-        )
-        self.remote.fan_out(att.hosts, lambda h: self.remote.run(h, kill, check=False))
+        # torchrun starts each worker in its own session: kill what a SIGKILLed agent left behind,
+        # on each host only its own ranks (a shared run dir holds every host's rank files).
+        rd, run_id = self.spec.remote_run_dir, self.spec.run_id
+        self.remote.fan_out(att.hosts, lambda h: self.remote.run(h, rank_sweep_command(rd, h, run_id), check=False))
 
     def _observe(self, att: _Attempt) -> local.Action | _Decided:
         s = self.spec
@@ -519,7 +528,7 @@ class Supervisor:
         res = self.remote.fan_out(
             att.hosts,
             lambda h: self.remote.run(
-                h, f"{_q(self.spec.python)} -m trainctl.runtime.hang_dump {_q(self.spec.remote_run_dir)}", timeout_s=60
+                h, hang_dump_command(self.spec.python, self.spec.remote_run_dir, h), timeout_s=60
             ),
         )
         self.journal.write(
