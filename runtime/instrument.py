@@ -6,8 +6,16 @@
     rec.end_step(step, tokens=n)        # hands the step's rows to the writer thread
     rec.close()                         # final flush (also registered atexit)
 
-On CPU a phase is timed with perf_counter_ns. On GPU it records a pair of CUDA events; the
-writer thread resolves their elapsed time later, so the step never synchronizes the device.
+On CPU a phase is timed with perf_counter_ns. On GPU it records a pair of CUDA events on the
+stream the phase's work runs on (the current, compute stream); the writer thread reads their
+elapsed time later with a non-blocking query, so the step never synchronizes the device and the
+writer never blocks on it either: a row whose events have not completed yet (a hung kernel) waits
+for the next flush while every other row is written. Collectives issued with async_op=True run on
+their process group's NCCL stream: `move_work` takes their time from their Work objects, i.e. the
+NCCL stream's own start/end events (ProcessGroupNCCL::WorkNCCL::getDuration, bound as
+Work._get_duration; recorded when TORCH_NCCL_ENABLE_TIMING=1), and moves it from the phase the
+call was made in to `communication`. Without timing (gloo, or NCCL without that variable) the rows
+keep their stream-event times.
 Rows follow trainctl.schemas timeline; the spool writes `timeline/host=H/part-rank<R>-<chunk>.parquet`
 through trainctl.dataset.write_table (atomic rename, so readers never see half a file).
 The queue between the step and the writer is bounded: when the writer falls behind, rows are
@@ -39,12 +47,12 @@ import pyarrow as pa
 from trainctl import dataset
 from trainctl.schemas import SignalKind
 
-__all__ = ["Recorder", "TimelineSpool", "Row"]
+__all__ = ["Recorder", "TimelineSpool", "Row", "work_duration_ns", "WorkTimingUnavailable"]
 
 log = logging.getLogger(__name__)
 
-# (step, phase, start_ts_ns, duration_ns or a resolver returning it, tokens, source)
-Row = tuple[int, str, int, "int | Callable[[], int]", "int | None", str]
+# (step, phase, start_ts_ns, duration_ns or a resolver returning it (None: not known yet), tokens, source)
+Row = tuple[int, str, int, "int | Callable[[], int | None]", "int | None", str]
 
 _TS = pa.timestamp("ns", tz="UTC")
 
@@ -52,6 +60,29 @@ _TS = pa.timestamp("ns", tz="UTC")
 # their timeline): the writer takes the completed steps' rows itself on every interval.
 FLUSH_INTERVAL_S = 1.5
 FLUSH_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# At close, how long rows whose GPU events have not completed are waited for before they are
+# dropped (and counted): a kernel that never finishes must not hold the process at exit.
+CLOSE_WAIT_S = 5.0
+
+
+class WorkTimingUnavailable(RuntimeError):
+    """The Work keeps no timing: gloo, or NCCL without TORCH_NCCL_ENABLE_TIMING=1."""
+
+
+def work_duration_ns(work: Any) -> int | None:
+    """An async collective's time on its process group's NCCL stream; None while it runs.
+
+    torch 2.13: Work.is_completed() queries the work's end event (no synchronization);
+    Work._get_duration() is ProcessGroupNCCL::WorkNCCL::getDuration, the elapsed time in ms
+    between the NCCL stream's start and end events, which exist only with timing enabled
+    (TORCH_NCCL_ENABLE_TIMING=1); any other backend's Work raises ("doesn't support getDuration").
+    """
+    if not work.is_completed():
+        return None
+    try:
+        return int(float(work._get_duration()) * 1e6)
+    except (RuntimeError, AttributeError) as exc:
+        raise WorkTimingUnavailable(str(exc)) from exc
 
 
 class TimelineSpool:
@@ -72,6 +103,8 @@ class TimelineSpool:
         self.flush_rows, self.flush_interval_s = flush_rows, flush_interval_s
         self._q: queue.Queue[list[Row] | threading.Event | None] = queue.Queue(maxsize=max_queue_batches)
         self._pending: list[Row] = []
+        self._waiting: list[Row] = []  # rows whose GPU events had not completed at the last flush
+        self.unresolved_rows = 0
         # Set by the Recorder: takes the rows of completed steps it still holds (a hung rank never
         # reaches its next hand-over, so the writer fetches them itself every flush interval).
         self.pull: Callable[[], list[Row]] | None = None
@@ -126,17 +159,28 @@ class TimelineSpool:
             elif item:
                 self._pending.extend(item)
         self._flush()
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        while self._waiting and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self._flush()
+        if self._waiting:  # kernels that never finished: their rows cannot be known
+            self.unresolved_rows += len(self._waiting)
+            self._waiting = []
 
     def _flush(self) -> None:
-        if not self._pending:
+        if not self._pending and not self._waiting:
             return
-        rows, self._pending = self._pending, []
+        rows, self._pending, self._waiting = self._waiting + self._pending, [], []
         steps, phases, starts, durs, toks, srcs = [], [], [], [], [], []
-        for step, phase, start_ns, dur, tokens, source in rows:
+        for row in rows:
+            step, phase, start_ns, dur, tokens, source = row
             try:
                 d = dur() if callable(dur) else dur
-            except Exception as exc:  # a CUDA event that never completed (crashed step)
+            except Exception as exc:  # a CUDA event of a crashed step: its time cannot be known
                 log.debug("timeline row %s/%s dropped: %s", step, phase, exc)
+                continue
+            if d is None:  # its events have not completed: try again at the next flush
+                self._waiting.append(row)
                 continue
             steps.append(step)
             phases.append(phase)
@@ -187,6 +231,10 @@ class TimelineSpool:
         self._thread.join(timeout=30)
         if self.dropped_rows:
             log.warning("rank %d: %d timeline rows dropped (writer fell behind)", self.rank, self.dropped_rows)
+        if self.unresolved_rows:
+            log.warning(
+                "rank %d: %d timeline rows dropped (their GPU events never completed)", self.rank, self.unresolved_rows
+            )
 
 
 class Recorder:
@@ -269,17 +317,21 @@ class Recorder:
             self.heartbeat.beat(self.step, name)
         start_ns = time.time_ns()
         if self._cuda is not None:
+            # On the stream the phase's kernels are queued on (the current one when it starts);
+            # collectives' own NCCL streams are read from their Work objects (move_work).
+            stream = self._cuda.current_stream()
             start_evt = self._cuda.Event(enable_timing=True)
             end_evt = self._cuda.Event(enable_timing=True)
-            start_evt.record()
+            start_evt.record(stream)
             try:
                 yield
             finally:
-                end_evt.record()
+                end_evt.record(stream)
 
-                def resolve(s: Any = start_evt, e: Any = end_evt) -> int:
-                    e.synchronize()  # in the writer thread: the step never waits on the GPU
-                    return int(s.elapsed_time(e) * 1e6)
+                def resolve(s: Any = start_evt, e: Any = end_evt) -> int | None:
+                    # In the writer thread, and non-blocking: a kernel that never ends (a hang)
+                    # leaves this row for the next flush instead of stopping the writer.
+                    return int(s.elapsed_time(e) * 1e6) if e.query() else None
 
                 self._rows.append((self.step, name, start_ns, resolve, None, self.source))
         else:
@@ -312,6 +364,45 @@ class Recorder:
             self._rows[i] = (si, pi, ti, di - moved, ki, ri)
             sj, pj, tj, dj, kj, rj = self._rows[j]
             self._rows[j] = (sj, pj, tj, dj + moved, kj, rj)
+
+    def move_work(self, src: str, dst: str, works: list[Any]) -> None:
+        """Move the NCCL-stream time of `works` (async collectives issued during phase `src` of the
+        current step) from `src` to `dst`: GPU rows, whose durations are resolved later.
+
+        Each work's time is its own stream's (work_duration_ns). Where the backend keeps none
+        (WorkTimingUnavailable) nothing moves and the rows keep their stream-event times.
+        """
+        if not self.enabled or not works:
+            return
+        works = list(works)
+
+        def total() -> int | None:
+            try:
+                got = [work_duration_ns(w) for w in works]
+            except WorkTimingUnavailable:
+                return 0
+            return None if any(d is None for d in got) else sum(got)  # type: ignore[misc]
+
+        def less(base: Any) -> Any:
+            def resolve() -> int | None:
+                b, t = (base() if callable(base) else base), total()
+                return None if b is None or t is None else max(1, b - t)  # a phase that ran stays positive
+
+            return resolve
+
+        def more(base: Any) -> Any:
+            def resolve() -> int | None:
+                b, t = (base() if callable(base) else base), total()
+                return None if b is None or t is None else b + t
+
+            return resolve
+
+        with self._lock:
+            for i, (st, p, t0, d, k, r) in self._current_step_rows():
+                if p == src:
+                    self._rows[i] = (st, p, t0, less(d), k, r)
+                elif p == dst:
+                    self._rows[i] = (st, p, t0, more(d), k, r)
 
     def _current_step_rows(self, step: int | None = None) -> list[tuple[int, Row]]:
         """(index, row) of the step's rows: the tail of the buffer, found without walking the

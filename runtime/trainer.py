@@ -16,7 +16,6 @@ forward, backward, communication, optimizer, plus the whole step) into the run d
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import math
@@ -24,7 +23,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,23 +69,31 @@ class Topology:
 
 # Time this rank spent inside tensor-parallel collectives during the current phase. A rank waits
 # there for its slower tp peer, so leaving it in forward/backward would make a healthy tp partner
-# of a straggler look slow in its own work; the loop moves it to `communication` (CPU timing only:
-# on GPU the phases are CUDA-event spans and the host-side call time is not what they measure).
+# of a straggler look slow in its own work; the loop moves it to `communication`. On CPU that is
+# the call's wall time; on GPU the call only queues work, so each collective's Work is kept and its
+# time on the tp group's NCCL stream is moved (Recorder.move_work).
 _TP_NS = [0]
+_TP_WORKS: list[Any] = []
 
 
-@contextlib.contextmanager
-def _tp_timed() -> Iterator[None]:
+def _tp_all_reduce(x: torch.Tensor, group: Any) -> None:
     t0 = time.perf_counter_ns()
-    try:
-        yield
-    finally:
-        _TP_NS[0] += time.perf_counter_ns() - t0
+    work = dist.all_reduce(x, group=group, async_op=True)
+    work.wait()  # as the synchronous call does: the CPU (gloo) or the current stream (NCCL) waits for it
+    _TP_NS[0] += time.perf_counter_ns() - t0
+    if x.is_cuda:
+        _TP_WORKS.append(work)
 
 
 def _take_tp_ns() -> int:
     ns, _TP_NS[0] = _TP_NS[0], 0
     return ns
+
+
+def _take_tp_works() -> list[Any]:
+    works = list(_TP_WORKS)
+    _TP_WORKS.clear()
+    return works
 
 
 class _CopyToTP(torch.autograd.Function):
@@ -100,8 +107,7 @@ class _CopyToTP(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor, None]:
         g = g.contiguous()
-        with _tp_timed():
-            dist.all_reduce(g, group=ctx.group)
+        _tp_all_reduce(g, ctx.group)
         return g, None
 
 
@@ -111,8 +117,7 @@ class _ReduceFromTP(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, group: Any) -> torch.Tensor:
         x = x.contiguous()
-        with _tp_timed():
-            dist.all_reduce(x, group=group)
+        _tp_all_reduce(x, group)
         return x
 
     @staticmethod
@@ -654,6 +659,7 @@ def train(args: argparse.Namespace) -> int:
                     )
                     straggle(straggler, "data", step, t0, device)
                 _take_tp_ns()
+                _take_tp_works()
                 with rec.phase("forward"):
                     t0 = phase_t0(straggler, "forward", step, device)
                     logits = model(tokens, positions, mask)
@@ -661,13 +667,13 @@ def train(args: argparse.Namespace) -> int:
                     if nan is not None and step >= nan.step:
                         loss = loss * float("nan")
                     straggle(straggler, "forward", step, t0, device)
-                tp_forward_ns = _take_tp_ns()
+                tp_forward_ns, tp_forward_works = _take_tp_ns(), _take_tp_works()
                 with rec.phase("backward"):
                     t0 = phase_t0(straggler, "backward", step, device)
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     straggle(straggler, "backward", step, t0, device)
-                tp_backward_ns = _take_tp_ns()
+                tp_backward_ns, tp_backward_works = _take_tp_ns(), _take_tp_works()
                 with rec.phase("communication"):
                     if hang is not None and step == hang.step:
                         hang_forever(rank, step)
@@ -684,7 +690,10 @@ def train(args: argparse.Namespace) -> int:
                     t0 = phase_t0(straggler, "optimizer", step, device)
                     opt.step()
                     straggle(straggler, "optimizer", step, t0, device)
-            if not use_cuda:
+            if use_cuda:  # the tp group's NCCL-stream time, read later from its Work objects
+                rec.move_work("forward", "communication", tp_forward_works)
+                rec.move_work("backward", "communication", tp_backward_works)
+            else:
                 rec.move_time("forward", "communication", tp_forward_ns)
                 rec.move_time("backward", "communication", tp_backward_ns)
             rec.end_step(step, tokens=args.tokens_per_step)

@@ -75,3 +75,34 @@ def test_gpu_straggler_drill_slows_the_gpu_itself(cli, tmp_path: Path) -> None:
     assert r.code == 0, r.stderr
     top = json.loads(cli("diagnose", run, "--json", "--fail-on", "never").stdout)["findings"][0]
     assert top["kind"] == "straggler" and top["ranks"] == [1] and top["hosts"] == ["node02"]
+
+
+def test_nccl_work_timing_and_non_blocking_phase_events(tmp_path: Path, monkeypatch) -> None:
+    """Item 4 on hardware: an async NCCL collective's Work reports its NCCL-stream time with
+    TORCH_NCCL_ENABLE_TIMING=1, and a GPU phase's row is resolved by query, not synchronize."""
+    import torch
+    import torch.distributed as dist
+
+    from trainctl.runtime.instrument import Recorder, work_duration_ns
+
+    monkeypatch.setenv("TORCH_NCCL_ENABLE_TIMING", "1")
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        x = torch.ones(64 * 1024 * 1024 // 4, device="cuda")
+        rec = Recorder(tmp_path / "run", rank=0, local_rank=0, host="gpu", device=torch.device("cuda"))
+        with rec.phase("forward"):
+            y = x @ x if x.dim() == 2 else (x * 2).sum()
+        with rec.phase("communication"):
+            work = dist.all_reduce(x, async_op=True)
+            work.wait()
+        rec.move_work("forward", "communication", [work])
+        rec.end_step(0)
+        torch.cuda.synchronize()
+        assert work_duration_ns(work) > 0
+        rec.close()
+        t = dataset.read_table(tmp_path / "run", SignalKind.TIMELINE).to_pandas()
+        assert set(t["phase"]) == {"forward", "communication"} and (t["duration_ns"] > 0).all()
+        assert float(y) > 0
+    finally:
+        dist.destroy_process_group()
