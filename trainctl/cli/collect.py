@@ -1,4 +1,7 @@
-"""`trainctl collect RUN_DIR --hosts SPEC --out DATASET`: fan out over SSH, one dataset back."""
+"""`trainctl collect RUN_DIR --hosts SPEC --out DATASET`: fan out over SSH, one dataset back.
+
+`--k8s-job NAME` (or `--k8s-selector SEL`) instead of `--hosts`: the pods of a Kubernetes training
+job, reached through `kubectl exec` (trainctl.collectors.kubectl)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import logging
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,6 +43,40 @@ def _summary(result: CollectResult) -> Table:
     return t
 
 
+def _targets(
+    hosts: str | None,
+    k8s_job: str | None,
+    k8s_selector: str | None,
+    *,
+    namespace: str,
+    context: str | None,
+    container: str | None,
+) -> tuple[Any, tuple[str, ...]]:
+    """(the client collect connects through, or None for SSH; the target names)."""
+    from trainctl.errors import InputError
+
+    given = [f for f, v in (("--hosts", hosts), ("--k8s-job", k8s_job), ("--k8s-selector", k8s_selector)) if v]
+    if len(given) != 1:
+        raise InputError(
+            f"collect needs exactly one of --hosts, --k8s-job, --k8s-selector (got {', '.join(given) or 'none'}); "
+            "e.g. --hosts node[01-04] or --k8s-job my-pytorchjob --namespace training"
+        )
+    if hosts:
+        return None, tuple(h.name for h in parse_hosts(hosts))
+    from trainctl.collectors.kubectl import KubectlClient, find_job_pods
+
+    selector, pods = find_job_pods(k8s_job, namespace=namespace, selector=k8s_selector, context=context)
+    err.print(
+        f"[dim]{len(pods)} pods ({selector}): "
+        + ", ".join(
+            f"{p.name} on {p.node or '?'}" + ("" if p.phase in (None, "Running") else f" [{p.phase}]") for p in pods[:8]
+        )
+        + (" ..." if len(pods) > 8 else "")
+        + "[/dim]"
+    )
+    return KubectlClient(pods, context=context, container=container), tuple(p.name for p in pods)
+
+
 def _pyarrow_without_pandas() -> None:
     """Keep pandas (~0.3-1 s of imports) out of the collect process.
 
@@ -70,8 +107,8 @@ def collect(
     run_dir: str = typer.Argument(
         ..., help="The run dir on the hosts (absolute, as given to `trainctl launch --run-dir`)."
     ),
-    hosts: str = typer.Option(
-        ..., "--hosts", help="node01,node02 | node[01-16,20] | hostfile ('node01 slots=8') | @file."
+    hosts: str | None = typer.Option(
+        None, "--hosts", help="node01,node02 | node[01-16,20] | hostfile ('node01 slots=8') | @file."
     ),
     out_dir: Path = typer.Option(..., "--out", help="Dataset directory to write (same layout as a run dir)."),
     ssh_config: Path | None = typer.Option(None, "--ssh-config", help="OpenSSH client config (default ~/.ssh/config)."),
@@ -95,6 +132,17 @@ def collect(
     max_host_files: int = typer.Option(200_000, "--max-host-files", min=1, help="Files one host may send."),
     max_file_gib: float = typer.Option(8.0, "--max-file-gib", min=0.0, help="Largest single file taken."),
     json_out: bool = typer.Option(False, "--json", help="Summary as JSON on stdout."),
+    k8s_job: str | None = typer.Option(
+        None, "--k8s-job", help="Instead of --hosts: the pods of this Kubernetes job (PyTorchJob, JobSet, Job)."
+    ),
+    k8s_selector: str | None = typer.Option(
+        None, "--k8s-selector", help="Instead of --hosts: the pods matching this label selector."
+    ),
+    namespace: str = typer.Option("default", "--namespace", help="With --k8s-*: the job's namespace."),
+    context: str | None = typer.Option(None, "--context", help="With --k8s-*: the kubeconfig context."),
+    container: str | None = typer.Option(
+        None, "--container", help="With --k8s-*: the container to exec in (default: each pod's first)."
+    ),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
     # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
@@ -107,7 +155,7 @@ def collect(
     # of every host is in collection_status and the summary instead.
     if logging.getLogger("trainctl").level > logging.DEBUG:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL)
-    names = tuple(h.name for h in parse_hosts(hosts))
+    client, names = _targets(hosts, k8s_job, k8s_selector, namespace=namespace, context=context, container=container)
     opts = CollectOptions(
         run_dir=run_dir,
         out=out_dir,
@@ -146,7 +194,7 @@ def collect(
                     task, advance=1 if report is not None else 0, failed=state["failed"], mib=state["bytes"] / 2**20
                 )
 
-        result = run_collect(opts, progress=progress)
+        result = run_collect(opts, client=client, progress=progress)
     if json_out:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from trainctl import dataset
 from trainctl.collectors import host_facts, kernel_log, pyspy_dump, rundir_sync
+from trainctl.collectors.kubectl import KubectlClient, KubectlSession
 from trainctl.collectors.remote_script import build_script, new_nonce, split_sections
 from trainctl.collectors.ssh import (
     MAX_WORKERS,
@@ -295,7 +296,9 @@ def _count_rows(out: Path, kind: str, paths: Iterable[str]) -> int:
 
 
 class _HostJob:
-    def __init__(self, opts: CollectOptions, client: SshClient, claims: _Claims, progress: Progress | None) -> None:
+    def __init__(
+        self, opts: CollectOptions, client: SshClient | KubectlClient, claims: _Claims, progress: Progress | None
+    ) -> None:
         self.opts = opts
         self.client = client
         self.claims = claims
@@ -316,7 +319,7 @@ class _HostJob:
         for k in kinds:
             rep.rows.append(StatusRow(rep.host, k, False, None, 0, time.monotonic() - t0, etype, str(exc)))
 
-    def _collect(self, sess: SshSession, host: str, rep: HostReport, t0: float) -> None:
+    def _collect(self, sess: SshSession | KubectlSession, host: str, rep: HostReport, t0: float) -> None:
         o = self.opts
         kinds = set(o.kinds)
         art_kinds = [k for k in o.kinds if k in rundir_sync.ARTIFACT_KINDS]
@@ -463,7 +466,7 @@ class _HostJob:
         if "ranks" in sections:
             self._pyspy(sess, host, rep, sections["ranks"].output.decode("utf-8", "replace"), t0)
 
-    def _pyspy(self, sess: SshSession, host: str, rep: HostReport, ranks_out: str, t0: float) -> None:
+    def _pyspy(self, sess: SshSession | KubectlSession, host: str, rep: HostReport, ranks_out: str, t0: float) -> None:
         procs = pyspy_dump.parse_ranks(ranks_out, host)
         if not procs:
             rep.rows.append(StatusRow(host, "pyspy", True, 0, 0, time.monotonic() - t0))
@@ -535,9 +538,13 @@ def _previous_claims(out: Path) -> dict[str, str]:
 
 
 def collect(
-    opts: CollectOptions, *, client: SshClient | None = None, progress: Progress | None = None
+    opts: CollectOptions, *, client: SshClient | KubectlClient | None = None, progress: Progress | None = None
 ) -> CollectResult:
-    """Collect from every host; never raises for a bad host (see CollectResult.failed_hosts)."""
+    """Collect from every host; never raises for a bad host (see CollectResult.failed_hosts).
+
+    `client`: how hosts are reached; SSH from opts by default, or a KubectlClient (pods of a
+    Kubernetes job, `kubectl exec`), whose sessions run the same commands.
+    """
     if not opts.hosts:
         raise InputError("no hosts to collect from; pass --hosts")
     if not opts.run_dir.startswith("/"):
