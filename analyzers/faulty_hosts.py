@@ -448,6 +448,7 @@ def find_faulty_hosts(
     min_fleet_hosts: int = 4,
     outlier_metrics: tuple[OutlierMetric, ...] = DEFAULT_OUTLIER_METRICS,
     peer_groups: Mapping[str, str] | None = None,
+    ib_error_rate_per_min: float = 10.0,
 ) -> list[Finding]:
     """Name the faulty hosts in a fleet's metrics and logs; one Finding per (host, category).
 
@@ -482,6 +483,9 @@ def find_faulty_hosts(
       outlier_metrics: which metrics to compare (DEFAULT_OUTLIER_METRICS; TEMPERATURE_OUTLIER
         is available). peer_groups: host -> role (pipeline stage, data-loader host, ...) so
         machines are compared only with machines of the same role.
+      ib_error_rate_per_min: growth of a host's summed IB port error counters (symbol, link
+        recovery, receive, integrity, overrun: host_metrics.ib_errors) per minute, over the data,
+        past which its links are degrading (_ib_rules).
     """
     col = _Collector()
     th = _Thresholds(
@@ -521,9 +525,63 @@ def find_faulty_hosts(
     ht = ht if ht is not None and ht.num_rows else None
     if gt is not None or ht is not None:
         _metrics(col, gt, ht, th, interval_s, _HostRows(gpu_metrics))
+    if host_metrics is not None:
+        _ib_rules(col, _as_table(host_metrics, _IB_COLS), ib_error_rate_per_min)
     if log_events is not None:
         _log_xids(col, _as_table(log_events, ("ts", "host", "xid", "source", "line_no", "message", "gpu_pci")))
     return col.findings()
+
+
+_IB_COLS = ("ts", "host", "ib_ports", "ib_ports_active", "ib_link_downed", "ib_errors")
+
+
+def _ib_rules(col: _Collector, t: pa.Table | None, error_rate_per_min: float) -> None:
+    """InfiniBand/RoCE ports of each host (host_metrics' ib_* columns, from /sys/class/infiniband).
+
+    What the kernel's counters prove about this host's own HCA ports (Documentation/ABI/stable/
+    sysfs-class-infiniband): a port that was ACTIVE earlier in the data and is not now went down
+    (critical: its traffic is gone or rerouted); a growing `link_downed` (the port's link went down
+    and came back, i.e. flapped) and error counters growing past `error_rate_per_min` are a
+    degrading link (warning, below a runbook's eviction gate: the cable or the switch port on the
+    other end may be the fault as well). A port that never was active in the data (an uncabled
+    second port) says nothing. Hosts without the columns (no HCA, older agents) are skipped.
+    """
+    if t is None or not t.num_rows or "ib_ports" not in t.column_names:
+        return
+    df = t.to_pandas().dropna(subset=["ib_ports"]).sort_values(["host", "ts"])
+    for host, d in df.groupby("host", sort=True):
+        ts = d["ts"].astype("int64").to_numpy() if str(d["ts"].dtype).startswith("datetime") else d["ts"].to_numpy()
+        active = d["ib_ports_active"].to_numpy(dtype=float)
+        peak_i = int(np.nanargmax(active)) if np.isfinite(active).any() else None
+        if peak_i is not None and np.isfinite(active[-1]) and active[-1] < active[peak_i]:
+            down_i = peak_i + int(np.argmax(active[peak_i:] < active[peak_i]))
+            col.add(
+                str(host), Category.IB, Severity.CRITICAL, 0.9,
+                f"{host}: InfiniBand/RoCE port down ({int(active[peak_i])} -> {int(active[-1])} of "
+                f"{int(d['ib_ports'].iloc[-1])} ports active)",
+                int(ts[down_i]), int(ts[down_i]),
+                {"metric": "ib_ports_active", "from": int(active[peak_i]), "to": int(active[-1])},
+            )  # fmt: skip
+        for metric, what in (("ib_link_downed", "link went down and came back (flapping)"), ("ib_errors", "")):
+            v = d[metric].to_numpy(dtype=float)
+            ok = np.isfinite(v)
+            if ok.sum() < 2:
+                continue
+            vs, tss = v[ok], ts[ok]
+            grew = vs[-1] - vs[0]
+            span_min = max((tss[-1] - tss[0]) / 60e9, 1e-9)
+            if metric == "ib_link_downed":
+                hit = grew > 0
+                summary = f"{host}: IB port {what}: link_downed {vs[0]:.0f} -> {vs[-1]:.0f}"
+            else:
+                hit = grew / span_min >= error_rate_per_min
+                summary = f"{host}: IB port errors growing at {grew / span_min:.0f}/min ({vs[0]:.0f} -> {vs[-1]:.0f})"
+            if hit:
+                first = int(np.argmax(vs > vs[0]))
+                col.add(
+                    str(host), Category.IB, Severity.WARNING, 0.85, summary, int(tss[first]), int(tss[first]),
+                    {"metric": metric, "from": float(vs[0]), "to": float(vs[-1]), "span_min": round(span_min, 2)},
+                )  # fmt: skip
 
 
 class _HostRows:

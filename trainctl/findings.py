@@ -83,7 +83,7 @@ class Category(str, Enum):
     NCCL = "nccl"
     GLOO = "gloo"
     SOCKET = "socket"
-    IB = "ib"
+    IB = "ib"  # also faulty_host: the host's own IB/RoCE ports (host_metrics counters)
     # numerical
     NAN_LOSS = "nan_loss"
     OVERFLOW = "overflow"
