@@ -143,9 +143,19 @@ def collect(
     container: str | None = typer.Option(
         None, "--container", help="With --k8s-*: the container to exec in (default: each pod's first)."
     ),
+    gateways: str | None = typer.Option(
+        None, "--gateways", help="Collect through these hosts (a tree): each collects its slice of --hosts."
+    ),
+    gateway_python: str | None = typer.Option(
+        None, "--gateway-python", help="With --gateways: the Python with trainctl on them (default: this one's path)."
+    ),
+    gateway_ssh_config: str | None = typer.Option(
+        None, "--gateway-ssh-config", help="With --gateways: the ssh config on the gateways for their hosts."
+    ),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
     # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
+    from trainctl.errors import InputError
     from trainctl.ops.collect.collection import CollectOptions, check_failed_hosts, parse_kinds
     from trainctl.ops.collect.collection import collect as run_collect
 
@@ -194,7 +204,17 @@ def collect(
                     task, advance=1 if report is not None else 0, failed=state["failed"], mib=state["bytes"] / 2**20
                 )
 
-        result = run_collect(opts, client=client, progress=progress)
+        if gateways:
+            from trainctl.ops.collect.gateways import GatewayOptions, collect_via_gateways
+
+            if client is not None:
+                raise InputError("--gateways works with --hosts (SSH), not with --k8s-job/--k8s-selector")
+            gw = GatewayOptions(
+                tuple(h.name for h in parse_hosts(gateways)), gateway_python or sys.executable, gateway_ssh_config
+            )
+            result = collect_via_gateways(opts, gw, progress=progress)
+        else:
+            result = run_collect(opts, client=client, progress=progress)
     if json_out:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:

@@ -1,0 +1,34 @@
+"""The gateway tree's pure parts: slices of the host list and who a dataset path is about."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainctl.errors import InputError
+from trainctl.ops.collect.gateways import assign_subtrees, owner_of
+
+
+@given(n=st.integers(0, 300), k=st.integers(1, 12))
+def test_slices_are_contiguous_near_equal_and_cover_every_host_once(n: int, k: int) -> None:
+    hosts = [f"node{i:03d}" for i in range(n)]
+    plan = assign_subtrees(hosts, [f"gw{j}" for j in range(k)])
+    assert [h for part in plan.values() for h in part] == hosts
+    sizes = [len(p) for p in plan.values()]
+    assert not sizes or max(sizes) - min(sizes) <= 1
+
+
+def test_bad_gateway_lists_are_one_line_errors() -> None:
+    with pytest.raises(InputError, match="empty"):
+        assign_subtrees(["a"], [])
+    with pytest.raises(InputError, match="twice"):
+        assign_subtrees(["a", "b"], ["gw", "gw"])
+
+
+def test_owner_of_dataset_paths() -> None:
+    assert owner_of("timeline/host=node07/part-0.parquet") == "node07"
+    assert owner_of("logs/node07/rank-3.log") == "node07"
+    assert owner_of("kernel/node07/dmesg.txt") == "node07"
+    assert owner_of("collection_status/host=node07/part-collect.parquet") == "node07"
+    assert owner_of("run.json") is None and owner_of("ranks/rank-3.json") is None
