@@ -31,6 +31,7 @@ import os
 import select
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -225,6 +226,19 @@ class PodReader:
         self._t0 = time.monotonic()
         self._deadline = self._t0 + timeout_s
         self.bytes_read = 0
+        # stderr is drained as it comes (its first MiB kept): a command that writes much to stderr
+        # must not block on a full pipe while we wait for its stdout.
+        self._err: list[bytes] = []
+        self._err_thread = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._err_thread.start()
+
+    def _drain_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        kept = 0
+        while chunk := self._proc.stderr.read1(_READ_BYTES):  # type: ignore[attr-defined]
+            if kept < _MAX_STDERR_BYTES:
+                self._err.append(chunk[: _MAX_STDERR_BYTES - kept])
+                kept += len(chunk)
 
     def read(self, n: int = -1) -> bytes:
         out = self._proc.stdout
@@ -242,14 +256,13 @@ class PodReader:
     def finish(self) -> CommandResult:
         while self.read(_READ_BYTES):
             pass
-        assert self._proc.stderr is not None
         try:
             code = self._proc.wait(timeout=max(0.1, self._deadline - time.monotonic()))
         except subprocess.TimeoutExpired as exc:
             self.close()
             raise CommandTimeout(f"{self.name}: command did not exit within {self._timeout_s:g}s") from exc
-        err = self._proc.stderr.read(_MAX_STDERR_BYTES)
-        self._proc.stderr.close()
+        self._err_thread.join(timeout=5)
+        err = b"".join(self._err)
         self._proc.stdout.close()  # type: ignore[union-attr]
         if code == 1 and b"error: " in err and self.bytes_read == 0 and _is_kubectl_error(err):
             # kubectl itself failed (pod gone, not running, RBAC): the pod is out of reach

@@ -60,3 +60,16 @@ def test_a_pytorchjobs_pods_are_collected_and_diagnosed_like_the_run_dir(cli, tm
     gone = [r for r in status if r["host"] == "llm-pretrain-worker-1"]
     assert gone and {r["error_type"] for r in gone} == {"unreachable"}
     assert all("cannot exec into a container in a completed pod; current phase is Failed" in r["error"] for r in gone)
+
+
+@pytest.mark.timeout(60)
+def test_a_pod_command_that_floods_stderr_neither_blocks_nor_fills_memory(tmp_path: Path, monkeypatch) -> None:
+    from trainctl.collectors.kubectl import KubectlClient, parse_pods
+
+    kube = make_fake_kube(tmp_path / "kube", "pytorchjob_pods.json")
+    monkeypatch.setenv("PATH", kube.env()["PATH"])
+    client = KubectlClient([t for t in parse_pods(json.dumps(kube.pods())) if t.name == "node01"])
+    with client.connect("node01") as sess:
+        res = sess.run("head -c 3000000 /dev/zero >&2; echo done; exit 3", timeout_s=30)
+    assert (res.exit_code, res.stdout) == (3, b"done\n")
+    assert len(res.stderr) == 1 << 20  # the first MiB kept, the rest drained and dropped

@@ -189,7 +189,10 @@ def collect_via_gateways(
                 if done.exit_code != 0:
                     raise CollectError(f"tar on the gateway exited {done.exit_code}")
             finally:
-                sess.run(f"rm -rf -- {shlex.quote(scratch)}", timeout_s=60)
+                try:  # never mask what went wrong above; a leftover scratch folder is only disk
+                    sess.run(f"rm -rf -- {shlex.quote(scratch)}", timeout_s=60)
+                except (CollectError, OSError, EOFError) as exc:
+                    logger.warning("%s: scratch %s not removed: %s", gw, scratch, exc)
         failed = set(summary.get("failed_hosts") or ())
         rows: dict[str, list[StatusRow]] = {h: [] for h in hosts}
         for r in summary.get("status") or ():
