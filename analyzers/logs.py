@@ -11,7 +11,8 @@ level:
   "error or timeout" counters): generic lines only add evidence to a finding of their own kind, and
   make a finding of their own only when nothing specific is there.
 - A torch-level NCCL error is refined by the transport detail after it (`Last error: socket...`,
-  `NET/IB ...`): one network finding with the specific category, not two.
+  `NET/IB ...`): one network finding with the specific category, not two; an "unhandled cuda
+  error" whose detail is a failed NCCL allocation is an out-of-memory.
 - A host that reports its own fault (an HCA async error) outranks a peer address some other host
   implicated: the peer stays in the evidence, unblamed (the address cannot be mapped to a name).
 - One finding per distinct (kind, category, culprit); lines that blame nobody join the blamed
@@ -195,6 +196,13 @@ def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
             if e.kind is FindingKind.NETWORK_ERROR and e.category is Category.NCCL:
                 e.fields["refined_from"] = "nccl"
                 e.category = net_specific[0]
+    # NCCL's "unhandled cuda error" whose detail is an allocation NCCL could not make ("Failed to CUDA
+    # calloc N bytes", NCCL src/include/alloc.h) is an out-of-memory: one OOM finding, not a crash too.
+    if any(e.signature == "nccl_cuda_alloc_failed" for e in used):
+        for e in used:
+            if e.signature == "nccl_error_unhandled_cuda":
+                e.fields["refined_from"] = "cuda_error"
+                e.kind, e.category = FindingKind.OOM, None
     # Self-reported faults outrank peer/endpoint implications of the same kind and category.
     self_blamed = {
         (e.kind, e.category)

@@ -166,6 +166,7 @@ XID_MEANINGS: Mapping[int, str] = {
 # Usually caused by the application (or collateral of another error): no host blame on their own.
 _APP_XIDS = {13, 31, 43, 45, 68, 69, 109}
 _INFO_XIDS = {45, 63}  # collateral / successful remap: worth a line, not an alarm by itself
+_APP_FAULT_XIDS = {31, 43}  # the application's own fault on the GPU: a crash finding, not a host one
 
 
 def _xid_post(ev: Event) -> None:
@@ -192,6 +193,12 @@ def _xid_post(ev: Event) -> None:
     if xid in _APP_XIDS:
         ev.blame = Blame.NONE
         ev.severity = S.INFO if xid in _INFO_XIDS else S.WARNING
+        if xid in _APP_FAULT_XIDS:
+            # NVIDIA's Xid catalog: 31 (GPU memory page fault: an illegal address) and 43 (GPU stopped
+            # processing: a user application fault) are the program's own fault on the GPU, i.e. a
+            # crash of the process, not evidence about the host's hardware. 13 stays a (warning) Xid:
+            # its causes include hardware, and the shared corpus labels it so (hw-02).
+            ev.kind, ev.category = K.CRASH, C.CUDA_ERROR
     elif xid in _INFO_XIDS:
         ev.severity = S.WARNING
 
@@ -253,6 +260,20 @@ def _aer_post(ev: Event) -> None:
 
 def _mce_post(ev: Event) -> None:
     if ev.fields.get("mce_exception"):
+        ev.severity = S.CRITICAL
+
+
+def _death_signal_post(ev: Event) -> None:
+    no = ev.fields.get("signal_no")
+    if no is not None and not ev.fields.get("signal"):
+        try:
+            ev.fields["signal"] = _signal.Signals(int(no)).name
+        except ValueError:
+            pass
+
+
+def _edac_post(ev: Event) -> None:
+    if ev.fields.get("edac") == "UE":  # uncorrected: data was lost
         ev.severity = S.CRITICAL
 
 
@@ -583,7 +604,9 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_ib_async_event",
-        r"NET/IB\s*:\s*(?P<nic>[\w-]+(?::\d+)?)\s+Got async event\s*:\s*(?P<ib_event>[^\n]+)",
+        # net_ib.cc: WARN("NET/IB : %s:%d Got async event : %s", dev, port, ...); NCCL 2.4's net_ib.cu:80 had no
+        # device: WARN("NET/IB : Got async event : %s", ...).
+        r"NET/IB\s*:\s*(?:(?P<nic>[\w-]+(?::\d+)?)\s+)?Got async event\s*:\s*(?P<ib_event>[^\n]+)",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
@@ -656,6 +679,22 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.PEER,
         ["TCP client failed to connect"],
         "torch 2.4+ TCPStore connect timeout (DistNetworkError).",
+    ),
+    _sig(
+        "name_resolution_failed",
+        # glibc gai_strerror (sysdeps/posix/gai_strerror-strs.h): EAI_NONAME "Name or service not known", EAI_AGAIN
+        # "Temporary failure in name resolution", EAI_NODATA "No address associated with hostname" (BSD/macOS:
+        # "nodename nor servname provided, or not known"); torch 2.x c10d socket.cpp wraps them as "The {}network
+        # addresses of ({}, {}) cannot be retrieved (gai error: {} - {})." A rank could not resolve the store's or a
+        # peer's host name: the name or DNS is wrong, not the host it names.
+        r"(?P<gai>Name or service not known|Temporary failure in name resolution|No address associated with hostname"
+        r"|nodename nor servname provided)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["name or service not known", "failure in name resolution", "no address associated", "nodename nor servname"],
+        "A host name (the rendezvous endpoint, MASTER_ADDR, a peer) could not be resolved: DNS or a typo.",
     ),
     _sig(
         "c10d_connect_any_failed",
@@ -757,6 +796,32 @@ SIGNATURES: tuple[Signature, ...] = (
         generic=True,
     ),
     _sig(
+        "elastic_agent_death_signal",
+        # torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal, shutting down
+        # workers", e.sigval) (an int, or "Signals.SIGTERM" on Pythons before 3.11); then per worker
+        # multiprocessing/api.py: "Sending process %s closing signal %s".
+        r"Received (?:(?P<signal_no>\d+)|Signals\.(?P<signal>SIG\w+)) death signal, shutting down workers",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["death signal"],
+        "The torchrun agent itself got a signal (SIGHUP from a closed terminal, SIGTERM from the scheduler or a "
+        "user) and stopped its workers: the run was stopped from outside; no worker is to blame.",
+        post=_death_signal_post,
+    ),
+    _sig(
+        "elastic_closing_signal",
+        r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG\w+)",
+        K.CRASH,
+        C.SIGNAL,
+        S.INFO,
+        Blame.NONE,
+        ["closing signal"],
+        "The agent stopping a worker: a consequence of what stopped the agent (a failure or a death signal).",
+        generic=True,
+    ),
+    _sig(
         "signal_received",
         r"Signal (?P<signal_no>\d+) \((?P<signal>SIG\w+)\) received by PID (?P<pid>\d+)",
         K.CRASH,
@@ -825,6 +890,34 @@ SIGNATURES: tuple[Signature, ...] = (
         "Host memory exhausted (allocator or the kernel OOM killer on this host).",
     ),
     _sig(
+        "nccl_cuda_alloc_failed",
+        # NCCL src/include/alloc.h: WARN("Failed to CUDA calloc %ld bytes"), "Failed to CUDA calloc async %ld
+        # bytes", "Failed to CUDA malloc %ld bytes", "Failed to CUDA host alloc %ld bytes" (ncclCuda*Debug);
+        # surfaces in torch as ncclUnhandledCudaError with this as its "Last error".
+        r"Failed to CUDA (?P<alloc>calloc(?: async)?|malloc|host alloc) (?P<alloc_bytes>\d+) bytes",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Failed to CUDA"],
+        "NCCL could not allocate its buffers: the GPU (or pinned host memory) is full in this process.",
+    ),
+    _sig(
+        "slurm_oom_kill",
+        # slurmstepd (task/cgroup memory plugin) after the step: "Detected N oom-kill event(s) in StepId=J.S.
+        # Some of your processes may have been killed by the cgroup out-of-memory handler." (older: "in step
+        # J.S cgroup"); srun per task: "srun: error: NODE: task N: Out Of Memory".
+        r"Detected (?P<oom_events>\d+) oom[-_]kill event|srun: error: (?P<self_node>[\w.-]+): tasks? [\d,-]+: Out Of Memory",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["oom-kill event", "oom_kill event", "Out Of Memory"],
+        "Slurm's cgroup killed the step's processes for exceeding the job's memory limit (host RAM); srun "
+        "names the node.",
+        post=_named_self_post,
+    ),
+    _sig(
         "cuda_error",
         r"CUDA error: (?!out of memory)(?P<cuda_error>[^\n.]+)",
         K.CRASH,
@@ -835,6 +928,22 @@ SIGNATURES: tuple[Signature, ...] = (
         "Sticky CUDA error in this process (illegal address, launch failure, ...); 'uncorrectable ECC' is a "
         "faulty GPU.",
         post=_cuda_post,
+    ),
+    _sig(
+        "cuda_device_assert",
+        # CUDA C++ Programming Guide, "Assertion": a failed device assert prints
+        # "<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion `<cond>` failed." (backtick
+        # both sides; glibc's host assert ends with an apostrophe), then the kernel's error is
+        # "device-side assert triggered". ATen's kernels (Indexing.cu, ...) assert their index bounds.
+        # (Backticks may be gone: markdown pastes lose them.) The kernel context (`thread: [..]` or the .cu
+        # file) is required, so a host-side C assert is not taken for a GPU one.
+        r"(?:thread: \[[\d,]+\]|\.cuh?:\d+\]?)[^\n]{0,200}?Assertion `?(?P<assert_cond>[^`'\n]{1,200}?)`? failed",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["assertion"],
+        "A CUDA kernel's device-side assert failed in this process (an out-of-range index, a bad label).",
     ),
     _sig(
         "cuda_runtime_error_legacy",
@@ -1071,6 +1180,20 @@ SIGNATURES: tuple[Signature, ...] = (
         "Kernel machine check: the CPU or host memory reported a hardware error (a Machine Check Exception is fatal).",
         post=lambda ev: _mce_post(ev),
     ),
+    _sig(
+        "edac_memory_error",
+        # Linux drivers/edac/edac_mc.c edac_ce_error / edac_ue_error: edac_mc_printk(mci, KERN_WARNING,
+        # "%d CE %s%son %s (...)") and "%d UE %s%son %s (...)", prefixed "EDAC MC%d: ".
+        r"EDAC MC(?P<mc>\d+): (?P<edac_count>\d+) (?P<edac>CE|UE) (?P<edac_what>[^\n(]{0,80}?)on ",
+        K.FAULTY_HOST,
+        C.MCE,
+        S.WARNING,
+        Blame.SELF,
+        ["EDAC MC"],
+        "Host memory errors counted by EDAC: corrected (CE, a failing DIMM when they keep coming) or uncorrected "
+        "(UE, critical).",
+        post=_edac_post,
+    ),
     # ---- process listings (procps `ps`: a zombie's command is shown as "<defunct>") -------------------
     _sig(
         "process_defunct",
@@ -1199,7 +1322,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("grep_file", re.compile(r"^(?P<file>[\w./-]+\.(?:log|txt|out|err)):(?=\S)")),
     ("line_counter", re.compile(r"^\[\d+\]\s(?=\S)")),
     ("rank_world", re.compile(r"^\[(?P<rank>\d{1,6})/(?P<world>\d{1,6})\]")),
-    ("iso_ts", re.compile(r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?\s*")),
+    # An ISO time, bracketed or not, maybe followed by ":" (log shippers: "2019-06-02T16:13:44.884Z: <line>").
+    ("iso_ts", re.compile(r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?:?\s*")),
     ("dmesg_ctime", re.compile(r"^\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s*")),
     ("dmesg_uptime", re.compile(r"^\[\s*\d+\.\d+\]\s*")),
     (
@@ -1217,6 +1341,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("stream_tag", re.compile(r"^[\w.-]{1,120} \[(?:stdout|stderr)\] ")),
     ("torchx", re.compile(r"^[\w-]+/\d+ \[(?P<local_rank>\d+)\]:")),
     ("elastic_tee", re.compile(r"^\[(?P<role>[a-z_]+)(?P<local_rank>\d+)\]:")),
+    # Slurm's step daemon names itself after its node on stderr ("slurmstepd-<node>: error: ..."; a bare
+    # "slurmstepd:" names none).
+    ("slurmstepd", re.compile(r"^slurmstepd-(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
 )
 _NOT_HOSTS = re.compile(
@@ -1347,6 +1474,8 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.host, rec.host_basis = h, "pdsh_prefix"
             elif name in ("syslog", "nccl_prefix") and g.get("host"):
                 rec.host, rec.host_basis = g["host"], f"{name}"
+            elif name == "slurmstepd":
+                rec.host, rec.host_basis = g["host"], "host_tag"
             elif name in ("rank_prefix", "rank_world", "mpi_tag"):
                 rec.rank, rec.rank_basis = int(g["rank"]), name
                 if g.get("world"):

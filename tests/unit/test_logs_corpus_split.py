@@ -57,3 +57,20 @@ def test_second_batch_never_blames_without_evidence() -> None:
     assert scores["blame_without_evidence"] == 0
     dev = _bench().score([r for r in rows if _bench().split_of(r["id"]) == "dev"])
     assert dev["silent"] == 0  # the dev rows were developed against; held-out misses are reported, not tuned
+
+
+def test_third_heldout_batch_matches_its_frozen_hash() -> None:
+    rows = _rows("corpus_ext3.jsonl")
+    held = _heldout_matches_hash(rows, "heldout3.sha256")
+    assert len(held) == 27 and len(rows) == 60 and len({r["id"] for r in rows}) == 60
+    others = {
+        r["log"][:200] for name in ("corpus_ext.jsonl", "corpus_ext2.jsonl", "real_logs_dev.jsonl") for r in _rows(name)
+    }
+    assert not [r["id"] for r in rows if r["log"][:200] in others]
+
+
+def test_third_batch_never_blames_without_evidence() -> None:
+    rows = _rows("corpus_ext3.jsonl")
+    assert _bench().score(rows)["blame_without_evidence"] == 0
+    dev = _bench().score([r for r in rows if _bench().split_of(r["id"]) == "dev"])
+    assert dev["silent"] <= 1  # x3a-022, an nvidia-smi process table with nothing failing in it

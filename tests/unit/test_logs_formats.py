@@ -416,6 +416,8 @@ def test_application_xid_does_not_blame_the_host() -> None:
         None,
         "2026-11-22 10:00:01+00:00",
     )
+    # NVIDIA's catalog puts 31 (and 43) on the application: the program crashed on the GPU
+    assert (e["kind"], e["category"]) == ("crash", "cuda_error")
 
 
 # ---- noise ---------------------------------------------------------------------------------------
@@ -585,3 +587,115 @@ def test_mpi_tag_output_and_stream_tags_are_peeled() -> None:
         "[PG 0 (default_pg) Rank 3] Timeout at NCCL work: 2070, last enqueued"
     )
     assert f.kind is FindingKind.HUNG_COLLECTIVE and "2070" in f.summary
+
+
+# ---- third batch's dev rows showed these formats; each line written here from its source's format ----
+
+
+def test_nccl_allocation_failure_under_an_unhandled_cuda_error_is_one_out_of_memory() -> None:
+    # NCCL src/include/alloc.h WARN("Failed to CUDA calloc %ld bytes"), surfacing as ncclUnhandledCudaError
+    text = (
+        "[rank3]:torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2\n"
+        "[rank3]:ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "[rank3]:Last error:\n"
+        "[rank3]:Failed to CUDA calloc async 33554432 bytes\n"
+    )
+    fs = analyze_log_events(parse_log_text(text, source="t.log"))
+    assert [(f.kind, f.ranks) for f in fs] == [(FindingKind.OOM, (3,))]
+    (e,) = [r for r in events("gpu07:1234:1300 [2] NCCL WARN Failed to CUDA host alloc 4096 bytes") if r["kind"]]
+    assert (e["signature"], e["kind"], e["f"]["alloc"], e["culprit_host"]) == (
+        "nccl_cuda_alloc_failed",
+        "oom",
+        "host alloc",
+        "gpu07",
+    )
+
+
+def test_slurm_cgroup_oom_names_the_node_from_slurmstepd_and_srun() -> None:
+    text = (
+        "slurmstepd-dgx-b17: error: Detected 3 oom-kill event(s) in StepId=77120.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.\n"
+        "srun: error: dgx-b17: task 5: Out Of Memory\n"
+    )
+    f = first_finding(text)
+    assert (f.kind, f.hosts, f.ranks) == (FindingKind.OOM, ("dgx-b17",), ())
+    # a cancelled step is not an OOM (it is only quoted as an unclassified error, never silence)
+    got = events("slurmstepd: error: *** JOB 77120 ON dgx-b17 CANCELLED AT 2026-11-26T10:00:00 ***")
+    assert got and all(r["kind"] != "oom" for r in got)
+
+
+def test_device_side_asserts_are_crashes_of_that_process_with_or_without_backticks() -> None:
+    for line in (
+        "/pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: "
+        "[5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+        "[rank1]: ../aten/src/ATen/native/cuda/IndexKernel.cu:92] Assertion -sizes[i] <= index && index < sizes[i] failed.",
+    ):
+        (e,) = events(line)
+        assert (e["signature"], e["kind"], e["category"]) == ("cuda_device_assert", "crash", "cuda_error")
+    assert (
+        events("[rank1]: ../aten/src/ATen/native/cuda/IndexKernel.cu:92] Assertion -sizes[i] <= index failed.")[0][
+            "culprit_rank"
+        ]
+        == 1
+    )
+    # glibc's host-side assert (apostrophe, no kernel context) is not a GPU fault
+    assert not [
+        r
+        for r in events("python: malloc.c:2379: sysmalloc: Assertion `(old_top == initial_top (av)' failed.")
+        if r["signature"] == "cuda_device_assert"
+    ]
+
+
+def test_edac_memory_errors_on_the_host_that_logs_them() -> None:
+    ce, ue = events(
+        "Nov 26 10:00:01 gpu-a17 kernel: EDAC MC0: 12 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x1 offset:0x0 grain:32 syndrome:0x0)\n"
+        "Nov 26 10:00:09 gpu-a17 kernel: EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x1 offset:0x0 grain:32)\n"
+    )
+    assert (ce["kind"], ce["category"], ce["severity"], ce["culprit_host"]) == (
+        "faulty_host",
+        "mce",
+        "warning",
+        "gpu-a17",
+    )
+    assert (ue["severity"], ue["f"]["edac"]) == ("critical", "UE")
+
+
+def test_the_torchrun_agent_stopped_by_a_signal_blames_no_worker() -> None:
+    for line, sig in (
+        (
+            "[2026-11-26 10:00:00,000] torch.distributed.elastic.agent.server.api: [WARNING] Received 1 death signal, shutting down workers",
+            "SIGHUP",
+        ),
+        (
+            "W1126 10:00:00.000000 42 torch/distributed/elastic/agent/server/api.py:704] Received Signals.SIGTERM death signal, shutting down workers",
+            "SIGTERM",
+        ),
+    ):
+        f = first_finding(
+            line
+            + "\nW1126 10:00:00.100000 42 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 4242 closing signal "
+            + sig
+        )
+        assert (f.kind, f.category, f.ranks, f.hosts) == (FindingKind.CRASH, Category.SIGNAL, (), ())
+        assert sig in json.dumps(f.evidence)
+
+
+def test_an_unresolvable_host_name_is_a_rendezvous_error_that_blames_nobody() -> None:
+    for line in (
+        "[W1126 10:00:00.000000 1 socket.cpp:755] [c10d] The IPv4 network addresses of (trainer-0.headless, 29500) cannot be "
+        "retrieved (gai error: -2 - Name or service not known).",
+        "RuntimeError: host not found: Temporary failure in name resolution",
+    ):
+        f = first_finding(line)
+        assert (f.kind, f.hosts, f.ranks) == (FindingKind.RENDEZVOUS_ERROR, (), ())
+
+
+def test_log_shipper_time_then_mpi_tag_then_nccl_prefix_and_an_old_ib_async_event() -> None:
+    line = (
+        "2026-11-26T10:00:00.123Z: [1,6]<stdout>:node-17:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : "
+        "Got async event : local catastrophic error"
+    )
+    (e,) = events(line)
+    assert (e["signature"], e["rank"], e["host"], e["culprit_host"]) == ("nccl_ib_async_event", 6, "node-17", "node-17")
+    assert str(e["ts"]) == "2026-11-26 10:00:00.123000+00:00"
