@@ -10,12 +10,12 @@ A single snapshot can catch a healthy run in passing (a rank a few milliseconds 
 so it is a warning with low confidence. Successive snapshots (torch's periodic dumper every
 `dump_interval` seconds, or repeated hang dumps) in which every involved rank stays at the same
 place for at least `min_stuck_s` make it critical; successive snapshots in which one of them moved
-are a run making progress, and give nothing (the periodic dumper runs on healthy runs too). It is never high confidence: stacks show where
-a rank is, not which collective of which group it waits in - that proof is the Flight Recorder's,
-and where its tables are present the Flight Recorder analyzer (trainctl.analyzers.hangs) speaks
-and this one stays silent. On NCCL the Python stack of a rank that waits on a hung collective is
-usually at a CUDA synchronisation (`.item()`, `synchronize()`), not inside the collective call;
-such a rank is "outside" here, which is why a stuck all-outside picture names nobody.
+are a run making progress, and give nothing (the periodic dumper runs on healthy runs too). It is
+never high confidence: stacks show where a rank is, not which collective of which group it waits
+in - that proof is the Flight Recorder's, and where its tables are present the Flight Recorder
+analyzer (trainctl.analyzers.hangs) speaks and this one stays silent. On NCCL the Python stack of
+a rank that waits on a hung collective is usually at a CUDA synchronisation (`.item()`,
+`synchronize()`), not inside the collective call, so there the stacks alone rarely see a waiter.
 """
 
 from __future__ import annotations
