@@ -272,6 +272,17 @@ def _death_signal_post(ev: Event) -> None:
             pass
 
 
+def _ibv_post(ev: Event) -> None:
+    if ev.fields.get("ibv_call") == "modify_qp":  # may fail on what the remote side sent
+        ev.blame = Blame.NONE
+
+
+def _dataloader_post(ev: Event) -> None:
+    sig = (ev.fields.get("signal_text") or "").strip().lower()
+    if sig in ("killed", "bus error"):  # the OOM killer / a full /dev/shm: memory, not a bug
+        ev.kind, ev.category = K.OOM, None
+
+
 def _edac_post(ev: Event) -> None:
     if ev.fields.get("edac") == "UE":  # uncorrected: data was lost
         ev.severity = S.CRITICAL
@@ -288,7 +299,8 @@ def _named_self_post(ev: Event) -> None:
 
 
 def _overflow_post(ev: Event) -> None:
-    if "minimum" in ev.message.lower() or "cannot decrease" in ev.message.lower():
+    low = ev.message.lower()
+    if "minimum" in low or "cannot decrease" in low:
         ev.severity = S.CRITICAL  # loss scale bottomed out: training cannot recover by itself
 
 
@@ -503,7 +515,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # py-spy (src/dump.rs print_trace + StackTrace::format_threadid): "Thread {tid} ({status}): \"{name}\""
         # where tid is the native thread id in decimal on Linux and "{:#X}" elsewhere; faulthandler
         # (Python/traceback.c) prints "Thread 0x..." / "Current thread 0x... (most recent call first)".
-        r"^(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<thread_state>[\w ]+)\): \"(?P<thread>[^\"]*)\""
+        # (py-spy before 0.3, as `ray stack` printed it, had no name: "Thread 0x7F4AA36D9700 (active)".)
+        r"^(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<thread_state>[\w ]+)\)(?:: \"(?P<thread>[^\"]*)\"|\s*$)"
         r"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
         K.HUNG_COLLECTIVE,
         None,
@@ -615,6 +628,32 @@ SIGNATURES: tuple[Signature, ...] = (
         "The local HCA reported an async error: the host that logs it is at fault.",
     ),
     _sig(
+        "nccl_ibv_call_failed",
+        # NCCL src/misc/ibvwrap.cc: WARN("Call to ibv_%s failed ...") for a failed verbs call of this process
+        # (older ibvwrap.cu: "Call to ibv_create_qp failed"). A local resource/HCA/config failure of the host
+        # that logs it; ibv_modify_qp fails on what the peer sent too, so it names nobody.
+        r"NCCL WARN Call to ibv_(?P<ibv_call>\w+) failed",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.CRITICAL,
+        Blame.SELF,
+        ["call to ibv_"],
+        "An InfiniBand verbs call of this process failed (queue pair, memory registration, device).",
+        post=lambda ev: _ibv_post(ev),
+    ),
+    _sig(
+        "nccl_ofi_warn",
+        # aws-ofi-nccl (NCCL's libfabric net plugin, EFA): NCCL_OFI_WARN(...) logs through NCCL as
+        # "NCCL WARN NET/OFI <message>", e.g. "NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument".
+        r"NCCL WARN NET/OFI (?P<ofi_warn>[^\n]{1,200})",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.WARNING,
+        Blame.NONE,
+        ["NCCL WARN NET/OFI"],
+        "The libfabric (EFA) net plugin failed: the network transport of the job, not one host by itself.",
+    ),
+    _sig(
         "nccl_warn_ib",
         r"NCCL WARN NET/IB\s*:\s*(?P<ib_warn>[^\n]+)",
         K.NETWORK_ERROR,
@@ -679,6 +718,19 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.PEER,
         ["TCP client failed to connect"],
         "torch 2.4+ TCPStore connect timeout (DistNetworkError).",
+    ),
+    _sig(
+        "ssh_launch_refused",
+        # OpenSSH sshconnect2.c: "Permission denied (%s)." when no authentication method worked; pdsh
+        # (its ssh module) then: "pdsh@<host>: <target>: ssh exited with exit code 255". The launcher (pdsh,
+        # DeepSpeed's, gpt-neox's) could not start the job on a host: keys/users, not the host's hardware.
+        r"Permission denied \((?P<ssh_methods>[\w,-]+)\)\.|ssh exited with exit code 255",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["permission denied (", "ssh exited with exit code 255"],
+        "The multi-node launcher's ssh to a host was refused (key, user or host key): the job never started there.",
     ),
     _sig(
         "name_resolution_failed",
@@ -890,6 +942,45 @@ SIGNATURES: tuple[Signature, ...] = (
         "Host memory exhausted (allocator or the kernel OOM killer on this host).",
     ),
     _sig(
+        "xla_resource_exhausted",
+        # TensorFlow/XLA's allocator: "Resource exhausted: Out of memory while trying to allocate N bytes."
+        # (ResourceExhaustedError; JAX: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate ...").
+        r"(?:Resource exhausted|RESOURCE_EXHAUSTED): Out of memory while trying to allocate (?P<alloc_bytes>\d+) bytes",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["out of memory while trying to allocate"],
+        "The accelerator's memory is exhausted in this process (TensorFlow/XLA/JAX allocators).",
+    ),
+    _sig(
+        "dataloader_worker_killed",
+        # torch/csrc/DataLoader.cpp SIGCHLD handler: "DataLoader worker (pid %d) is killed by signal: %s. " with
+        # strsignal(): "Killed" (SIGKILL: the kernel's OOM killer, in practice), "Bus error" (SIGBUS: /dev/shm full,
+        # the message then says so), "Segmentation fault", ...
+        r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal_text>[A-Za-z ]+)",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["is killed by signal"],
+        "A DataLoader worker died on a signal: SIGKILL (host memory: the OOM killer) and SIGBUS (shared memory "
+        "exhausted) are out-of-memory; other signals a crash.",
+        post=lambda ev: _dataloader_post(ev),
+    ),
+    _sig(
+        "cuda_check_return",
+        # The CUDA_CHECK_RETURN idiom of CUDA extensions (bitsandbytes csrc/ops.cuh, many forks of the CUDA samples):
+        # printf("Error %s at line %d in file %s\n", cudaGetErrorString(status), __LINE__, __FILE__).
+        r"Error (?P<cuda_error>[^\n]{3,100}?) at line \d+ in file \S+\.(?:cu|cuh|cpp|cc)\b",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["at line"],
+        "A CUDA call of a compiled extension failed in this process.",
+    ),
+    _sig(
         "nccl_cuda_alloc_failed",
         # NCCL src/include/alloc.h: WARN("Failed to CUDA calloc %ld bytes"), "Failed to CUDA calloc async %ld
         # bytes", "Failed to CUDA malloc %ld bytes", "Failed to CUDA host alloc %ld bytes" (ncclCuda*Debug);
@@ -995,14 +1086,18 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "fp16_overflow",
         r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
-        r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum",
+        r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum"
+        # fairseq optim/fp16_optimizer.py: "NOTE: overflow detected, setting loss scale to: {scale}" (older
+        # "| WARNING: overflow detected, ..."); its DynamicLossScaler raises FloatingPointError("Minimum loss
+        # scale reached ({min}). Your loss is probably exploding. ...").
+        r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached",
         K.NUMERICAL,
         C.OVERFLOW,
         S.INFO,
         Blame.NONE,
-        ["OVERFLOW!", "Gradient overflow", "already at minimum"],
-        "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex). Normal while the "
-        "scale calibrates; critical once the scale is at its minimum.",
+        ["OVERFLOW!", "Gradient overflow", "already at minimum", "overflow detected", "minimum loss scale"],
+        "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex, fairseq). Normal while "
+        "the scale calibrates; critical once the scale is at its minimum.",
         post=_overflow_post,
     ),
     # ---- kernel: Xid, ECC, lost GPU, PCIe, thermal ----------------------------------------------
@@ -1134,6 +1229,30 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["NVIDIA-SMI has failed"],
         "The driver does not answer on this host (crashed driver, GPU off the bus, module not loaded).",
+    ),
+    _sig(
+        "nvidia_smi_err_field",
+        # nvidia-smi's table prints "ERR!" in a field NVML could not read for that GPU (nvidia-smi(1)).
+        r"^\|[^\n]*?\bERR!",
+        K.FAULTY_HOST,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["err!"],
+        "nvidia-smi could not read a GPU field (ERR!): a GPU in trouble or a transient NVML failure; look again.",
+    ),
+    _sig(
+        "amdgpu_ras_error",
+        # Linux drivers/gpu/drm/amd/amdgpu: amdgpu_ras.c "uncorrectable hardware error(%s) detected!" and amdgpu_aca.c
+        # HW_ERR "Accelerator Check Architecture events logged", each prefixed by the device ("amdgpu 0000:1c:00.0:").
+        rf"amdgpu {_PCI}: (?:\{{\d+\}})?(?:uncorrectable hardware error|\[Hardware Error\]: Accelerator Check Architecture "
+        r"events logged)",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["uncorrectable hardware error", "accelerator check architecture"],
+        "An AMD GPU reported an uncorrectable RAS error on this host.",
     ),
     _sig(
         "nvidia_smi_device_handle",
@@ -1287,12 +1406,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "rendezvous_traceback_frame",
         # CPython traceback frame ('  File "{filename}", line {lineno}, in {name}') inside
         # torch/distributed/elastic/rendezvous/: the failure happened while (re)joining the rendezvous.
-        r"File \"[^\"]*torch/distributed/elastic/rendezvous/(?P<rdzv_module>\w+)\.py\", line \d+, in (?P<func>\w+)",
+        # Also torch.distributed's own set-up: distributed_c10d.py's init_process_group / new_group and
+        # rendezvous.py's handlers (an exception raised while the group was being formed).
+        r"File \"[^\"]*torch/distributed/(?:elastic/rendezvous/(?P<rdzv_module>\w+)\.py\", line \d+, in (?P<func>\w+)"
+        r"|(?:distributed_c10d|rendezvous)\.py\", line \d+, in (?P<init_func>init_process_group|_new_process_group_helper"
+        r"|_store_based_barrier|_tcp_rendezvous_handler|_env_rendezvous_handler|_create_c10d_store)\b)",
         K.RENDEZVOUS_ERROR,
         None,
         S.WARNING,
         Blame.NONE,
-        ["elastic/rendezvous/"],
+        [
+            "elastic/rendezvous/",
+            "in init_process_group",
+            "rendezvous_handler",
+            "_create_c10d_store",
+            "_store_based_barrier",
+            "_new_process_group_helper",
+        ],
         "A traceback through torchelastic's rendezvous code (store/backend calls) when its exception line is missing.",
         generic=True,
     ),

@@ -699,3 +699,80 @@ def test_log_shipper_time_then_mpi_tag_then_nccl_prefix_and_an_old_ib_async_even
     (e,) = events(line)
     assert (e["signature"], e["rank"], e["host"], e["culprit_host"]) == ("nccl_ib_async_event", 6, "node-17", "node-17")
     assert str(e["ts"]) == "2026-11-26 10:00:00.123000+00:00"
+
+
+# ---- the fourth (dev-only) batch showed these; lines written from each source's format ----------
+
+
+def test_fairseq_loss_scale_overflows_are_numerical_and_the_minimum_is_critical() -> None:
+    f = first_finding(
+        "2026-11-26 10:00:00 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.0009765625\n"
+    )
+    assert (f.kind, f.category, f.severity) == (FindingKind.NUMERICAL, Category.OVERFLOW, Severity.INFO)
+    fs = analyze_log_events(
+        parse_log_text("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.")
+    )
+    assert fs[0].kind is FindingKind.NUMERICAL
+    assert any(f.category is Category.OVERFLOW and f.severity is Severity.CRITICAL for f in fs)
+
+
+def test_dataloader_workers_killed_for_memory_are_oom_and_by_other_signals_crashes() -> None:
+    assert (
+        first_finding("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed. ").kind
+        is FindingKind.OOM
+    )
+    assert (
+        first_finding("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error. ").kind
+        is FindingKind.OOM
+    )
+    f = first_finding("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Segmentation fault. ")
+    assert (f.kind, f.category) == (FindingKind.CRASH, Category.SIGNAL)
+
+
+def test_xla_oom_extension_cuda_check_and_amd_ras() -> None:
+    assert (
+        first_finding("  (0) RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.").kind
+        is FindingKind.OOM
+    )
+    f = first_finding("Error an illegal memory access was encountered at line 512 in file /src/csrc/kernels.cu")
+    assert (f.kind, f.category) == (FindingKind.CRASH, Category.CUDA_ERROR)
+    (e,) = events(
+        "[ 1.0] amdgpu 0000:1c:00.0: {3}uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!", host="mi3"
+    )
+    assert (e["kind"], e["gpu_pci"], e["culprit_host"]) == ("faulty_host", "0000:1c:00", "mi3")
+
+
+def test_verbs_calls_ofi_plugin_and_refused_ssh() -> None:
+    (e,) = events(
+        "gpu03:2712:2824 [0] misc/ibvwrap.cc:123 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
+    )
+    assert (e["signature"], e["category"], e["culprit_host"]) == ("nccl_ibv_call_failed", "ib", "gpu03")
+    (e,) = events(
+        "gpu03:2712:2824 [0] misc/ibvwrap.cc:150 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out"
+    )
+    assert e["culprit_host"] is None
+    f = first_finding(
+        "gpu03:1:2 [7] nccl_net_ofi_rdma_init:7700 NCCL WARN NET/OFI Unable to find a protocol that worked."
+    )
+    assert (f.kind, f.hosts) == (FindingKind.NETWORK_ERROR, ())
+    f = first_finding(
+        "10.0.0.7: worker@10.0.0.7: Permission denied (publickey,password).\npdsh@head: 10.0.0.7: ssh exited with exit code 255"
+    )
+    assert (f.kind, f.hosts) == (FindingKind.RENDEZVOUS_ERROR, ())
+
+
+def test_a_failure_while_the_process_group_forms_is_a_rendezvous_error() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1520, in init_process_group\n'
+        "    store, rank, world_size = next(rendezvous_iterator)\n"
+        "RuntimeError: Connection reset by peer\n"
+    )
+    assert first_finding(text).kind is FindingKind.RENDEZVOUS_ERROR
+
+
+def test_old_py_spy_thread_lines_without_a_name_and_nvidia_smi_err() -> None:
+    (e,) = events("Thread 0x7F4AA36D9700 (active)")
+    assert e["signature"] == "stack_dump_thread"
+    (e,) = events("| N/A   29C    P0   ERR! / 250W |    593MiB / 16160MiB |      0%      Default |")
+    assert (e["signature"], e["kind"], e["culprit_host"]) == ("nvidia_smi_err_field", "faulty_host", None)
