@@ -32,7 +32,7 @@ from sshd import SshdCluster  # noqa: E402
 import trainctl.collectors.ssh as ssh  # noqa: E402
 import trainctl.ops.collect.collection as coll  # noqa: E402
 
-NOW_BUFSIZE = coll._TAR_BUFSIZE
+NOW_BUFSIZE = coll.TAR_BUFSIZE
 NOW_KNOWN_HOSTS = ssh._KnownHosts
 
 
@@ -53,7 +53,7 @@ class _ScanningKnownHosts(ssh._KnownHosts):
 
 
 def _variant(name: str) -> None:
-    coll._TAR_BUFSIZE = 10240 if name == "before" else NOW_BUFSIZE
+    coll.TAR_BUFSIZE = 10240 if name == "before" else NOW_BUFSIZE
     ssh._KnownHosts = _ScanningKnownHosts if name == "before" else NOW_KNOWN_HOSTS
 
 

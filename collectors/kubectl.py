@@ -145,10 +145,11 @@ def find_job_pods(
 ) -> tuple[str, list[PodTarget]]:
     """(the selector that matched, the pods): `selector` as given, else the job labels in order."""
     run = runner or (lambda argv: subprocess.run(argv, capture_output=True, timeout=60))
+    exe = _kubectl() if runner is None else "kubectl"
     candidates = [selector] if selector else [f"{label}={job}" for label in JOB_LABELS]
     for sel in candidates:
         argv = get_pods_argv(namespace, str(sel), context=context)
-        argv[0] = _kubectl() if runner is None else argv[0]
+        argv[0] = exe
         res = run(argv)
         if res.returncode != 0:
             err = (res.stderr or b"").decode(errors="replace").strip().splitlines()

@@ -51,6 +51,7 @@ __all__ = [
     "detect_debug_dump_dir",
     "read_debug_dumps",
     "stamp_ts_ns",
+    "MAX_DUMP_BYTES",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ _SECTION = re.compile(r"^=== Rank (\d+): (\S+) ===\s*$")
 _PARTIAL = re.compile(r"^PARTIAL DATA: (\d+)/(\d+) workers responded\s*$")
 _FAILED = re.compile(r"^  Rank (\d+): (.*)$")
 _ERROR_BODY = re.compile(r"^Error: (\d+)\s*$")
+MAX_DUMP_BYTES = 64 << 20  # one dump file read at most (issue 15: bounded work on any input)
 
 
 @dataclass(frozen=True)
@@ -142,10 +144,15 @@ def _load(path: Path) -> DebugDump:
     m = DUMP_FILE.match(path.name)
     assert m is not None
     try:
-        text = path.read_text(errors="replace")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_DUMP_BYTES + 1)
         mtime_ns = path.stat().st_mtime_ns
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read torch debug dump ({exc.strerror})") from exc
+    if len(raw) > MAX_DUMP_BYTES:  # stacks of thousands of ranks fit well inside; more is not a dump
+        logger.warning("%s: over %d MiB; only its first %d MiB read", path, MAX_DUMP_BYTES >> 20, MAX_DUMP_BYTES >> 20)
+        raw = raw[:MAX_DUMP_BYTES]
+    text = raw.decode("utf-8", errors="replace")
     sections, total = parse_debug_dump(text)
     return DebugDump(
         str(path), m.group("handler"), m.group("stamp"), stamp_ts_ns(m.group("stamp"), mtime_ns), sections, total

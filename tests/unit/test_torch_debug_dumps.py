@@ -154,3 +154,12 @@ def test_ranks_are_told_where_the_debug_server_should_dump(tmp_path) -> None:
     env = nccl_env.rank_env(tmp_path, "node02", {})
     assert env["TRAINCTL_TORCH_DEBUG_DIR"] == str(tmp_path / "stacks" / "node02")
     assert os.path.basename(env["TRAINCTL_TORCH_DEBUG_DIR"]) == "node02"
+
+
+def test_a_dump_file_is_read_only_up_to_its_cap(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(tdd, "MAX_DUMP_BYTES", 4096)
+    d = _copy("hang_gloo", tmp_path / "dumps", keep=1)
+    big = next(d.glob("stacks_*.txt"))
+    big.write_text(big.read_text() + "\n" + "x" * 100_000)  # a hostile or broken dump: read up to the cap only
+    table, dumps = tdd.read_debug_dumps(d)
+    assert len(dumps[0].sections) == 2 and table.num_rows > 0

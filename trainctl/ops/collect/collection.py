@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -31,7 +32,6 @@ import pyarrow.parquet as pq
 
 from trainctl import dataset
 from trainctl.collectors import host_facts, kernel_log, pyspy_dump, rundir_sync
-from trainctl.collectors.kubectl import KubectlClient, KubectlSession
 from trainctl.collectors.remote_script import build_script, new_nonce, split_sections
 from trainctl.collectors.ssh import (
     MAX_WORKERS,
@@ -48,6 +48,9 @@ from trainctl.errors import CollectError, InputError
 from trainctl.rundir import atomic_write_text
 from trainctl.schemas import SignalKind
 
+if TYPE_CHECKING:  # kubectl's transport loads only when a collect asks for pods
+    from trainctl.collectors.kubectl import KubectlClient, KubectlSession
+
 __all__ = [
     "HOST_KINDS",
     "ALL_KINDS",
@@ -57,6 +60,7 @@ __all__ = [
     "CollectResult",
     "collect",
     "parse_kinds",
+    "write_tar_member",
 ]
 
 logger = logging.getLogger(__name__)
@@ -200,7 +204,7 @@ class TarMemberRefused(CollectError):
 # bench/fanout.py's profile. 64 KiB pieces take what the channel has buffered (32 KiB packets) in
 # one call and stay under glibc's 128 KiB mmap threshold: 256 KiB pieces were faster in a warm
 # process but slower in a fresh one (every buffer an mmap/munmap with its page faults).
-_TAR_BUFSIZE = 64 << 10
+TAR_BUFSIZE = 64 << 10
 
 
 def _extract(
@@ -215,7 +219,7 @@ def _extract(
     member must not unpack to 2 GiB. Directories are skipped.
     """
     written: dict[str, int] = {}
-    with tarfile.open(fileobj=reader, mode="r|", bufsize=_TAR_BUFSIZE) as tf:
+    with tarfile.open(fileobj=reader, mode="r|", bufsize=TAR_BUFSIZE) as tf:
         for m in tf:
             if m.isdir():
                 continue
@@ -229,25 +233,31 @@ def _extract(
                 raise TarMemberRefused(
                     f"tar member {m.name[:200]!r} is {m.size} bytes, the host's manifest declared {declared}"
                 )
-            dest = out / m.name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.part")
-            src = tf.extractfile(m)
-            n = 0
-            try:
-                with open(tmp, "wb") as fh:
-                    while n < m.size and (chunk := src.read(min(_TAR_BUFSIZE, m.size - n))):
-                        fh.write(chunk)
-                        n += len(chunk)
-                os.replace(tmp, dest)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
             st = stats[m.name]
-            os.utime(dest, ns=(st.mtime_ns, st.mtime_ns))
+            n = write_tar_member(tf, m, out / m.name, st.mtime_ns)
             written[m.name] = n
             on_bytes(n)
     return written
+
+
+def write_tar_member(tf: tarfile.TarFile, m: tarfile.TarInfo, dest: Path, mtime_ns: int) -> int:
+    """Stream one regular member of a stream-mode archive to `dest` (temp name, then rename: readers
+    never see half a file), at most its declared size; returns the bytes written."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.part")
+    src = tf.extractfile(m)
+    n = 0
+    try:
+        with open(tmp, "wb") as fh:
+            while n < m.size and (chunk := src.read(min(TAR_BUFSIZE, m.size - n))):  # type: ignore[union-attr]
+                fh.write(chunk)
+                n += len(chunk)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.utime(dest, ns=(mtime_ns, mtime_ns))
+    return n
 
 
 def _within_caps(

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shlex
 import tarfile
 import time
@@ -39,6 +38,7 @@ from trainctl.collectors.remote_script import new_nonce
 from trainctl.collectors.ssh import SshClient, error_type_of, fan_out
 from trainctl.errors import CollectError, InputError
 from trainctl.ops.collect.collection import (
+    TAR_BUFSIZE,
     CollectOptions,
     CollectResult,
     HostReport,
@@ -46,14 +46,13 @@ from trainctl.ops.collect.collection import (
     StatusRow,
     TarMemberRefused,
     _status_table,
+    write_tar_member,
 )
 from trainctl.schemas import SignalKind
 
 __all__ = ["GatewayOptions", "assign_subtrees", "collect_via_gateways", "owner_of"]
 
 logger = logging.getLogger(__name__)
-
-_TAR_BUFSIZE = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,7 @@ def _extract_gateway(reader, out: Path, subtree: set[str], cap_bytes: int) -> tu
     written: dict[str, int] = {}
     refused: list[str] = []
     total = 0
-    with tarfile.open(fileobj=reader, mode="r|", bufsize=_TAR_BUFSIZE) as tf:
+    with tarfile.open(fileobj=reader, mode="r|", bufsize=TAR_BUFSIZE) as tf:
         for m in tf:
             name = m.name.removeprefix("./")
             if m.isdir() or not name:
@@ -125,20 +124,7 @@ def _extract_gateway(reader, out: Path, subtree: set[str], cap_bytes: int) -> tu
             dest = out / name
             if owner is None and dest.exists():
                 continue  # run.json and rank files: the first gateway's copy
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.part")
-            src = tf.extractfile(m)
-            n = 0
-            try:
-                with open(tmp, "wb") as fh:
-                    while n < m.size and (chunk := src.read(min(_TAR_BUFSIZE, m.size - n))):  # type: ignore[union-attr]
-                        fh.write(chunk)
-                        n += len(chunk)
-                os.replace(tmp, dest)
-            except BaseException:
-                tmp.unlink(missing_ok=True)
-                raise
-            os.utime(dest, ns=(int(m.mtime * 1e9), int(m.mtime * 1e9)))
+            n = write_tar_member(tf, m, dest, int(m.mtime * 1e9))
             written[owner or ""] = written.get(owner or "", 0) + n
     return written, refused
 
