@@ -24,7 +24,7 @@ def test_reference_trainer_on_nccl_with_cuda_event_timelines(cli, tmp_path: Path
     hosts = 2 if n >= 2 else 1
     run = tmp_path / "run"
     r = cli("launch", "--local", "--hosts-local", hosts, "--nproc-per-node", n // hosts, "--run-dir", run,
-            "--", "--steps", "30")  # fmt: skip
+            "--", "--steps", "30", "--tp", "2" if n >= 2 else "1")  # fmt: skip
     assert r.code == 0, r.stderr
     t = dataset.read_table(run, SignalKind.TIMELINE).to_pandas()
     assert set(t["source"]) == {"cuda_event"} and (t["duration_ns"] > 0).all()
@@ -62,7 +62,7 @@ def test_one_gpu_hang_dumps_the_nccl_recorder_and_nccl_logs_its_init(cli, tmp_pa
     run = tmp_path / "run"
     r = cli("launch", "--local", "--hosts-local", "1", "--nproc-per-node", "1", "--run-dir", run,
             "--inject", "hang:rank=0,step=5", "--hang-timeout", "20", "--env", "NCCL_DEBUG=INFO",
-            "--env", "NCCL_DEBUG_SUBSYS=INIT,NET", "--", "--steps", "40")  # fmt: skip
+            "--env", "NCCL_DEBUG_SUBSYS=INIT,NET", "--", "--steps", "40", "--tp", "1")  # fmt: skip
     assert r.code == 5, r.stderr
     dumps = flight_recorder.load_dumps(flight_recorder.find_dumps(run / "fr"), root=run / "fr")
     nccl = [d for d in dumps if d.recorder == "nccl"]
