@@ -51,29 +51,35 @@ def test_a_hung_nccl_rank_is_named_from_the_nccl_recorder(cli, tmp_path: Path) -
 
 
 @pytest.mark.timeout(300)
-def test_one_gpu_hang_dumps_the_nccl_recorder_and_nccl_logs_its_init(cli, tmp_path: Path) -> None:
+def test_one_gpu_stuck_kernel_shows_in_the_nccl_recorder_and_nccl_logs_its_init(cli, tmp_path: Path) -> None:
     """The one-GPU form of the hang drill (a lent machine may have a single GPU, and NCCL refuses two
-    ranks on one): the hang dump asks the NCCL recorder, whose entries are ProcessGroupNCCL's
-    collectives; NCCL's INFO init lines land in the rank's own file and parse."""
+    ranks on one): an unmodified script's GPU stops; the hang dump asks the NCCL recorder, which
+    shows the completed all_reduces and the stuck step's as scheduled; NCCL's INFO init lines land in
+    the rank's own file and parse. The dumps and the diagnosis stay in the run dir (recorded data)."""
     import torch
 
     from trainctl.collectors import flight_recorder, nccl_topology
 
     run = tmp_path / "run"
     r = cli("launch", "--local", "--hosts-local", "1", "--nproc-per-node", "1", "--run-dir", run,
-            "--inject", "hang:rank=0,step=5", "--hang-timeout", "20", "--env", "NCCL_DEBUG=INFO",
-            "--env", "NCCL_DEBUG_SUBSYS=INIT,NET", "--", "--steps", "40", "--tp", "1")  # fmt: skip
+            "--hang-timeout", "20", "--env", "NCCL_DEBUG=INFO", "--env", "NCCL_DEBUG_SUBSYS=INIT,NET",
+            "--", str(Path(__file__).with_name("stuck_kernel_script.py")))  # fmt: skip
+    d = cli("diagnose", run, "--json", "--fail-on", "never")
+    (run / "diagnose.json").write_text(d.stdout)
     assert r.code == 5, r.stderr
     dumps = flight_recorder.load_dumps(flight_recorder.find_dumps(run / "fr"), root=run / "fr")
-    nccl = [d for d in dumps if d.recorder == "nccl"]
-    assert nccl and nccl[0].rank == 0 and nccl[0].comm_lib_version, [(d.path, d.recorder) for d in dumps]
-    names = {str(e.get("profiling_name")) for e in nccl[0].entries}
-    assert names and all(n.startswith("nccl:") for n in names), names
+    nccl = [x for x in dumps if x.recorder == "nccl"]
+    assert nccl and nccl[0].rank == 0 and nccl[0].comm_lib_version, [(x.path, x.recorder, x.entries) for x in dumps]
+    entries = nccl[0].entries
+    assert {str(e.get("profiling_name")) for e in entries} == {"nccl:all_reduce"}, entries
+    states = [e.get("state") for e in entries]
+    assert states[0] == "completed" and states[-1] == "scheduled", states
     log_file = run / "logs" / "node01" / "nccl-rank-0.log"
     procs = nccl_topology.parse_nccl_lines(log_file.read_text(errors="replace").splitlines())
     want = ".".join(map(str, torch.cuda.nccl.version()))
     assert procs and procs[0].version and procs[0].version.startswith(want), (want, procs)
     assert procs[0].network, procs[0]
+    assert d.code in (0, 6), d.stderr
 
 
 def test_more_simulated_hosts_than_gpus_is_a_clear_error(cli, tmp_path: Path) -> None:
