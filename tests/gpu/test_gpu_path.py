@@ -89,6 +89,15 @@ def test_more_simulated_hosts_than_gpus_is_a_clear_error(cli, tmp_path: Path) ->
     assert r.code != 0 and "--backend gloo" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+@pytest.mark.timeout(400)
+def test_the_demo_works_on_a_gpu_machine(cli, tmp_path: Path) -> None:
+    """Item 3: the README's first command on a GPU box (NCCL on 4+ GPUs, else its ranks on CPU)."""
+    r = cli("demo", "--run-dir", tmp_path / "demo", "--steps", "60", "--json", timeout=380)
+    assert r.code == 0, r.stderr
+    top = json.loads(r.stdout)["findings"][0]
+    assert top["kind"] == "straggler" and top["ranks"] == [2] and top["hosts"] == ["node02"], top
+
+
 def test_nvml_sampler_reads_every_gpu_of_this_machine() -> None:
     import time
 

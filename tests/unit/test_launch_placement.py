@@ -13,7 +13,7 @@ import pytest
 from trainctl.cli.launch import request_from_argv
 from trainctl.errors import LaunchError
 from trainctl.ops.launch.local import LaunchSpec, agent_envs
-from trainctl.ops.launch.placement import gpu_placement, visible_gpus
+from trainctl.ops.launch.placement import backend_that_fits, gpu_placement, visible_gpus
 
 
 def _spec(tmp_path: Path, *argv: str) -> LaunchSpec:
@@ -62,3 +62,9 @@ def test_visible_gpus_reads_cuda_visible_devices_as_cuda_does(raw, want) -> None
 def test_bad_backend_is_one_line(cli) -> None:
     r = cli("launch", "--local", "--backend", "mpi")
     assert r.code == 1 and "--backend 'mpi': must be nccl or gloo" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_demo_runs_on_cpu_where_the_machine_has_fewer_gpus_than_ranks() -> None:
+    assert backend_that_fits(4, ("0",)) == "gloo"  # one GPU, 4 ranks: NCCL would refuse
+    assert backend_that_fits(4, ("0", "1", "2", "3")) is None  # NCCL, one GPU each
+    assert backend_that_fits(4, ()) is None  # no GPU: launch's default is gloo already

@@ -6,6 +6,7 @@ injected straggler (rank 2 takes 1.5x its forward time), then `diagnose` on the 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import typer
 from trainctl.cli.console import err, out, styled
 from trainctl.cli.render import findings_table
 from trainctl.exit_codes import ExitCode
+
+DEMO_HOSTS = 2
+DEMO_RANKS_PER_HOST = 2
 
 
 def demo(
@@ -24,14 +28,20 @@ def demo(
     """Launch 2 simulated hosts x 2 ranks with a straggler on rank 2, then diagnose and print the report."""
     from trainctl.cli.launch import build_spec, run_spec
     from trainctl.ops.diagnose.diagnosis import diagnose_path
-    from trainctl.ops.launch.local import ActionKind, format_root_cause
+    from trainctl.ops.launch.local import ActionKind, device_count, format_root_cause
+    from trainctl.ops.launch.placement import backend_that_fits, visible_gpus
 
+    # On a machine with 1-3 GPUs the 4 ranks run on CPU (gloo): the demo shows diagnosis, and
+    # NCCL refuses two ranks on one GPU. With 4 or more they run on their own GPUs over NCCL.
+    gpus = visible_gpus(os.environ, device_count())
+    backend = backend_that_fits(DEMO_HOSTS * DEMO_RANKS_PER_HOST, gpus)
     run_dir = run_dir or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
     spec = build_spec(
         local=True,
         hosts=None,
-        hosts_local=2,
-        nproc_per_node=2,
+        hosts_local=DEMO_HOSTS,
+        nproc_per_node=DEMO_RANKS_PER_HOST,
+        backend=backend,
         run_dir=run_dir,
         inject=["straggler:rank=2,factor=1.5"],
         max_restarts=0,
@@ -43,7 +53,10 @@ def demo(
         styled(
             "trainctl demo",
             "bold",
-            f": 2 hosts x 2 ranks, reference trainer, --inject straggler:rank=2,factor=1.5 -> {run_dir}",
+            f": 2 hosts x 2 ranks, reference trainer, --inject straggler:rank=2,factor=1.5 -> {run_dir}"
+            + (
+                f" (ranks on CPU with gloo: this machine shows {len(gpus)} GPU(s), the demo needs 4)" if backend else ""
+            ),
         )
     )
     result = run_spec(spec)

@@ -255,7 +255,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _device_count() -> int:
+def device_count() -> int:
     """GPUs this machine has (0 on a CPU build or without a driver); the one boundary placement reads."""
     try:
         import torch
@@ -556,7 +556,7 @@ def launch_local(
     procs: list[subprocess.Popen] = []
     what = spec.script or TRAINER_MODULE
     t0 = time.monotonic()
-    envs = agent_envs(spec, run_dir, os.environ, _device_count())  # a LaunchError (too few GPUs) before any start
+    envs = agent_envs(spec, run_dir, os.environ, device_count())  # a LaunchError (too few GPUs) before any start
     agents = _start_metrics_agents(spec, run_dir, envs) if spec.metrics_agent else []
     try:
         for host in spec.hosts:

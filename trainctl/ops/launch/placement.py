@@ -32,6 +32,12 @@ def visible_gpus(env: Mapping[str, str], device_count: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+def backend_that_fits(ranks: int, gpus: Sequence[str]) -> str | None:
+    """ "gloo" when this machine has GPUs but fewer than `ranks` (NCCL cannot put two ranks on one
+    GPU, so they run on CPU), else None: launch's own default (NCCL on GPUs, gloo without)."""
+    return "gloo" if 0 < len(gpus) < ranks else None
+
+
 def gpu_placement(
     hosts: Sequence[str], nproc_per_node: int, gpus: Sequence[str], *, backend: str | None = None
 ) -> dict[str, str]:
