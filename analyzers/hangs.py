@@ -339,7 +339,7 @@ def _coalesced_by_proxy(coll: pd.DataFrame) -> pd.DataFrame:
     return coll
 
 
-def _pending(row: Mapping[str, Any], backend: str) -> bool:
+def pending(row: Mapping[str, Any], backend: str) -> bool:
     """Not finished: on NCCL the end event was not seen; on gloo (no events) not retired."""
     if backend in _NCCL_BACKENDS:
         return row.get("state") != "completed"
@@ -557,7 +557,7 @@ def _collective_hangs(
         return None
     at = pc[(pc["seq"] == seq) & pc["rank"].isin(waiting)]
     entry = at.iloc[0].to_dict() if len(at) else {}
-    pend = [_pending(row, bk) for row in at.to_dict("records")]
+    pend = [pending(row, bk) for row in at.to_dict("records")]
     h = _Hang(
         key,
         pg_desc,
@@ -716,13 +716,13 @@ def _p2p_hangs(
         recvs = ops.get((d, s, "recv"), [])
         s_full, d_full = full(s), full(d)
         if s_full and d_full:
-            if len(sends) > len(recvs) and _pending(sends[len(recvs)], bk):
+            if len(sends) > len(recvs) and pending(sends[len(recvs)], bk):
                 hang(s, d, sends[len(recvs)], _P2P)
-            elif len(recvs) > len(sends) and _pending(recvs[len(sends)], bk):
+            elif len(recvs) > len(sends) and pending(recvs[len(sends)], bk):
                 hang(d, s, recvs[len(sends)], _P2P)
             continue
-        p_sends = [x for x in sends if _pending(x, bk)]
-        p_recvs = [x for x in recvs if _pending(x, bk)]
+        p_sends = [x for x in sends if pending(x, bk)]
+        p_recvs = [x for x in recvs if pending(x, bk)]
         if p_sends and not p_recvs:
             # d's pending recv would be among its newest entries; "unknown" only if d left no
             # trace of this pair at all (rolled past it) or no dump.
@@ -741,7 +741,7 @@ def _p2p_hangs(
     # Any other pending send/recv (both sides posted and stuck in transfer, a coalesced batch entry
     # that names no peer): its rank is blocked in it, so it is no root, though on whom is unknown.
     for row in pp.to_dict("records"):
-        if _pending(row, bk) and ident(row) not in covered:
+        if pending(row, bk) and ident(row) not in covered:
             peer = _int_or_none(row.get("peer"))
             blocked_on_nobody(
                 int(row["rank"]), row, members[peer] if peer is not None and 0 <= peer < len(members) else None

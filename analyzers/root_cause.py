@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from trainctl.analyzers import launcher_hang
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
@@ -165,12 +166,17 @@ def _hardware_root(f: Finding) -> bool:
     return f.kind is FindingKind.FAULTY_HOST and f.severity is Severity.CRITICAL and len(f.hosts) == 1
 
 
+def _from_launcher(f: Finding) -> bool:
+    return f.evidence.get("basis") == launcher_hang.BASIS
+
+
 def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
     """Fold the consequences of the incident's root into it (module docstring); pure, order kept."""
     findings = list(findings)
     hardware = [f for f in findings if _hardware_root(f)]
     crashes = [f for f in findings if f.kind is FindingKind.CRASH and f.evidence.get("error_file")]
     hangs = [f for f in findings if f.kind is FindingKind.HUNG_COLLECTIVE and f.severity is Severity.CRITICAL]
+    hangs.sort(key=_from_launcher)  # a hang an analyzer localised first; the launcher's record is the fallback
     numerics = [f for f in findings if f.kind is FindingKind.NUMERICAL and f.evidence.get("first_ranks") is not None]
 
     root: Finding | None = None
@@ -200,6 +206,7 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
             continue
         consequence = (
             f.kind in CONSEQUENCE_KINDS
+            or _from_launcher(f)  # the record of the same incident, under whatever explains it
             or (fold_hangs and f.kind is FindingKind.HUNG_COLLECTIVE)
             or (f.kind is FindingKind.NUMERICAL and root.kind is FindingKind.NUMERICAL)
         )
@@ -224,5 +231,17 @@ def analyze_root_cause(findings: Iterable[Finding], signals: Signals) -> list[Fi
     findings = list(findings)
     t = signals.table(SignalKind.RUN_EVENTS)
     if t is not None and t.num_rows:
-        findings = findings_from_run_events(t.to_pylist(), signals.rank_to_host()) + findings
+        rows = t.to_pylist()
+        r2h = signals.rank_to_host()
+        findings = findings_from_run_events(rows, r2h) + findings
+        hang = launcher_hang.launcher_hang_finding(
+            rows, _frame(signals, SignalKind.COLLECTIVES), _frame(signals, SignalKind.STACKS), r2h
+        )
+        if hang is not None:
+            findings.append(hang)
     return rank_root_cause(findings)
+
+
+def _frame(signals: Signals, kind: SignalKind) -> Any:
+    t = signals.table(kind)
+    return t.to_pandas() if t is not None and t.num_rows else None

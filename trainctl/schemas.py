@@ -282,7 +282,7 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
     SignalKind.RUN_EVENTS: [
         _f("ts", _TS),
         _f("rank", pa.int32(), False),
-        _f("event", pa.string(), False),  # exception | nonfinite_loss
+        _f("event", pa.string(), False),  # exception | nonfinite_loss | hang_detected
         _f("step", pa.int64()),
         _f("message", pa.string()),  # "RuntimeError: ...", or the loss value ("nan", "inf")
         _f("detail", pa.string()),  # the traceback's last frames

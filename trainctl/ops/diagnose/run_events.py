@@ -9,6 +9,8 @@ back as they are), so both are read the same way:
   ChildFailedError.get_first_failure); diagnose uses the same rule (analyzers/root_cause.py).
 - numerics/rank-R.json: the first step whose local loss was NaN or inf on that rank
   (trainer.record_nonfinite_loss), read as a fact rather than guessed from printed loss lines.
+- hang.json: the launcher's own record of a hang it detected and stopped (why, when, the ranks
+  that stopped), one `hang_detected` row per stopped rank (analyzers/launcher_hang.py).
 - drills/H/kernel.log: the xid drill's stand-in for host H's kernel log; parsed as kernel/H/dmesg.txt
   is after a collect, so a drill is diagnosed the same with or without collecting.
 
@@ -107,6 +109,29 @@ def _numerics_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
     }
 
 
+MAX_HANG_RANKS = 1 << 20  # a record listing more ranks than any job has is not one
+
+
+def _hang_rows(root: Path) -> list[dict[str, Any]]:
+    """hang.json (trainctl.ops.launch.local writes it before stopping a hung run) -> one row per
+    stopped rank; [] when absent or not of that shape."""
+    p = root / "hang.json"
+    doc = _read_json(p) if p.is_file() else None
+    if not isinstance(doc, Mapping):
+        return []
+    ranks = doc.get("stale_ranks")
+    ts = _int64(doc.get("detected_ts_ns"))
+    if not isinstance(ranks, list) or not ranks or len(ranks) > MAX_HANG_RANKS or ts is None:
+        logger.warning("%s: not a hang record (stale_ranks, detected_ts_ns), skipped", p)
+        return []
+    reason = str(doc.get("reason") or "no rank made progress")[:500]
+    return [
+        {"rank": r, "event": "hang_detected", "message": reason, "detail": None, "ts": ts, "source": "hang.json"}
+        for r in dict.fromkeys(ranks)
+        if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31
+    ]
+
+
 def _hosts_by_rank(root: Path, run: RunInfo | None) -> dict[int, str]:
     hosts: dict[int, str] = {r: h.host for h in run.hosts for r in h.ranks} if run is not None else {}
     for rank, info in read_rank_files(root).items():  # the ranks' own report wins (node ranks follow join order)
@@ -131,6 +156,7 @@ def _events_table(root: Path, run: RunInfo | None) -> pa.Table:
                 continue
             row["source"] = str(p.relative_to(root))
             rows.append(row)
+    rows.extend(_hang_rows(root))
     schema = schema_for(SignalKind.RUN_EVENTS)
     if not rows:
         return schema.empty_table()

@@ -1,0 +1,148 @@
+"""The launcher's own hang record as a finding, where the hang analyzers localised nothing.
+
+`trainctl launch` watches every rank's heartbeat; when no rank made progress for --hang-timeout it
+dumps the ranks (Flight Recorder, stacks), writes hang.json (why, when, the ranks that stopped)
+and then stops the run with SIGTERM. The collective analyzers (analyzers/hangs.py) name a culprit
+only when ranks disagree: one missing from a collective the others entered, one stream behind the
+others. A hang where every rank is in the same place (all ranks entered the collective and none
+left it, or a one-rank run whose GPU stopped) gives them nothing to compare, and what was left
+was the torchrun agent's "Received 15 death signal" / "closing signal SIGTERM" lines: trainctl's
+own stop, read as a crash. Found on a real H100 (tests/gpu: an NCCL all_reduce queued behind a
+kernel that never ends). This module turns the record into the incident's hang finding:
+
+- the ranks that stopped, named only when that is one rank (a run of one, or the only rank still
+  working): with several, stopping together is what a hang is, not who caused it;
+- per rank (up to MAX_RANKS_SHOWN), the oldest collective still pending in its Flight Recorder at
+  the dump (NCCL: not seen completed; gloo: not retired), how long before detection it was
+  queued, and where the rank's main thread was (its live stack);
+- what it means: a collective pending on every rank that entered it, on one rank or all, is the
+  GPU stream or the transport under it (a stuck kernel, NVLink, the network), not host code; no
+  collective pending means the ranks stopped in host code (data loading, a lock, I/O).
+
+analyzers/root_cause.py folds it under a localised hang (or a crash, or a hardware fault) when
+one exists and folds trainctl's own SIGTERM under it otherwise. Pure: rows and tables in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from trainctl.analyzers.hangs import culprit_frame, pending
+from trainctl.findings import Category, Finding, FindingKind, Severity
+
+__all__ = ["BASIS", "EVENT", "MAX_RANKS_SHOWN", "launcher_hang_finding"]
+
+EVENT = "hang_detected"  # run_events.event for hang.json's rows (one per stopped rank)
+BASIS = "the launcher's hang record (hang.json): no rank made progress for the hang timeout"
+MAX_RANKS_SHOWN = 8
+
+
+def _oldest_pending(coll: pd.DataFrame | None, rank: int) -> dict[str, Any] | None:
+    if coll is None or coll.empty:
+        return None
+    mine = coll[coll["rank"] == rank]
+    rows = []
+    for row in mine.to_dict("records"):
+        backend = row.get("backend") if isinstance(row.get("backend"), str) else ""
+        if pending(row, backend):
+            rows.append(row)
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (pd.isna(r.get("enqueue_ts")), r.get("enqueue_ts") or 0, r.get("record_id") or 0))
+    return rows[0]
+
+
+def _ns(v: Any) -> int | None:
+    if v is None or (not isinstance(v, int) and pd.isna(v)):
+        return None
+    return int(v.value) if isinstance(v, pd.Timestamp) else int(v)
+
+
+def _where(rank: int, hosts: Mapping[int, str]) -> str:
+    h = hosts.get(rank)
+    return f"rank {rank} on {h}" if h else f"rank {rank}"
+
+
+def launcher_hang_finding(
+    rows: Sequence[Mapping[str, Any]],
+    collectives: pd.DataFrame | None,
+    stacks: pd.DataFrame | None,
+    rank_to_host: Mapping[int, str],
+) -> Finding | None:
+    """run_events rows of EVENT (one per stopped rank, ts = detection) -> one hang finding, or None."""
+    rows = [r for r in rows if r.get("event") == EVENT]
+    if not rows:
+        return None
+    stopped = sorted({int(r["rank"]) for r in rows})
+    first = rows[0]
+    detected_ns = _ns(first.get("ts"))
+    reason = str(first.get("message") or "no rank made progress")
+    per_rank: list[dict[str, Any]] = []
+    pending_ranks: list[int] = []
+    for rank in stopped:
+        p = _oldest_pending(collectives, rank)
+        frame = culprit_frame(stacks, rank)
+        item: dict[str, Any] = {"rank": rank, "host": rank_to_host.get(rank)}
+        if p is not None:
+            pending_ranks.append(rank)
+            enq = _ns(p.get("enqueue_ts"))
+            item["pending_collective"] = {
+                "op": p.get("op"),
+                "process_group": p.get("pg_desc") or p.get("pg_name"),
+                "seq": None if pd.isna(p.get("seq")) else int(p["seq"]),
+                "state": p.get("state"),
+                "queued_s_before_detection": round((detected_ns - enq) / 1e9, 1) if enq and detected_ns else None,
+            }
+        if frame is not None:
+            item["stack"] = frame["text"]
+        if len(per_rank) < MAX_RANKS_SHOWN:
+            per_rank.append(item)
+
+    one = stopped[0] if len(stopped) == 1 else None
+    shown = per_rank[0] if per_rank else {}
+    pc = shown.get("pending_collective")
+    if one is not None:
+        what = f"{_where(one, rank_to_host)} stopped ({reason})"
+        if pc:
+            age = pc.get("queued_s_before_detection")
+            what += (
+                f"; its {pc['op']} #{pc['seq']} of {pc['process_group']} was queued"
+                + (f" {age:g} s before and" if age is not None else "")
+                + " never completed: the GPU stream or the transport under it is stuck (a kernel that does not"
+                " end, NVLink, the network), not host code"
+            )
+        else:
+            what += "; no collective was pending: it stopped in host code"
+        if shown.get("stack"):
+            what += f"; it was in {shown['stack']}"
+    elif pending_ranks and len(pending_ranks) == len(stopped):
+        what = (
+            f"the run hung ({reason}); all {len(stopped)} ranks wait in collectives that every member entered"
+            f" and none completed ({pc['op']} #{pc['seq']} of {pc['process_group']} on {_where(stopped[0], {})}):"
+            " a GPU, NVLink or network fault under the collective, not localised by the recorders; see the NCCL"
+            " logs and faulty hosts"
+        )
+    else:
+        what = f"the run hung ({reason}); the ranks disagree on nothing the recorders show: not localised"
+    return Finding(
+        kind=FindingKind.HUNG_COLLECTIVE,
+        severity=Severity.CRITICAL,
+        category=Category.COLLECTIVE_TIMEOUT,
+        summary=what,
+        ranks=(one,) if one is not None else (),
+        hosts=(rank_to_host[one],) if one is not None and rank_to_host.get(one) else (),
+        confidence=0.8 if one is not None else 0.5,
+        evidence={
+            "basis": BASIS,
+            "reason": reason,
+            "detected_at_ns": detected_ns,
+            "stopped_ranks": stopped[:1000],
+            "stopped_ranks_total": len(stopped),
+            "ranks": per_rank,
+            "source": first.get("source"),
+            "stopped_by": "trainctl sent SIGTERM after the dumps: torchrun's death-signal lines are that stop",
+        },
+    )
