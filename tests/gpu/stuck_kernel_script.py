@@ -5,11 +5,16 @@ that step's all_reduces, so they stay scheduled on the NCCL stream and never sta
 or a wedged GPU, as the NCCL Flight Recorder shows one), and the host blocks in synchronize with
 the GIL released (torch's cudaSynchronize binding drops it), so the debug server and py-spy still
 answer. Works with one GPU: a one-rank NCCL communicator still records every collective.
+
+PG_TIMEOUT_S: the process group's collective timeout; set below the launcher's hang timeout, NCCL's
+own watchdog times the stuck collective out first, dumps its Flight Recorder where
+TORCH_FR_DUMP_TEMP_FILE points (the launcher points it into the run dir) and aborts the rank.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -19,7 +24,8 @@ SPIN_CYCLES = 1 << 40  # torch.cuda._sleep: about 9 minutes at the H100's 1.98 G
 
 
 def main() -> None:
-    dist.init_process_group("nccl")
+    timeout = os.environ.get("PG_TIMEOUT_S")
+    dist.init_process_group("nccl", timeout=timedelta(seconds=float(timeout)) if timeout else None)
     dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(dev)
     model = torch.nn.Linear(256, 256, device=dev)

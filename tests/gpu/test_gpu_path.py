@@ -79,7 +79,30 @@ def test_one_gpu_stuck_kernel_shows_in_the_nccl_recorder_and_nccl_logs_its_init(
     want = ".".join(map(str, torch.cuda.nccl.version()))
     assert procs and procs[0].version and procs[0].version.startswith(want), (want, procs)
     assert procs[0].network, procs[0]
-    assert d.code in (0, 6), d.stderr
+    assert d.code == 0, d.stderr
+    top = json.loads(d.stdout)["findings"][0]
+    assert (top["kind"], top["ranks"], top["hosts"]) == ("hung_collective", [0], ["node01"]), top
+
+
+@pytest.mark.timeout(300)
+def test_nccl_watchdog_timeout_dumps_its_recorder_into_the_run_dir(cli, tmp_path: Path) -> None:
+    """Item 1: with the process group's timeout below the launcher's, NCCL's watchdog times the
+    stuck all_reduce out, dumps its recorder where launch pointed TORCH_FR_DUMP_TEMP_FILE and
+    aborts the rank. The diagnosis stays in the run dir (recorded data)."""
+    from trainctl.collectors import flight_recorder
+
+    run = tmp_path / "run"
+    r = cli("launch", "--local", "--hosts-local", "1", "--nproc-per-node", "1", "--run-dir", run,
+            "--hang-timeout", "120", "--env", "PG_TIMEOUT_S=10",
+            "--", str(Path(__file__).with_name("stuck_kernel_script.py")))  # fmt: skip
+    d = cli("diagnose", run, "--json", "--fail-on", "never")
+    (run / "diagnose.json").write_text(d.stdout)
+    assert r.code == 4, r.stderr  # the rank failed (the watchdog's abort), before any hang was declared
+    watchdog = [p for p in (run / "fr").rglob("nccl_trace_rank_*")]
+    assert watchdog, sorted(str(p) for p in run.rglob("*"))
+    dump = flight_recorder.load_dump(watchdog[0])
+    assert dump.recorder == "nccl" and [e["state"] for e in dump.entries][-1] == "scheduled"
+    assert d.code == 0 and json.loads(d.stdout)["findings"], d.stdout
 
 
 def test_more_simulated_hosts_than_gpus_is_a_clear_error(cli, tmp_path: Path) -> None:
