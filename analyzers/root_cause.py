@@ -176,7 +176,10 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
     hardware = [f for f in findings if _hardware_root(f)]
     crashes = [f for f in findings if f.kind is FindingKind.CRASH and f.evidence.get("error_file")]
     hangs = [f for f in findings if f.kind is FindingKind.HUNG_COLLECTIVE and f.severity is Severity.CRITICAL]
-    hangs.sort(key=_from_launcher)  # a hang an analyzer localised first; the launcher's record is the fallback
+    # A hang that names its rank first (an analyzer's before the launcher's record), then one that
+    # names none: a watchdog's timeout line says who noticed, the launcher's record of a one-rank
+    # hang says who stopped, and the second is the root.
+    hangs.sort(key=lambda f: (not f.ranks, _from_launcher(f)))
     numerics = [f for f in findings if f.kind is FindingKind.NUMERICAL and f.evidence.get("first_ranks") is not None]
 
     root: Finding | None = None
@@ -207,6 +210,8 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
         consequence = (
             f.kind in CONSEQUENCE_KINDS
             or _from_launcher(f)  # the record of the same incident, under whatever explains it
+            # a hang report naming no rank (who noticed a timeout) under the hang that names one
+            or (root.kind is FindingKind.HUNG_COLLECTIVE and f.kind is FindingKind.HUNG_COLLECTIVE and not f.ranks)
             or (fold_hangs and f.kind is FindingKind.HUNG_COLLECTIVE)
             or (f.kind is FindingKind.NUMERICAL and root.kind is FindingKind.NUMERICAL)
         )

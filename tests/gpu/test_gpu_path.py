@@ -93,16 +93,19 @@ def test_nccl_watchdog_timeout_dumps_its_recorder_into_the_run_dir(cli, tmp_path
 
     run = tmp_path / "run"
     r = cli("launch", "--local", "--hosts-local", "1", "--nproc-per-node", "1", "--run-dir", run,
-            "--hang-timeout", "120", "--env", "PG_TIMEOUT_S=10",
+            "--hang-timeout", "40", "--env", "PG_TIMEOUT_S=10",
             "--", str(Path(__file__).with_name("stuck_kernel_script.py")))  # fmt: skip
     d = cli("diagnose", run, "--json", "--fail-on", "never")
     (run / "diagnose.json").write_text(d.stdout)
-    assert r.code == 4, r.stderr  # the rank failed (the watchdog's abort), before any hang was declared
+    # Seen on an H100: the watchdog times out and dumps, but with the kernel still spinning its abort
+    # does not end the rank, so the launcher declares the hang (5); a rank that does exit fails (4).
+    assert r.code in (4, 5), r.stderr
     watchdog = [p for p in (run / "fr").rglob("nccl_trace_rank_*")]
     assert watchdog, sorted(str(p) for p in run.rglob("*"))
     dump = flight_recorder.load_dump(watchdog[0])
     assert dump.recorder == "nccl" and [e["state"] for e in dump.entries][-1] == "scheduled"
-    assert d.code == 0 and json.loads(d.stdout)["findings"], d.stdout
+    top = json.loads(d.stdout)["findings"][0]
+    assert (top["kind"], top["ranks"], top["hosts"]) == ("hung_collective", [0], ["node01"]), top
 
 
 def test_more_simulated_hosts_than_gpus_is_a_clear_error(cli, tmp_path: Path) -> None:

@@ -44,6 +44,23 @@ def test_a_stuck_kernel_under_an_nccl_collective_is_a_hang_of_that_rank_not_a_cr
     assert [f["kind"] for f in folded] == ["crash"] and "SIGTERM" in folded[0]["summary"]
 
 
+def test_after_nccls_watchdog_timed_the_collective_out_the_rank_that_stopped_is_named(cli, tmp_path: Path) -> None:
+    """PG timeout 10 s under a launcher hang timeout of 120 s: the watchdog timed the all_reduce out
+    and dumped its recorder into the run dir (fr/node01/nccl_trace_rank_0), but with the kernel still
+    spinning the rank never exited; the launcher then declared the hang. The watchdog's lines say who
+    noticed (rank 0, which is also the one that stopped: it is alone); the root names it."""
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "watchdog_timeout_run", run)
+    findings = json.loads(cli("diagnose", run, "--json", "--fail-on", "never").stdout)["findings"]
+    assert len(findings) == 1, [f["summary"] for f in findings]
+    top = findings[0]
+    assert (top["kind"], top["ranks"], top["hosts"]) == ("hung_collective", [0], ["node01"])
+    assert sorted(f["kind"] for f in top["evidence"]["followed_by"]) == ["crash", "hung_collective"]
+    watchdog = flight_recorder.load_dump(run / "fr" / "node01" / "nccl_trace_rank_0")
+    assert (watchdog.recorder, watchdog.fmt, watchdog.rank) == ("nccl", "pickle", 0)
+    assert [e["state"] for e in watchdog.entries][-2:] == ["scheduled", "scheduled"]
+
+
 def test_the_nccl_recorder_as_torch_2_11_writes_it_loads_the_same_from_json_and_pickle() -> None:
     fr = FIX / "stuck_kernel_run" / "fr" / "node01"
     js, pk = (flight_recorder.load_dump(fr / f"nccl-rank-0.{ext}") for ext in ("json", "pkl"))

@@ -776,3 +776,15 @@ def test_old_py_spy_thread_lines_without_a_name_and_nvidia_smi_err() -> None:
     assert e["signature"] == "stack_dump_thread"
     (e,) = events("| N/A   29C    P0   ERR! / 250W |    593MiB / 16160MiB |      0%      Default |")
     assert (e["signature"], e["kind"], e["culprit_host"]) == ("nvidia_smi_err_field", "faulty_host", None)
+
+
+def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_error() -> None:
+    # DynamicRendezvousHandler.shutdown() once the store's host has gone (every multi-agent run's end)
+    bye = (
+        "W1126 12:06:25.458000 25562 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1298] The node "
+        "'localhost_25562_0' has failed to shutdown the rendezvous 'r-1' due to an error of type "
+        "RendezvousConnectionError."
+    )
+    assert events(bye) == []
+    real = "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed."
+    assert [e["signature"] for e in events(real)] == ["rendezvous_connection_error"]
