@@ -216,14 +216,17 @@ class KubectlSession:
             proc.stdin.close()
         except BrokenPipeError:
             pass  # the command did not read its input; its exit status says what happened
-        return PodReader(self.target.name, proc, timeout_s)
+        return PodReader(self.target.name, proc, timeout_s, kubectl_errors=self.KUBECTL_ERRORS)
+
+    KUBECTL_ERRORS = True  # kubectl's own failure lines mean the pod is out of reach
 
 
 class PodReader:
     """A pod command's stdout as a read-only file object, each read bounded by the command's deadline."""
 
-    def __init__(self, name: str, proc: subprocess.Popen, timeout_s: float) -> None:
+    def __init__(self, name: str, proc: subprocess.Popen, timeout_s: float, *, kubectl_errors: bool = True) -> None:
         self.name, self._proc, self._timeout_s = name, proc, timeout_s
+        self._kubectl_errors = kubectl_errors
         self._t0 = time.monotonic()
         self._deadline = self._t0 + timeout_s
         self.bytes_read = 0
@@ -265,7 +268,7 @@ class PodReader:
         self._err_thread.join(timeout=5)
         err = b"".join(self._err)
         self._proc.stdout.close()  # type: ignore[union-attr]
-        if code == 1 and b"error: " in err and self.bytes_read == 0 and _is_kubectl_error(err):
+        if self._kubectl_errors and code == 1 and b"error: " in err and self.bytes_read == 0 and _is_kubectl_error(err):
             # kubectl itself failed (pod gone, not running, RBAC): the pod is out of reach
             raise HostUnreachable(f"{self.name}: {err.decode(errors='replace').strip().splitlines()[-1]}")
         return CommandResult(code, b"", err, time.monotonic() - self._t0)

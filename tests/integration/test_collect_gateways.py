@@ -73,7 +73,7 @@ def test_a_dead_gateway_fails_its_hosts_and_a_gateway_cannot_frame_hosts_outside
     assert via_dead and all(r["kind"] == "gateway" and "via gateway gw02" in r["error"] for r in via_dead)
     refused = [r for r in status if r["error_type"] == "foreign_paths"]
     assert (
-        len(refused) == 1 and "gateway gw01 sent 1 file(s) of hosts outside its subtree (node04)" in refused[0]["error"]
+        len(refused) == 1 and "gateway gw01 sent 1 file(s) of hosts it does not collect (node04)" in refused[0]["error"]
     )
     assert not (out / "logs" / "node04").exists()
     diag = json.loads(cli("diagnose", out, "--json", "--fail-on", "never").stdout)

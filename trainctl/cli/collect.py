@@ -1,12 +1,15 @@
 """`trainctl collect RUN_DIR --hosts SPEC --out DATASET`: fan out over SSH, one dataset back.
 
 `--k8s-job NAME` (or `--k8s-selector SEL`) instead of `--hosts`: the pods of a Kubernetes training
-job, reached through `kubectl exec` (trainctl.collectors.kubectl)."""
+job, reached through `kubectl exec` (trainctl.collectors.kubectl). `--gateways`: a tree through
+gateway hosts. `--srun`: inside a Slurm allocation, each node collects itself (one srun step) and
+the results come back through a shared folder (trainctl.ops.collect.in_allocation)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 from pathlib import Path
@@ -152,6 +155,21 @@ def collect(
     gateway_ssh_config: str | None = typer.Option(
         None, "--gateway-ssh-config", help="With --gateways: the ssh config on the gateways for their hosts."
     ),
+    srun: bool = typer.Option(
+        False,
+        "--srun",
+        help="Inside a Slurm allocation: one srun task per node collects that node, through a "
+        "folder all share (--srun-scratch); --hosts defaults to SLURM_JOB_NODELIST.",
+    ),  # fmt: skip
+    srun_jobid: str | None = typer.Option(
+        None, "--srun-jobid", help="With --srun: the job whose allocation to run in (default: SLURM_JOB_ID)."
+    ),
+    srun_scratch: Path | None = typer.Option(
+        None, "--srun-scratch", help="With --srun: a folder on the file system the nodes share (default: inside --out)."
+    ),
+    this_host: bool = typer.Option(
+        False, "--this-host", hidden=True, help="The one --hosts entry is this machine: run its commands here."
+    ),
 ) -> None:
     """Fetch every host's run dir artefacts, kernel log, live stacks and host facts into DATASET."""
     # paramiko and pyarrow load only when this command runs (the CLI's start-up stays light).
@@ -165,7 +183,17 @@ def collect(
     # of every host is in collection_status and the summary instead.
     if logging.getLogger("trainctl").level > logging.DEBUG:
         logging.getLogger("paramiko").setLevel(logging.CRITICAL)
+    if srun and not hosts and not (k8s_job or k8s_selector):
+        hosts = os.environ.get("SLURM_JOB_NODELIST") or None
+        if hosts is None:
+            raise InputError("--srun needs --hosts or SLURM_JOB_NODELIST (run it inside the job's allocation)")
     client, names = _targets(hosts, k8s_job, k8s_selector, namespace=namespace, context=context, container=container)
+    if this_host:
+        if client is not None or len(names) != 1:
+            raise InputError("--this-host collects exactly one --hosts entry: this machine")
+        from trainctl.collectors.local_exec import LocalClient
+
+        client = LocalClient()
     opts = CollectOptions(
         run_dir=run_dir,
         out=out_dir,
@@ -179,6 +207,8 @@ def collect(
         max_host_bytes=int(max_host_gib * 2**30),
         max_host_files=max_host_files,
         max_file_bytes=int(max_file_gib * 2**30),
+        # this machine's collect (an srun task): its own interpreter says which torch and NCCL
+        **({"python": sys.executable} if this_host else {}),
     )
     lock = threading.Lock()
     state = {"bytes": 0, "failed": 0}
@@ -204,7 +234,14 @@ def collect(
                     task, advance=1 if report is not None else 0, failed=state["failed"], mib=state["bytes"] / 2**20
                 )
 
-        if gateways:
+        if srun:
+            from trainctl.ops.collect.in_allocation import SrunOptions, collect_in_allocation
+
+            if client is not None or gateways:
+                raise InputError("--srun works with --hosts (Slurm node names), not with --k8s-*, --gateways")
+            s = SrunOptions(sys.executable, srun_scratch or out_dir, srun_jobid or os.environ.get("SLURM_JOB_ID"))
+            result = collect_in_allocation(opts, s, progress=progress)
+        elif gateways:
             from trainctl.ops.collect.gateways import GatewayOptions, collect_via_gateways
 
             if client is not None:

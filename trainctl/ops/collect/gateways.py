@@ -50,7 +50,14 @@ from trainctl.ops.collect.collection import (
 )
 from trainctl.schemas import SignalKind
 
-__all__ = ["GatewayOptions", "assign_subtrees", "collect_via_gateways", "owner_of"]
+__all__ = [
+    "GatewayOptions",
+    "assign_subtrees",
+    "collect_via_gateways",
+    "extract_archive",
+    "owner_of",
+    "reports_from_summary",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +107,9 @@ def _remote_collect(o: CollectOptions, g: GatewayOptions, hosts: Sequence[str], 
     return f"mkdir -p {q(scratch)} && {' '.join(q(a) for a in argv)}"
 
 
-def _extract_gateway(reader, out: Path, subtree: set[str], cap_bytes: int) -> tuple[dict[str, int], list[str]]:
-    """Unpack a gateway's dataset archive: (bytes written per owner host or "", refused paths)."""
+def extract_archive(reader, out: Path, subtree: set[str], cap_bytes: int) -> tuple[dict[str, int], list[str]]:
+    """Unpack a dataset archive collected elsewhere (a gateway's, a Slurm task's): (bytes written per
+    owner host or "", refused paths: those about hosts outside `subtree`)."""
     written: dict[str, int] = {}
     refused: list[str] = []
     total = 0
@@ -127,6 +135,41 @@ def _extract_gateway(reader, out: Path, subtree: set[str], cap_bytes: int) -> tu
             n = write_tar_member(tf, m, dest, int(m.mtime * 1e9))
             written[owner or ""] = written.get(owner or "", 0) + n
     return written, refused
+
+
+def reports_from_summary(
+    summary: dict,
+    hosts: Sequence[str],
+    written: dict[str, int],
+    refused: list[str],
+    sender: str,
+    out: Path,
+    started: datetime,
+) -> list[HostReport]:
+    """Host reports from a collect that ran elsewhere (its `--json` summary) and the archive it sent
+    (bytes written per host, paths refused for naming hosts outside `hosts`); a refusal is recorded
+    in collection_status under the first host, naming `sender`."""
+    failed = set(summary.get("failed_hosts") or ())
+    rows: dict[str, list[StatusRow]] = {h: [] for h in hosts}
+    for r in summary.get("status") or ():
+        if r.get("host") in rows:
+            rows[r["host"]].append(StatusRow(**{k: r.get(k) for k in StatusRow.__dataclass_fields__}))
+    reports = []
+    for h in hosts:
+        bad = [r for r in rows[h] if not r.ok]
+        reports.append(
+            HostReport(h, rows[h], written.get(h, 0), 0, h in failed, (bad[0].error if bad and h in failed else None))
+        )
+    if refused:
+        others = sorted({str(owner_of(p)) for p in refused})
+        why = (
+            f"{sender} sent {len(refused)} file(s) of hosts it does not collect ({', '.join(others[:5])}), "
+            f"e.g. {refused[0]}; refused"
+        )
+        row = StatusRow(hosts[0], "attribution", False, 0, 0, 0.0, rundir_sync.FOREIGN_PATHS, why)
+        reports[0].rows.append(row)
+        dataset.write_table(out, SignalKind.COLLECTION_STATUS, hosts[0], _status_table([row], started), part="gateway")
+    return reports
 
 
 def _failed(hosts: Sequence[str], gw: str, exc: BaseException | str, etype: str) -> list[HostReport]:
@@ -170,7 +213,7 @@ def collect_via_gateways(
                     f"tar -C {shlex.quote(scratch)} -cf - .", timeout_s=opts.timeout_s * len(hosts) + 60
                 )
                 cap = opts.max_host_bytes * len(hosts) + (64 << 20)
-                written, refused = _extract_gateway(reader, opts.out, set(hosts), cap)
+                written, refused = extract_archive(reader, opts.out, set(hosts), cap)
                 done = reader.finish()
                 if done.exit_code != 0:
                     raise CollectError(f"tar on the gateway exited {done.exit_code}")
@@ -179,31 +222,7 @@ def collect_via_gateways(
                     sess.run(f"rm -rf -- {shlex.quote(scratch)}", timeout_s=60)
                 except (CollectError, OSError, EOFError) as exc:
                     logger.warning("%s: scratch %s not removed: %s", gw, scratch, exc)
-        failed = set(summary.get("failed_hosts") or ())
-        rows: dict[str, list[StatusRow]] = {h: [] for h in hosts}
-        for r in summary.get("status") or ():
-            if r.get("host") in rows:
-                rows[r["host"]].append(StatusRow(**{k: r.get(k) for k in StatusRow.__dataclass_fields__}))
-        reports = []
-        for h in hosts:
-            bad = [r for r in rows[h] if not r.ok]
-            reports.append(
-                HostReport(
-                    h, rows[h], written.get(h, 0), 0, h in failed, (bad[0].error if bad and h in failed else None)
-                )
-            )
-        if refused:
-            others = sorted({str(owner_of(p)) for p in refused})
-            why = (
-                f"gateway {gw} sent {len(refused)} file(s) of hosts outside its subtree ({', '.join(others[:5])}), "
-                f"e.g. {refused[0]}; refused"
-            )
-            row = StatusRow(hosts[0], "attribution", False, 0, 0, 0.0, rundir_sync.FOREIGN_PATHS, why)
-            reports[0].rows.append(row)
-            dataset.write_table(
-                opts.out, SignalKind.COLLECTION_STATUS, hosts[0], _status_table([row], started), part="gateway"
-            )
-        return reports
+        return reports_from_summary(summary, hosts, written, refused, f"gateway {gw}", opts.out, started)
 
     def done(outcome) -> None:
         if progress is not None:

@@ -1,0 +1,86 @@
+"""Collect inside a Slurm allocation (issue 18 item 2): one srun step, every node collects itself into
+a shared folder, the client takes each node's archive for that node only. A REAL launched run, split
+into what each node would hold, comes back and is diagnosed like the run dir.
+
+srun is the faked boundary (tests/slurm_nodes.py: no slurmctld on these machines); every task runs
+for real, the node's own collect included, in that node's view of the run dir path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from run_split import split_by_host  # noqa: E402 (tests/ is on sys.path)
+from slurm_nodes import make_fake_slurm  # noqa: E402
+
+from trainctl import dataset
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> Path:
+    from conftest import run_cli
+
+    local = tmp_path_factory.mktemp("srun") / "run"
+    res = run_cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "2", "--run-dir", local,
+                  "--inject", "straggler:rank=2,factor=2", "--", "--steps", "40", timeout=240)  # fmt: skip
+    assert res.code == 0, res.stderr
+    return local
+
+
+def _rows(root: Path) -> list:
+    return sorted(tuple(r.values()) for r in dataset.read_table(root, "timeline").to_pylist())
+
+
+@pytest.mark.timeout(360)
+def test_every_node_of_the_allocation_collects_itself_and_the_run_is_diagnosed(cli, launched: Path, tmp_path) -> None:
+    slurm = make_fake_slurm(tmp_path / "slurm", ["node01", "node02"])
+    remote_run = slurm.remote_root / "runs" / "llm"
+    placed = split_by_host(launched, slurm, remote_run)
+    assert placed["node01"] and placed["node02"]
+
+    out = tmp_path / "ds"
+    env = slurm.env(SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="node[01-02]")
+    col = cli("collect", remote_run, "--srun", "--out", out, "--json", env=env, timeout=180)
+    assert col.code == 0, col.stderr
+    assert json.loads(col.stdout)["failed_hosts"] == []
+    (call,) = slurm.argv_log()  # one srun step for the whole allocation
+    assert call[:7] == ["--jobid=4242", "--overlap", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+                        "--nodelist=node[01-02]", "--kill-on-bad-exit=0"]  # fmt: skip
+    assert call[7:9] == ["sh", "-c"] and "--this-host" in call[9]
+    assert not list(out.glob("srun-*"))  # the shared scratch is removed
+
+    assert _rows(out) == _rows(launched)
+    diag = json.loads(cli("diagnose", out, "--json", "--fail-on", "never").stdout)
+    slow = [f for f in diag["findings"] if f["kind"] == "straggler" and f["ranks"] == [2]]
+    assert [(f["hosts"], f["category"]) for f in slow] == [(["node02"], "compute")]
+    status = dataset.read_table(out, "collection_status").to_pylist()
+    assert {r["host"] for r in status} == {"node01", "node02"} and all(r["ok"] for r in status)
+
+
+@pytest.mark.timeout(360)
+def test_a_node_lost_mid_step_is_a_failed_host_with_sruns_reason(cli, launched: Path, tmp_path) -> None:
+    slurm = make_fake_slurm(tmp_path / "slurm", ["node01", "node02", "node03"], lost=("node03",))
+    remote_run = slurm.remote_root / "runs" / "llm"
+    split_by_host(launched, slurm, remote_run)
+    out = tmp_path / "ds"
+    col = cli("collect", remote_run, "--srun", "--hosts", "node[01-03]", "--srun-jobid", "4242", "--out", out,
+              "--json", env=slurm.env(), timeout=180)  # fmt: skip
+    assert col.code == 0, col.stderr  # 2 of 3 nodes: partial, not a failed collect
+    assert json.loads(col.stdout)["failed_hosts"] == ["node03"]
+    gone = [r for r in dataset.read_table(out, "collection_status").to_pylist() if r["host"] == "node03"]
+    assert [r["error_type"] for r in gone] == ["srun"]
+    assert "no archive from node03 via srun" in gone[0]["error"] and "node03: task 2: Killed" in gone[0]["error"]
+    assert _rows(out) == _rows(launched)  # node03 held nothing of this run; the others' data is whole
+
+
+def test_srun_outside_an_allocation_is_a_clear_error(cli, tmp_path) -> None:
+    r = cli("collect", "/runs/x", "--srun", "--out", tmp_path / "ds", env={"PATH": "/usr/bin:/bin"})
+    assert r.code != 0 and "SLURM_JOB_NODELIST" in r.stderr and "Traceback" not in r.stderr
+    slurm = make_fake_slurm(tmp_path / "slurm", ["node01"])
+    r = cli("collect", "/runs/x", "--srun", "--hosts", "node01", "--srun-jobid", "999", "--out", tmp_path / "ds",
+            "--json", env=slurm.env())  # fmt: skip
+    assert r.code == 1 and "Invalid job id specified" in r.stderr + r.stdout, (r.stdout, r.stderr)
