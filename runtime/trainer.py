@@ -413,8 +413,13 @@ def rank_context() -> tuple[str, str, int, int, int]:
     )
 
 
-def write_rank_file(run_dir: str, host: str, rank: int, local_rank: int, world: int) -> None:
+def write_rank_file(
+    run_dir: str, host: str, rank: int, local_rank: int, world: int, extra: dict[str, Any] | None = None
+) -> None:
+    """ranks/rank-R.json: who and where this rank is; `extra` adds what diagnose's throughput
+    summary needs (tp, model FLOPs per token, the peak FLOP/s assumed for MFU)."""
     body = {"rank": rank, "local_rank": local_rank, "host": host, "pid": os.getpid(), "world_size": world}
+    body.update(extra or {})
     atomic_write_text(Path(run_dir) / "ranks" / f"rank-{rank}.json", json.dumps(body))
 
 
@@ -613,6 +618,10 @@ def train(args: argparse.Namespace) -> int:
     n_params = model_params(model, args.tp)
     peak, peak_note = peak_flops_per_rank(device, args.peak_tflops)
     flops_per_token = 6 * matmul_params(model, args.tp)  # dense-model approximation (6N, N without embeddings)
+    write_rank_file(  # again, with what diagnose needs for MFU (analyzers/throughput.py)
+        run_dir, host, rank, local_rank, world,
+        {"tp": args.tp, "model_flops_per_token": flops_per_token, "peak_flops_per_s": peak, "peak_basis": peak_note},
+    )  # fmt: skip
     if rank == 0:
         print(
             f"trainctl trainer: world={world} tp={args.tp} dp={topo.dp} params={n_params} optimizer={args.optimizer} "

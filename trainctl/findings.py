@@ -196,6 +196,9 @@ class Report:
     # Inputs that could not be read or analysed, one line each (file or analyzer, what, the fix):
     # the verdict covers the rest. Additive in the JSON ("skipped").
     skipped: tuple[str, ...] = ()
+    # What the run achieved (analyzers/throughput.py: step time, tokens/s, MFU); {} when the input
+    # has no timeline long enough. Additive in the JSON ("summary").
+    summary: Mapping[str, Any] = field(default_factory=dict)
 
     def max_severity(self) -> Severity | None:
         return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
@@ -209,6 +212,7 @@ class Report:
             "findings": [f.to_dict() for f in sort_findings(self.findings)],
             "notes": list(self.notes),
             "skipped": list(self.skipped),
+            "summary": _jsonable(dict(self.summary)),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -226,6 +230,7 @@ class Report:
             source_kind=d.get("source_kind", ""),
             notes=tuple(str(n) for n in d.get("notes", ())),
             skipped=tuple(str(n) for n in d.get("skipped", ())),
+            summary=dict(d.get("summary") or {}),
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,14 @@ def test_reference_trainer_timeline_heartbeats_and_rank_map(cli, tmp_path: Path)
         hb = json.loads((run / "heartbeats" / f"rank-{rank}.json").read_text())
         assert (hb["rank"], hb["step"], hb["phase"]) == (rank, 11, "done")
         assert (run / "logs" / info.host_of(rank) / f"rank-{rank}.log").is_file()
-    assert "tokens/s" in (run / "logs" / info.host_of(0) / "rank-0.log").read_text()
+    log = (run / "logs" / info.host_of(0) / "rank-0.log").read_text()
+    assert "tokens/s" in log
+    # diagnose's summary from the timeline against the trainer's own wall-clock print: two
+    # independent measures of one run (the print covers its last window, the summary steps 1-11)
+    summary = json.loads(cli("diagnose", run, "--json", "--fail-on", "never").stdout)["summary"]
+    printed_tps, printed_mfu = (float(x) for x in re.findall(r"tokens/s (\d+) mfu ([\d.]+)%", log)[-1])
+    assert summary["steps"] == 11 and 0.5 < summary["tokens_per_s"] / printed_tps < 2.0, (summary, log)
+    assert summary["mfu"] is not None and 0.5 < 100 * summary["mfu"] / max(printed_mfu, 1e-9) < 2.0, (summary, log)
 
 
 @pytest.mark.timeout(120)

@@ -64,11 +64,25 @@ def diagnose(
         out.print(findings_table(report))
         for hang_map in hang_maps(report):  # the rank grid of each hung collective (issue 3)
             out.print(hang_map)
+        if report.summary:  # what the run achieved (analyzers/throughput.py)
+            out.print(throughput_line(report.summary), highlight=False, markup=False, soft_wrap=True)
         for note in report.notes:  # why an analysis gave no verdict (e.g. a run too short)
             out.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     for line in report.skipped[:20] if not json_out else ():  # (the loaders' warnings said it as it happened)
         err.print(Text(f"skipped: {line}", style="yellow"), soft_wrap=True)
     _exit_code(report, fail_on)
+
+
+def throughput_line(summary: dict) -> str:
+    """'throughput: 64,111 tokens/s, step 4.1 ms (median of 27 steps), MFU 0.01% (peak: ...)'."""
+    parts = []
+    if summary.get("tokens_per_s") is not None:
+        parts.append(f"{summary['tokens_per_s']:,.0f} tokens/s")
+    parts.append(f"step {summary['step_time_ms_median']:g} ms (median of {summary['steps']} steps)")
+    if summary.get("mfu") is not None:
+        peak = summary.get("peak_basis") or "the trainer's assumption"
+        parts.append(f"MFU {100 * summary['mfu']:.2f}% (peak: {peak})")
+    return "throughput: " + ", ".join(parts)
 
 
 def _exit_code(report: Report, fail_on: FailOn) -> None:

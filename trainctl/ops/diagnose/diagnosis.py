@@ -21,7 +21,7 @@ from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
 from trainctl.ops.diagnose.window import TimeWindow, apply_window
-from trainctl.rundir import RunInfo, read_run_info
+from trainctl.rundir import RunInfo, read_rank_files, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
 
@@ -177,4 +177,25 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         source_kind=kind.value,
         notes=analysis.notes,
         skipped=tuple(dict.fromkeys(skipped)),
+        summary=_throughput(p, signals),
+    )
+
+
+def _throughput(p: Path, signals: Signals) -> dict:
+    """Step time, tokens/s and MFU (analyzers/throughput.py) from the timeline and the ranks' own
+    reports (ranks/rank-R.json: tp, model FLOPs per token, peak FLOP/s, where the trainer wrote them)."""
+    from trainctl.analyzers.throughput import summarize
+
+    t = signals.table(SignalKind.TIMELINE)
+    if t is None or not t.num_rows:
+        return {}
+    ranks = read_rank_files(p) if p.is_dir() else {}
+    return (
+        summarize(
+            t.select(
+                [c for c in ("rank", "step", "phase", "duration_ns", "tokens") if c in t.column_names]
+            ).to_pandas(),
+            ranks,
+        )
+        or {}
     )
