@@ -18,7 +18,9 @@ level:
 - One finding per distinct (kind, category, culprit); lines that blame nobody join the blamed
   finding of the same kind and category, or form one finding with no culprit.
 - Order: the first failure first (torchelastic's root cause when it settles the culprit, then by
-  time/position), each incident's first finding marked `first_failure`.
+  time/position), each incident's first finding marked `first_failure`; a torchelastic banner for
+  exit code 1 (an exception it quotes) goes after a specific non-crash finding of its incident (the
+  exception's own line: an OOM, a mismatch, an NCCL error).
 """
 
 from __future__ import annotations
@@ -469,7 +471,16 @@ def analyze_log_events(
         def settled_root(g: _Group) -> bool:
             return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)
 
-        groups.sort(key=lambda g: (not settled_root(g), min(pos[id(e)] for e in g.events)))
+        def wrapper(g: _Group) -> bool:
+            # torchelastic's failure banner for exit code 1: the worker raised an exception, which
+            # the banner quotes; where that exception's own line is classified (an OOM, a collective
+            # mismatch, an NCCL error), it is the cause and the banner only says where it surfaced.
+            return all(e.signature == "elastic_failure" and e.exit_code == 1 for e in g.events)
+
+        specific = any(
+            not wrapper(g) and not all(e.generic for e in g.events) and g.kind is not FindingKind.CRASH for g in groups
+        )
+        groups.sort(key=lambda g: (not settled_root(g), specific and wrapper(g), min(pos[id(e)] for e in g.events)))
         for j, g in enumerate(groups):
             findings.append(_finding(g, incident, j == 0, rank_to_host or {}, max_evidence_lines))
     return findings

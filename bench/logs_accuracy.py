@@ -10,7 +10,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   sha256(id) is odd; each file's held-out hash is recorded (heldout.sha256, heldout2.sha256,
   heldout3.sha256) when its split was frozen, before any score on it, and no signature was tuned
   on them. Each batch is also reported on its own (held-out-1, -2, -3). corpus_dev4.jsonl,
-  gathered after held-out-3 was frozen, is dev only.
+  gathered after held-out-3 was frozen, is dev only. corpus_ext5.jsonl (57 rows, gathered after
+  that) is split the same way: held-out-4 (heldout5.sha256) and dev.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -45,6 +46,7 @@ EXT3 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext3.jsonl"
 # Gathered after held-out-3 was frozen, for development only (no held-out split of its own): the
 # third batch's held-out rows stay the test of what these rows teach.
 DEV4 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev4.jsonl"
+EXT5 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext5.jsonl"
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -130,20 +132,23 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the scores here too")
     ap.add_argument("--show-heldout-misses", action="store_true", help="also print the held-out misses")
     args = ap.parse_args()
-    ext, ext2, ext3 = load(EXT), load(EXT2), load(EXT3)
+    ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
-    held1, held2, held3 = ([r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3))
+    dev += [r for r in ext5 if split_of(r["id"]) == "dev"]
+    held1, held2, held3, held4 = ([r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5))
     out = {
         "dev": score(dev),
-        "heldout": score(held1 + held2 + held3),
+        "heldout": score(held1 + held2 + held3 + held4),
         "heldout1": score(held1),
         "heldout2": score(held2),
         "heldout3": score(held3),
+        "heldout4": score(held4),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3")
-    print(f"{'':>24}" + "".join(f"{s:>11}" for s in ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3")))
+    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3", "heldout4")
+    names = ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3", "held-out-4")
+    print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
     for split in ("dev", "heldout") if args.show_heldout_misses else ("dev",):

@@ -219,6 +219,8 @@ def _cuda_post(ev: Event) -> None:
     what = (ev.fields.get("cuda_error") or "").lower()
     if "ecc" in what:  # the app sees the DBE before dmesg is read: a hardware fault of this GPU
         ev.kind, ev.category, ev.severity = K.FAULTY_HOST, C.ECC, S.CRITICAL
+    elif what.strip().startswith("out of memory"):  # cudaErrorMemoryAllocation (2): "out of memory"
+        ev.kind, ev.category = K.OOM, None
 
 
 # IB work-completion statuses that say the remote end failed (ibv_wc_status): 9 REM_INV_REQ,
@@ -490,8 +492,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (checkForMismatch): "Detected mismatch between
         # collectives on ranks. Rank R is running collective: <fingerprint>, but Rank S is running collective:
         # <fingerprint>." The fingerprint nests parentheses (TensorOptions(dtype=float (default), ...)).
+        # A pasted line is often cut inside the first fingerprint: the first half alone says it.
         r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running collective: "
-        r"CollectiveFingerPrint\((?P<fp_a>[^\n]{0,4000}?)\)+,? but Rank (?P<mismatch_rank_b>\d+) is running collective",
+        r"CollectiveFingerPrint\((?P<fp_a>[^\n]{0,4000}?)(?:\)+,? but Rank (?P<mismatch_rank_b>\d+) is running collective|$)",
         K.COLLECTIVE_MISMATCH,
         C.TYPE_MISMATCH,
         S.CRITICAL,
@@ -524,6 +527,45 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["Thread ", "Current thread 0x"],
         "py-spy / faulthandler stack dump of a live (usually hung) rank; frames kept as evidence.",
+        generic=True,
+    ),
+    _sig(
+        "stack_frame_in_collective",
+        # A live stack's frame inside a collective call of a communication module: py-spy (src/dump.rs:
+        # "    {function} ({filename}:{line})") or faulthandler (Python/traceback.c dump_frame:
+        # '  File "{filename}", line {line} in {function}', no comma: an exception's traceback has
+        # ", in"). A rank whose stack sits there waits for its peers; a hang if it stays.
+        r"^\s*(?:(?P<func>all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier"
+        r"|monitored_barrier|reduce|gather|scatter|send|recv|wait) \((?P<file>[^()\n]*(?:distributed|communicat|parallel_state"
+        r"|nccl|c10d)[^()\n]*\.py):\d+\)"
+        r'|File "(?P<file2>[^"\n]*(?:distributed|communicat|parallel_state|nccl|c10d)[^"\n]*\.py)", line \d+ in '
+        r"(?P<func2>all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier|monitored_barrier"
+        r"|reduce|gather|scatter|send|recv|wait))\s*$",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        [
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "all_to_all",
+            "broadcast",
+            "barrier",
+            " in reduce",
+            " in gather",
+            " in scatter",
+            " in send",
+            " in recv",
+            " in wait",
+            "reduce (",
+            "gather (",
+            "scatter (",
+            "send (",
+            "recv (",
+            "wait (",
+        ],
+        "A live stack (py-spy or faulthandler) inside a collective: the rank is waiting for its peers.",
         generic=True,
     ),
     _sig(
@@ -602,6 +644,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "NCCL 2.2x bootstrap connect never completed (SYN dropped); the destination is not named.",
     ),
     _sig(
+        "nccl_socket_poll_connect_error",
+        # NCCL src/misc/socket.cc socketPollConnect (2.19+): WARN("socketPollConnect: Connect to %s returned
+        # %d(%s) errno %d(%s)", addr, ret, strerror(ret), errno, strerror(errno)): the connect itself failed
+        # (refused, no route, timed out). Names the destination, not a culprit: the path or the listener.
+        rf"socketPollConnect: Connect to {_ADDR}<(?P<peer_port>\d+)> returned (?P<errno>\d+)\((?P<reason>[^)\n]*)\)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socketPollConnect"],
+        "NCCL bootstrap/socket connect failed with an errno (refused, no route to host, timed out).",
+    ),
+    _sig(
         "nccl_ib_completion_error",
         rf"NET/IB\s*:\s*Got completion from peer {_ADDR}<(?P<peer_port>\d+)> with "
         r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
@@ -652,6 +707,20 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["NCCL WARN NET/OFI"],
         "The libfabric (EFA) net plugin failed: the network transport of the job, not one host by itself.",
+    ),
+    _sig(
+        "libfabric_completion_error",
+        # libfabric src/log.c fi_log: "libfabric:PID:TIME:PREFIX:PROV:SUBSYS:FUNC():LINE<LEVEL> msg"; the EFA
+        # provider (prov/efa/src/rdm/efa_rdm_txe.c / efa_rdm_rxe.c handle_error) warns "err: %d, message:
+        # %s ..." for a failed send/receive completion (e.g. "Invalid address", a peer that went away).
+        r"libfabric:\d+:\d+:[^:\s]*:(?P<fi_prov>[\w;]+):(?P<fi_subsys>\w+):(?P<fi_func>\w+)\(\):\d+<(?:warn|error)> "
+        r"err: (?P<fi_err>\d+), message: (?P<reason>[^\n]{1,200}?)(?: My |$)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["libfabric:"],
+        "A libfabric provider (EFA) reported a failed network completion: the job's transport, no one host by itself.",
     ),
     _sig(
         "nccl_warn_ib",
@@ -790,6 +859,37 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["RendezvousTimeoutError"],
         "Elastic rendezvous did not gather enough nodes (plain exception or 1.9-1.12 error_handler JSON).",
+    ),
+    _sig(
+        "nccl_unique_id_store_error",
+        # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp broadcastUniqueNCCLID: "[R] is setting up NCCL
+        # communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key 'K', but
+        # store->get('K') got error: <what>" (+ ". This may indicate a possible application crash on rank 0
+        # or a network set up issue." in 2.2+). Rank 0 never published the id: it crashed, hung before its
+        # first collective, or the store is unreachable; the text does not say which, so no blame.
+        r"\[(?P<rank>\d+)\] is setting up NCCL communicator and retrieving ncclUniqueId from \[(?P<src>\d+)\] via c10d "
+        r"key-value store by key '[^'\n]*', but store->get\('[^'\n]*'\) got error: (?P<reason>[^\n]{1,200})",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["retrieving ncclUniqueId"],
+        "A rank waited in the c10d store for rank 0's NCCL id for its first collective and gave up.",
+        flags=re.IGNORECASE,
+    ),
+    _sig(
+        "horovod_gloo_store_timeout",
+        # horovod/common/gloo/http_store.cc: GLOO_THROW_IO_EXCEPTION(GLOO_ERROR_MSG("Wait timeout after ", s,
+        # " seconds for key(s): ", keys, ". You may want to increase the timeout via ",
+        # HOROVOD_GLOO_TIMEOUT_SECONDS)): Horovod's gloo rendezvous store never got the key.
+        r"Wait timeout after (?P<timeout_s>\d+) seconds for key\(s\): (?P<keys>[^\n]{0,100}?)\. You may want to increase "
+        r"the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["HOROVOD_GLOO_TIMEOUT_SECONDS"],
+        "Horovod's gloo rendezvous store timed out at start-up: a worker never registered.",
     ),
     _sig(
         "rendezvous_connection_error",
@@ -947,6 +1047,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "Host memory exhausted (allocator or the kernel OOM killer on this host).",
     ),
     _sig(
+        "oom_killer_invoked",
+        # Linux mm/oom_kill.c dump_header: pr_warn("%s invoked oom-killer: gfp_mask=%#x(%pGg), order=%d,
+        # oom_score_adj=%hd"), and the reaper's pr_info("oom_reaper: reaped process %d (%s), now anon-rss:...")
+        # once the victim is gone: host memory ran out on this host.
+        r"(?P<invoker>\S+) invoked oom-killer: gfp_mask=|oom_reaper: reaped process (?P<pid>\d+) \((?P<proc>[^)\n]+)\)",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["invoked oom-killer", "oom_reaper"],
+        "The kernel's OOM killer ran on this host (host memory exhausted); the reaped process is named.",
+    ),
+    _sig(
         "xla_resource_exhausted",
         # TensorFlow/XLA's allocator: "Resource exhausted: Out of memory while trying to allocate N bytes."
         # (ResourceExhaustedError; JAX: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate ...").
@@ -1050,6 +1163,19 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["cuda runtime error"],
         "Legacy THC form, e.g. '(39) : uncorrectable ECC error encountered'.",
+        post=_cuda_post,
+    ),
+    _sig(
+        "thc_cuda_check_fail",
+        # torch 0.x THC (THCGeneral.c __THCudaCheck): fprintf(stderr, "THCudaCheck FAIL file=%s line=%i
+        # error=%i : %s\n", file, line, err, cudaGetErrorString(err)) before "cuda runtime error (%d) : %s".
+        r"THCudaCheck FAIL file=\S+ line=\d+ error=(?P<cuda_errno>\d+) : (?P<cuda_error>[^\n]+)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["THCudaCheck FAIL"],
+        "Legacy THC CUDA check failure (torch 0.x); out of memory is an OOM.",
         post=_cuda_post,
     ),
     _sig(
@@ -1303,6 +1429,19 @@ SIGNATURES: tuple[Signature, ...] = (
         ["Hardware Error"],
         "Kernel machine check: the CPU or host memory reported a hardware error (a Machine Check Exception is fatal).",
         post=lambda ev: _mce_post(ev),
+    ),
+    _sig(
+        "mce_amd_decoded",
+        # Linux drivers/edac/mce_amd.c decode: pr_emerg(HW_ERR "MC%d Error: ...") / "MC4 Error (node %d): "
+        # then the bank's description (mc4_mce_desc: "DRAM ECC error detected on the NB", ...), and
+        # decode_error_status: "Error Status: Corrected error, no action required." / "Uncorrected ...".
+        r"\[Hardware Error\]: MC(?P<bank>\d+) Error(?: \(node (?P<node>\d+)\))?: (?P<mce_what>[^\n]{1,120})",
+        K.FAULTY_HOST,
+        C.MCE,
+        S.WARNING,
+        Blame.SELF,
+        ["Hardware Error"],
+        "AMD machine check decoded by the kernel: a CPU, cache or host-memory (DRAM ECC) error on this host.",
     ),
     _sig(
         "edac_memory_error",
@@ -1630,10 +1769,21 @@ def _peel(text: str, rec: _Record) -> str:
     return text
 
 
+# syslogd's broadcast of an emergency message to logged-in terminals (rsyslog omusrmsg, sysklogd's
+# wallmsg): "Message from syslogd@HOST at Nov 10 08:58:06 ..." on its own line, then the message
+# (" kernel:[Hardware Error]: ..."), which carries no host of its own.
+_SYSLOGD_WALL = re.compile(r"^Message from syslogd@(?P<host>[\w.-]{1,253}) at .{0,60}\.\.\.$")
+
+
 def clean_lines(text: str) -> Iterator[_Record]:
     """Yield one record per logical message: noise removed, prefixes peeled, wraps joined."""
     raw = _ANSI_RE.sub("", text).split("\n")
+    wall_host: str | None = None  # "Message from syslogd@HOST at ...": the host of the next message
     for line_no, joined in _join_wraps([ln.rstrip("\n") for ln in raw]):
+        m = _SYSLOGD_WALL.match(joined.strip())
+        if m:
+            wall_host = m.group("host")
+            continue
         # tqdm redraws with \r: every segment is a separate screen state; progress segments are noise.
         for seg in joined.split("\r"):
             seg = _PROGRESS_RE.sub(" ", seg) if "%|" in seg else seg
@@ -1661,9 +1811,12 @@ def clean_lines(text: str) -> Iterator[_Record]:
                 body = _peel(piece.strip(), rec).strip()
                 if not body:
                     continue
+                if wall_host is not None and rec.host is None:
+                    rec.host, rec.host_basis = wall_host, "syslogd_wall"
                 rec.text = body
                 _line_tags(rec)
                 yield rec
+        wall_host = None
 
 
 def _line_tags(rec: _Record) -> None:

@@ -788,3 +788,72 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
     assert events(bye) == []
     real = "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed."
     assert [e["signature"] for e in events(real)] == ["rendezvous_connection_error"]
+
+
+# Lines in the formats their printing code writes (cited at each signature in collectors/logs.py).
+@pytest.mark.parametrize(
+    "text,signature,kind",
+    [
+        ("node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned "
+         "111(Connection refused) errno 115(Operation now in progress)", "nccl_socket_poll_connect_error", "network_error"),
+        ("libfabric:7:1708520807::efa:cq:efa_rdm_rxe_handle_error():321<warn> err: 12, message: Connection timed out "
+         "My EFA addr: fi_addr_efa://[fe80::1]:0:1 My host id: i-1", "libfabric_completion_error", "network_error"),
+        ("[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId "
+         "from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer. This may "
+         "indicate a possible application crash on rank 0 or a network set up issue.",
+         "nccl_unique_id_store_error", "rendezvous_error"),
+        ("  what():  [horovod/common/gloo/http_store.cc:57] Wait timeout after 300 seconds for key(s): 3. You may want to "
+         "increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS", "horovod_gloo_store_timeout", "rendezvous_error"),
+        ("    all_gather_into_tensor (torch/distributed/distributed_c10d.py:3012)", "stack_frame_in_collective",
+         "hung_collective"),
+        ('  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4551 in barrier',
+         "stack_frame_in_collective", "hung_collective"),
+        ("[ 1250.95] [Hardware Error]: MC4 Error (node 6): DRAM ECC error detected on the NB.", "mce_amd_decoded",
+         "faulty_host"),
+        ("[594675.02] python invoked oom-killer: gfp_mask=0x14200ca(GFP_HIGHUSER_MOVABLE), order=0, oom_score_adj=0",
+         "oom_killer_invoked", "oom"),
+        ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=2 : out of memory",
+         "thc_cuda_check_fail", "oom"),
+        ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=77 : an illegal memory access was "
+         "encountered", "thc_cuda_check_fail", "crash"),
+    ],
+)  # fmt: skip
+def test_signatures_from_the_printing_code(text, signature, kind) -> None:
+    ev = [e for e in events(text) if e["signature"] == signature]
+    assert ev and ev[0]["kind"] == kind, events(text)
+
+
+def test_an_exceptions_traceback_is_not_a_live_stack() -> None:
+    # a traceback has ", in" (an exception unwound); faulthandler's live dump has " in" without the comma
+    tb = '  File "/x/torch/distributed/distributed_c10d.py", line 4551, in barrier'
+    assert not [e for e in events(tb) if e["signature"] == "stack_frame_in_collective"]
+    # a user function that happens to be called broadcast, outside any communication module
+    assert not [e for e in events("    broadcast (myapp/model.py:12)") if e["signature"] == "stack_frame_in_collective"]
+
+
+def test_syslogd_wall_message_names_the_host_of_the_line_after_it() -> None:
+    text = (
+        "Message from syslogd@gpu-a17 at Nov 10 08:58:06 ...\n"
+        " kernel:[Hardware Error]: MC4 Error (node 3): DRAM ECC error detected on the NB.\n"
+        " kernel:[Hardware Error]: MC4 Error (node 3): DRAM ECC error detected on the NB.\n"
+    )
+    ev = [e for e in events(text) if e["signature"] == "mce_amd_decoded"]
+    assert [e["host"] for e in ev] == ["gpu-a17", None]  # only the message it announced
+
+
+def test_a_torchelastic_banner_for_an_exception_yields_to_the_exceptions_own_finding() -> None:
+    # the "Failures:" list (other ranks' failures); a "Root Cause" entry that settles the culprit
+    # keeps its place first (the rank and host are what it settles)
+    text = """train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2025-03-11_18:33:20
+  host      : node07
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 340055)
+  error_file: /tmp/error.json
+  traceback : Traceback (most recent call last):
+  RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=1OpType=BARRIER), but Rank 2 is running collective: CollectiveFingerPrint(SequenceNumber=0OpType=BARRIER).
+"""
+    assert first_finding(text).kind.value == "collective_mismatch"
