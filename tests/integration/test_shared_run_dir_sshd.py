@@ -60,3 +60,12 @@ def test_a_hang_on_a_shared_run_dir_is_dumped_per_host_and_diagnosed(sshd_cluste
     res = cli("diagnose", shared, "--json")
     hung = [f for f in json.loads(res.stdout)["findings"] if f["kind"] == "hung_collective"]
     assert hung and hung[0]["ranks"] == [1] and hung[0]["hosts"] == [named[1]], res.stdout[-3000:]
+
+    # The supervisor left its hang record in the incident's dataset (as `launch --local` does in the
+    # run dir): the SIGTERM it sent after the dumps folds under the hang, never a crash of its own.
+    ds = run_dir / "incidents" / "1" / "dataset"
+    record = json.loads((ds / "hang.json").read_text())
+    assert sorted(record["stale_ranks"]) == [0, 1, 2, 3] and record["detected_ts_ns"] > 0
+    found = json.loads(cli("diagnose", ds, "--json", "--fail-on", "never").stdout)["findings"]
+    assert found[0]["kind"] == "hung_collective" and found[0]["ranks"] == [1], found
+    assert not [f for f in found if f["severity"] == "critical" and f["kind"] == "crash"], found

@@ -265,6 +265,22 @@ def device_count() -> int:
         return 0
 
 
+def write_hang_record(
+    folder: Path, action: Action, hang_timeout_s: float | None, detected_ts_ns: int, **extra: object
+) -> None:
+    """folder/hang.json: a hang the launcher detected (why, the ranks that stopped, when), which
+    diagnose reads as the hang of last resort (analyzers/launcher_hang.py); written before the
+    stop, so the SIGTERM that follows reads as the launcher's, not as a crash."""
+    body = {
+        "reason": action.reason,
+        "hang_timeout_s": hang_timeout_s,
+        "stale_ranks": list(action.ranks),
+        "detected_ts_ns": detected_ts_ns,
+        **extra,
+    }
+    atomic_write_text(Path(folder) / "hang.json", json.dumps(body, indent=1))
+
+
 def agent_envs(
     spec: LaunchSpec, run_dir: Path, base_env: Mapping[str, str], device_count: int
 ) -> dict[str, dict[str, str]]:
@@ -634,20 +650,14 @@ def _supervise(
         dumps = dump_hung_ranks(run_dir, ranks)
         # The launcher's own record of the hang (wall clock, comparable with heartbeats' ts_ns):
         # when it was detected, when the dumps were done, before anything was killed.
-        atomic_write_text(
-            run_dir / "hang.json",
-            json.dumps(
-                {
-                    "reason": action.reason,
-                    "hang_timeout_s": spec.hang_timeout_s,
-                    "stale_ranks": list(action.ranks),
-                    "detected_ts_ns": detected_ts_ns,
-                    "dumped_ts_ns": time.time_ns(),
-                    "dumps_ok": sum(v == "ok" for v in dumps.values()),
-                    "dumps_total": len(dumps),
-                },
-                indent=1,
-            ),
+        write_hang_record(
+            run_dir,
+            action,
+            spec.hang_timeout_s,
+            detected_ts_ns,
+            dumped_ts_ns=time.time_ns(),
+            dumps_ok=sum(v == "ok" for v in dumps.values()),
+            dumps_total=len(dumps),
         )
         ok = sum(v == "ok" for v in dumps.values())
         notify(f"saved {ok}/{len(dumps)} dumps under {run_dir}/fr and {run_dir}/stacks")

@@ -537,7 +537,9 @@ class Supervisor:
             hosts={h: (o.value.strip() if o.ok else f"error: {o.error}") for h, o in res.outcomes.items()},
         )
 
-    def _incident(self, att: _Attempt, trigger: policy.Trigger) -> tuple[list[Finding], local.RootCause | None, Path]:
+    def _incident(
+        self, att: _Attempt, trigger: policy.Trigger, hang_seen: tuple[local.Action, int] | None = None
+    ) -> tuple[list[Finding], local.RootCause | None, Path]:
         from trainctl.ops.collect.collection import CollectOptions, collect
         from trainctl.ops.diagnose.diagnosis import diagnose_path
 
@@ -557,6 +559,8 @@ class Supervisor:
             client=self.client,
         )
         t1 = time.monotonic()
+        if hang_seen is not None:  # as `launch --local` leaves it in the run dir: the stop that followed was ours
+            local.write_hang_record(out, hang_seen[0], self.spec.hang_timeout_s, hang_seen[1])
         report = diagnose_path(out)
         t2 = time.monotonic()
         rc = local.root_cause(out, att.hosts)
@@ -603,6 +607,7 @@ class Supervisor:
                 att = self._start(number, hosts)
                 self._restarts_used = restarts_used
                 decided: _Decided | None = None
+                hang_seen: tuple[local.Action, int] | None = None
                 try:
                     obs = self._observe(att)
                     if isinstance(obs, _Decided):
@@ -628,6 +633,7 @@ class Supervisor:
                             hosts=list(obs.hosts),
                         )
                         if trigger is policy.Trigger.HANG:
+                            hang_seen = (obs, time.time_ns())  # the incident's dataset gets the record
                             self._dump_hung(att)
                         else:
                             time.sleep(BANNER_GRACE_S)
@@ -636,7 +642,7 @@ class Supervisor:
                 if decided is not None:
                     trigger, findings, rc, action = decided.trigger, list(decided.findings), decided.rc, decided.action
                 else:
-                    findings, rc, _ = self._incident(att, trigger)
+                    findings, rc, _ = self._incident(att, trigger, hang_seen)
                     action = policy.decide(
                         findings, restarts_used, s.max_restarts, trigger=trigger, host_fault_counts=fault_counts
                     )
