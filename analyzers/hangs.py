@@ -58,7 +58,7 @@ from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
 
-__all__ = ["RankState", "analyze_hangs", "analyze", "rank_grid", "culprit_frame", "is_internal_frame"]
+__all__ = ["NCCL_BACKENDS", "RankState", "analyze_hangs", "analyze", "rank_grid", "culprit_frame", "is_internal_frame"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ _SYMMETRIC_OPS = {
     "barrier",
 }
 # Backends whose entries ProcessGroupNCCL records (the CUDA recorder); the rest are the CPU one's.
-_NCCL_BACKENDS = frozenset({"nccl", "ncclx", "rccl", "rcclx"})
+NCCL_BACKENDS = frozenset({"nccl", "ncclx", "rccl", "rcclx"})
 _STDLIB = set(getattr(sys, "stdlib_module_names", ()))
 
 # Kinds of wait edges. PROOF kinds say the target provably did not arrive; the others do not.
@@ -100,7 +100,7 @@ _PROOF = (_COLL, _P2P)
 
 
 def _recorder(backend: str) -> str:
-    return "nccl" if backend in _NCCL_BACKENDS else "cpu"
+    return "nccl" if backend in NCCL_BACKENDS else "cpu"
 
 
 @dataclass
@@ -339,9 +339,9 @@ def _coalesced_by_proxy(coll: pd.DataFrame) -> pd.DataFrame:
     return coll
 
 
-def pending(row: Mapping[str, Any], backend: str) -> bool:
+def _pending(row: Mapping[str, Any], backend: str) -> bool:
     """Not finished: on NCCL the end event was not seen; on gloo (no events) not retired."""
-    if backend in _NCCL_BACKENDS:
+    if backend in NCCL_BACKENDS:
         return row.get("state") != "completed"
     return not bool(row.get("retired")) if row.get("retired") is not None else True
 
@@ -495,7 +495,7 @@ def _collective_hangs(
     exact: dict[int, int] = {}  # proven position (last collective seq entered)
     floor: dict[int, int] = {}  # entered at least (unknown beyond)
     done_all = 0  # a seq some member completed (NCCL): every member entered it
-    if bk in _NCCL_BACKENDS:
+    if bk in NCCL_BACKENDS:
         comp = pc.loc[pc["state"] == "completed", "seq"]
         done_all = int(comp.max()) if len(comp) else 0
         if status_usable and len(ps):
@@ -557,7 +557,7 @@ def _collective_hangs(
         return None
     at = pc[(pc["seq"] == seq) & pc["rank"].isin(waiting)]
     entry = at.iloc[0].to_dict() if len(at) else {}
-    pend = [pending(row, bk) for row in at.to_dict("records")]
+    pend = [_pending(row, bk) for row in at.to_dict("records")]
     h = _Hang(
         key,
         pg_desc,
@@ -576,7 +576,7 @@ def _collective_hangs(
         wrapped=wrapped,
         states={int(row["rank"]): str(row["state"]) for row in at.to_dict("records") if row.get("state")},
     )
-    if kind == _ABSENT and not h.still_waiting and bk in _NCCL_BACKENDS:
+    if kind == _ABSENT and not h.still_waiting and bk in NCCL_BACKENDS:
         return None  # every dumped member finished it: nothing is hung here
     hangs.append(h)
     for w in waiting:
@@ -607,7 +607,7 @@ def _in_flight(
     inside such an op is blocked in it too - in a hung run an op everyone entered that did not
     finish is stuck below Flight Recorder (a kernel, a stream behind one, the network) - so it is
     never a root, though on whom it waits is unknown."""
-    if all_entered <= 0 or pc.empty or key[0] not in _NCCL_BACKENDS:
+    if all_entered <= 0 or pc.empty or key[0] not in NCCL_BACKENDS:
         return
     cand = pc[pc["seq"] <= all_entered]
     cand = cand[cand["state"] != "completed"]
@@ -716,13 +716,13 @@ def _p2p_hangs(
         recvs = ops.get((d, s, "recv"), [])
         s_full, d_full = full(s), full(d)
         if s_full and d_full:
-            if len(sends) > len(recvs) and pending(sends[len(recvs)], bk):
+            if len(sends) > len(recvs) and _pending(sends[len(recvs)], bk):
                 hang(s, d, sends[len(recvs)], _P2P)
-            elif len(recvs) > len(sends) and pending(recvs[len(sends)], bk):
+            elif len(recvs) > len(sends) and _pending(recvs[len(sends)], bk):
                 hang(d, s, recvs[len(sends)], _P2P)
             continue
-        p_sends = [x for x in sends if pending(x, bk)]
-        p_recvs = [x for x in recvs if pending(x, bk)]
+        p_sends = [x for x in sends if _pending(x, bk)]
+        p_recvs = [x for x in recvs if _pending(x, bk)]
         if p_sends and not p_recvs:
             # d's pending recv would be among its newest entries; "unknown" only if d left no
             # trace of this pair at all (rolled past it) or no dump.
@@ -741,7 +741,7 @@ def _p2p_hangs(
     # Any other pending send/recv (both sides posted and stuck in transfer, a coalesced batch entry
     # that names no peer): its rank is blocked in it, so it is no root, though on whom is unknown.
     for row in pp.to_dict("records"):
-        if pending(row, bk) and ident(row) not in covered:
+        if _pending(row, bk) and ident(row) not in covered:
             peer = _int_or_none(row.get("peer"))
             blocked_on_nobody(
                 int(row["rank"]), row, members[peer] if peer is not None and 0 <= peer < len(members) else None

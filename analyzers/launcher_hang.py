@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from trainctl.analyzers.hangs import culprit_frame, pending
+from trainctl.analyzers.hangs import NCCL_BACKENDS, culprit_frame
 from trainctl.findings import Category, Finding, FindingKind, Severity
 
 __all__ = ["BASIS", "EVENT", "MAX_RANKS_SHOWN", "launcher_hang_finding"]
@@ -40,19 +40,23 @@ BASIS = "the launcher's hang record (hang.json): no rank made progress for the h
 MAX_RANKS_SHOWN = 8
 
 
-def _oldest_pending(coll: pd.DataFrame | None, rank: int) -> dict[str, Any] | None:
+def _oldest_pending(coll: pd.DataFrame | None) -> dict[int, dict[str, Any]]:
+    """rank -> its oldest entry still pending at the dump (hangs._pending's rule, vectorised: a run
+    of thousands of ranks has millions of entries)."""
     if coll is None or coll.empty:
-        return None
-    mine = coll[coll["rank"] == rank]
-    rows = []
-    for row in mine.to_dict("records"):
-        backend = row.get("backend") if isinstance(row.get("backend"), str) else ""
-        if pending(row, backend):
-            rows.append(row)
-    if not rows:
-        return None
-    rows.sort(key=lambda r: (pd.isna(r.get("enqueue_ts")), r.get("enqueue_ts") or 0, r.get("record_id") or 0))
-    return rows[0]
+        return {}
+    n = len(coll)
+    backend = coll["backend"].fillna("") if "backend" in coll.columns else pd.Series([""] * n, index=coll.index)
+    state = coll["state"] if "state" in coll.columns else pd.Series([None] * n, index=coll.index)
+    retired = coll["retired"] if "retired" in coll.columns else pd.Series([None] * n, index=coll.index)
+    nccl = backend.isin(NCCL_BACKENDS)
+    not_retired = retired.isna() | ~retired.fillna(False).astype(bool)
+    pend = coll[(nccl & (state != "completed")) | (~nccl & not_retired)]
+    if pend.empty:
+        return {}
+    order = [c for c in ("rank", "enqueue_ts", "record_id") if c in pend.columns]
+    first = pend.sort_values(order, na_position="last").drop_duplicates("rank")
+    return {int(r["rank"]): r for r in first.to_dict("records")}
 
 
 def _ns(v: Any) -> int | None:
@@ -82,9 +86,11 @@ def launcher_hang_finding(
     reason = str(first.get("message") or "no rank made progress")
     per_rank: list[dict[str, Any]] = []
     pending_ranks: list[int] = []
+    oldest = _oldest_pending(collectives)
     for rank in stopped:
-        p = _oldest_pending(collectives, rank)
-        frame = culprit_frame(stacks, rank)
+        p = oldest.get(rank)
+        shown = len(per_rank) < MAX_RANKS_SHOWN
+        frame = culprit_frame(stacks, rank) if shown else None
         item: dict[str, Any] = {"rank": rank, "host": rank_to_host.get(rank)}
         if p is not None:
             pending_ranks.append(rank)
@@ -98,7 +104,7 @@ def launcher_hang_finding(
             }
         if frame is not None:
             item["stack"] = frame["text"]
-        if len(per_rank) < MAX_RANKS_SHOWN:
+        if shown:
             per_rank.append(item)
 
     one = stopped[0] if len(stopped) == 1 else None
