@@ -94,3 +94,14 @@ def test_cuda_event_timelines_from_the_reference_trainer_on_nccl(cli) -> None:
     assert steps["step"].nunique() == 30 and (steps["duration_ns"] > 0).all()
     r = cli("diagnose", FIX / "trainer_run", "--json", "--fail-on", "never")
     assert r.code == 0 and json.loads(r.stdout)["findings"] == [], r.stdout  # a healthy run: nothing to say
+
+
+def test_the_nvml_agent_on_a_real_h100_fills_every_field_that_device_has() -> None:
+    t = dataset.read_table(FIX / "watchdog_timeout_run", SignalKind.GPU_METRICS).to_pandas()
+    assert len(t) > 100 and set(t["gpu_name"]) == {"NVIDIA H100 80GB HBM3"}
+    last = t.iloc[-1]
+    assert 50 < last["power_w"] < last["power_limit_w"] == last["power_limit_default_w"] == 700.0
+    assert (last["pcie_link_gen"], last["pcie_link_width"]) == (last["pcie_link_gen_max"], last["pcie_link_width_max"])
+    assert last["sm_clock_mhz"] <= last["sm_clock_max_mhz"] and last["temp_c"] < last["temp_slowdown_c"]
+    # a VM's single GPU has no NVLink: NVML says "not supported", stored as null, not as 0 errors
+    assert t["nvlink_crc_errors_total"].isna().all()
