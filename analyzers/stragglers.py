@@ -55,6 +55,8 @@ __all__ = [
     "window_stats",
     "find_stragglers",
     "analyze",
+    "register_timeline",
+    "timeline_extent",
 ]
 
 logger = logging.getLogger(__name__)
@@ -148,8 +150,8 @@ def window_stats(
     """
     con = duckdb.connect()
     try:
-        files = _register(con, timeline)
-        ext = _extent(con, timeline, files)
+        files = register_timeline(con, timeline)
+        ext = timeline_extent(con, timeline, files)
         if ext.min_step is None:
             return _empty_stats(), WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
@@ -269,7 +271,7 @@ def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: 
     return stats[~partial]
 
 
-def _extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: list[str] | None) -> _Extent:
+def timeline_extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: list[str] | None) -> _Extent:
     """Step and rank range, longest duration and whether tokens vary: footers first, else a scan."""
     ext = _footer_extent(timeline) if files else None
     if ext is not None:
@@ -316,7 +318,7 @@ def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
     return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]), varying)
 
 
-def _register(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
+def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
     """Expose `timeline` to DuckDB as a view with the columns the query needs.
 
     A Dataset over local Parquet files is read by DuckDB's own Parquet reader (parallel, with
@@ -764,7 +766,7 @@ def step_span(timeline: TableLike) -> int:
     """Steps the timeline covers (last - first + 1), 0 when it has none; footers first, else a scan."""
     con = duckdb.connect()
     try:
-        ext = _extent(con, timeline, _register(con, timeline))
+        ext = timeline_extent(con, timeline, register_timeline(con, timeline))
     finally:
         con.close()
     return 0 if ext.min_step is None else int(ext.max_step - ext.min_step + 1)

@@ -182,20 +182,12 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
 
 
 def _throughput(p: Path, signals: Signals) -> dict:
-    """Step time, tokens/s and MFU (analyzers/throughput.py) from the timeline and the ranks' own
-    reports (ranks/rank-R.json: tp, model FLOPs per token, peak FLOP/s, where the trainer wrote them)."""
+    """Step time, tokens/s and MFU (analyzers/throughput.py) from the timeline (DuckDB over its
+    files, as the straggler analysis reads it) and the ranks' own reports (ranks/rank-R.json: tp,
+    model FLOPs per token, peak FLOP/s, where the trainer wrote them)."""
     from trainctl.analyzers.throughput import summarize
 
-    t = signals.table(SignalKind.TIMELINE)
-    if t is None or not t.num_rows:
+    t = signals.tables.get(SignalKind.TIMELINE)
+    if t is None:
         return {}
-    ranks = read_rank_files(p) if p.is_dir() else {}
-    return (
-        summarize(
-            t.select(
-                [c for c in ("rank", "step", "phase", "duration_ns", "tokens") if c in t.column_names]
-            ).to_pandas(),
-            ranks,
-        )
-        or {}
-    )
+    return summarize(t, read_rank_files(p) if p.is_dir() else {}) or {}
