@@ -51,7 +51,7 @@ def test_every_node_of_the_allocation_collects_itself_and_the_run_is_diagnosed(c
     assert call[:7] == ["--jobid=4242", "--overlap", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
                         "--nodelist=node[01-02]", "--kill-on-bad-exit=0"]  # fmt: skip
     assert call[7:9] == ["sh", "-c"] and "--this-host" in call[9]
-    assert not list(out.glob("srun-*"))  # the shared scratch is removed
+    assert not list(out.glob(".srun-*"))  # the shared scratch is removed
 
     assert _rows(out) == _rows(launched)
     diag = json.loads(cli("diagnose", out, "--json", "--fail-on", "never").stdout)

@@ -108,7 +108,8 @@ def collect_in_allocation(opts: CollectOptions, s: SrunOptions, *, progress: Pro
             "Slurm's client, or collect over SSH with --hosts"
         )
     opts.out.mkdir(parents=True, exist_ok=True)
-    scratch = s.scratch / f"srun-{new_nonce()}"
+    # hidden: a scratch left by a client that died is never read as part of the dataset
+    scratch = s.scratch / f".srun-{new_nonce()}"
     s = SrunOptions(s.python, scratch, s.jobid, exe)
     started = datetime.now(UTC)
     t0 = time.monotonic()
