@@ -11,7 +11,7 @@ Splits (frozen; tests/fixtures/logs/README.md):
   heldout3.sha256) when its split was frozen, before any score on it, and no signature was tuned
   on them. Each batch is also reported on its own (held-out-1, -2, -3). corpus_dev4.jsonl,
   gathered after held-out-3 was frozen, is dev only. corpus_ext5.jsonl (57 rows, gathered after
-  that) is split the same way: held-out-4 (heldout5.sha256) and dev.
+  that) is split the same way: held-out-4 (heldout5.sha256) and dev. corpus_dev6.jsonl is dev only.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -47,6 +47,7 @@ EXT3 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext3.jsonl"
 # third batch's held-out rows stay the test of what these rows teach.
 DEV4 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev4.jsonl"
 EXT5 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext5.jsonl"
+DEV6 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev6.jsonl"  # after held-out-4 was frozen: dev only
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -134,7 +135,7 @@ def main() -> int:
     args = ap.parse_args()
     ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
-    dev += [r for r in ext5 if split_of(r["id"]) == "dev"]
+    dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
     held1, held2, held3, held4 = ([r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5))
     out = {
         "dev": score(dev),

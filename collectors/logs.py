@@ -215,6 +215,11 @@ def _exit_post(ev: Event) -> None:
             pass
 
 
+def _eviction_post(ev: Event) -> None:
+    if (ev.fields.get("resource") or "").lower().startswith("memory"):
+        ev.kind, ev.category = K.OOM, None  # the node ran out of memory: an out-of-memory, by kubelet
+
+
 def _cuda_post(ev: Event) -> None:
     what = (ev.fields.get("cuda_error") or "").lower()
     if "ecc" in what:  # the app sees the DBE before dmesg is read: a hardware fault of this GPU
@@ -734,6 +739,20 @@ SIGNATURES: tuple[Signature, ...] = (
         generic=True,
     ),
     _sig(
+        "rdma_port_not_active",
+        # iproute2 rdma/link.c: "link %s/%u ... state %s physical_state %s"; infiniband-diags ibstat:
+        # "State: Down" / "Physical state: Polling". A port not ACTIVE (DOWN, INIT, ARMED) carries no
+        # traffic: the job's IB/RoCE link on this host is down or flapping.
+        r"^link (?P<ib_dev>[\w-]+)/(?P<ib_port>\d+)\b.*?\bstate (?P<ib_state>DOWN|INIT|ARMED)\b"
+        r"|^\s*State:\s*(?P<ib_state2>Down|Initializing|Armed)\s*$",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.SELF,
+        ["state DOWN", "state INIT", "state ARMED", "State: Down", "State: Initializing", "State: Armed"],
+        "An InfiniBand/RoCE port on this host is not ACTIVE (down, initialising or flapping).",
+    ),
+    _sig(
         "gloo_connect_full_mesh",
         r"Gloo connectFullMesh failed with (?P<detail>[^\n]+)",
         K.NETWORK_ERROR,
@@ -841,14 +860,33 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "store_port_in_use",
+        # torch/csrc/distributed/c10d/socket.cpp: "The server socket has failed to listen on any local
+        # network address." then per address "The server socket has failed to bind to {addr} (errno: 98 -
+        # Address already in use)." (a pasted message is often wrapped inside those sentences).
         r"(?:failed to bind to (?P<bind>\S+) \(errno: 98 - Address already in use\)|"
-        r"port: (?P<port>\d+), useIpv6: \d+, code: -98, name: EADDRINUSE)",
+        r"port: (?P<port>\d+), useIpv6: \d+, code: -98, name: EADDRINUSE|"
+        r"The server socket has failed to (?:listen on any local network|bind to (?P<bind2>\S+) \(errno: 98\b))",
         K.RENDEZVOUS_ERROR,
         None,
         S.CRITICAL,
         Blame.NONE,
-        ["Address already in use", "EADDRINUSE"],
+        ["Address already in use", "EADDRINUSE", "The server socket has failed to"],
         "Store port taken (a leftover process or two jobs on one MASTER_PORT).",
+    ),
+    _sig(
+        "store_socket_failed",
+        # torch/csrc/distributed/c10d/TCPStore.cpp (2.4+): C10D_WARNING("{} failed on {}: {}", op, socket,
+        # what) for the client's store traffic, e.g. "[c10d] recvValue failed on SocketImpl(fd=76,
+        # addr=[localhost]:60950, remote=[localhost]:29500): Connection reset by peer": the store's host
+        # (the rendezvous master, rank 0's agent) went away or dropped the connection.
+        r"\[c10d\] (?P<store_op>\w+) failed on SocketImpl\(fd=\d+, addr=(?P<local>[^,\n]{1,120}), "
+        r"remote=(?P<remote>[^)\n]{1,120})\): (?P<reason>[^\n]{1,200})",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["failed on SocketImpl"],
+        "A rank lost its connection to the c10d store (the store's host died or restarted).",
     ),
     _sig(
         "rendezvous_timeout",
@@ -1047,6 +1085,35 @@ SIGNATURES: tuple[Signature, ...] = (
         "Host memory exhausted (allocator or the kernel OOM killer on this host).",
     ),
     _sig(
+        "ray_memory_monitor_kill",
+        # ray src/ray/raylet/node_manager.cc (memory monitor): "N Workers (tasks / actors) killed due to
+        # memory pressure (OOM), M Workers crashed due to other reasons at node (ID: ..., IP: a.b.c.d) ...".
+        r"(?P<killed>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)"
+        r"(?:.{0,120}?IP: (?P<node_ip>[\d.]+))?",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["killed due to memory pressure"],
+        "Ray's memory monitor killed workers on a node that ran out of host memory.",
+    ),
+    _sig(
+        "kubelet_eviction",
+        # kubernetes pkg/kubelet/eviction/helpers.go: nodeLowMessageFmt "The node was low on resource: %v.",
+        # podEphemeralStorageMessageFmt "Pod ephemeral local storage usage exceeds the total limit of
+        # containers %s.", containerEphemeralStorageMessageFmt "Container %s exceeded its local ephemeral
+        # storage limit %q."; kubectl describe shows them as an `Evicted` event from kubelet.
+        r"(?P<k8s_evicted>The node was low on resource: (?P<resource>[\w.-]+)|Pod ephemeral local storage usage "
+        r"exceeds the total limit|Container \S+ exceeded its local ephemeral storage limit)",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["The node was low on resource", "ephemeral local storage", "local ephemeral storage"],
+        "kubelet evicted the pod (a node resource ran out: memory is an OOM, disk or ephemeral storage ends it).",
+        post=lambda ev: _eviction_post(ev),
+    ),
+    _sig(
         "oom_killer_invoked",
         # Linux mm/oom_kill.c dump_header: pr_warn("%s invoked oom-killer: gfp_mask=%#x(%pGg), order=%d,
         # oom_score_adj=%hd"), and the reaper's pr_info("oom_reaper: reaped process %d (%s), now anon-rss:...")
@@ -1193,7 +1260,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "loss_nan",
         # `loss: nan` / `loss=nan` / `'loss': nan` and the bare `loss nan` (trainctl's trainer, torchtitan's
         # "loss: nan" metric logger, fairseq-style "loss nan"): the separator may be a single space.
-        r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?loss|grad[ _]norm)\b['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?(?:nan|inf))\b",
+        # A named loss term counts too ("loss_mn: nan", "losses: nan", "val_loss=nan").
+        r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?[a-z]{0,20}_?loss(?:es)?(?:_[a-z0-9]{1,20})?|grad[ _]norm)\b"
+        r"['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?(?:nan|inf))\b",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -1373,6 +1442,20 @@ SIGNATURES: tuple[Signature, ...] = (
         "nvidia-smi could not read a GPU field (ERR!): a GPU in trouble or a transient NVML failure; look again.",
     ),
     _sig(
+        "nvidia_smi_remap_pending",
+        # nvidia-smi -q: "Remapped Rows" (A100+) and "Retired Pages" (older) sections print
+        # "Pending : Yes" when a row remap / page retirement waits for a GPU reset, and
+        # "Remapping Failure Occurred : Yes" when the GPU ran out of spare rows (NVIDIA's memory error
+        # management guide: reset the GPU; a remapping failure means replace it).
+        r"^\s*(?P<smi_field>Pending|Remapping Failure Occurred)\s*:\s*Yes\s*$",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Pending", "Remapping Failure Occurred"],
+        "nvidia-smi: a GPU memory row remap or page retirement is pending (reset the GPU) or failed (replace it).",
+    ),
+    _sig(
         "amdgpu_ras_error",
         # Linux drivers/gpu/drm/amd/amdgpu: amdgpu_ras.c "uncorrectable hardware error(%s) detected!" and amdgpu_aca.c
         # HW_ERR "Accelerator Check Architecture events logged", each prefixed by the device ("amdgpu 0000:1c:00.0:").
@@ -1431,6 +1514,39 @@ SIGNATURES: tuple[Signature, ...] = (
         post=lambda ev: _mce_post(ev),
     ),
     _sig(
+        "iommu_fault",
+        # drivers/iommu/amd/iommu.c amd_iommu_report_page_fault: dev_err(dev, "Event logged [IO_PAGE_FAULT
+        # domain=0x%04x address=0x%llx flags=0x%04x]") (older: "AMD-Vi: Event logged [IO_PAGE_FAULT
+        # device=..."); drivers/iommu/intel/dmar.c dmar_fault_do_one: "[DMA Read|Write NO_PASID] Request
+        # device [%02x:%02x.%d] fault addr 0x%llx [fault reason 0x%02x] %s". The IOMMU blocked a device's
+        # DMA: with GPUs, usually peer-to-peer through an IOMMU/ACS (NVIDIA: disable it for P2P), or a
+        # device fault.
+        rf"(?:(?:nvidia|amdgpu|mlx5_core) {_PCI}: )?(?:AMD-Vi: )?Event logged \[IO_PAGE_FAULT|DMAR: \[DMA (?:Read|Write)"
+        rf"[^\]\n]*\] Request device \[(?P<dmar_dev>[0-9a-f:.]+)\] fault addr",
+        K.FAULTY_HOST,
+        C.HOST_KERNEL,
+        S.WARNING,
+        Blame.SELF,
+        ["IO_PAGE_FAULT", "DMAR: [DMA"],
+        "The host's IOMMU blocked a device's DMA (GPU peer-to-peer through an IOMMU/ACS, or a device fault).",
+    ),
+    _sig(
+        "kernel_lockup",
+        # kernel/watchdog.c: pr_emerg("BUG: soft lockup - CPU#%d stuck for %us! [%s:%d]"), hard lockups
+        # ("Watchdog detected hard LOCKUP on cpu %d"), and kernel/hung_task.c: pr_err("INFO: task %s:%d
+        # blocked for more than %ld seconds."): the host's kernel is stuck (a driver spinning, storage
+        # that does not answer); a training process named there is stuck with it.
+        r"BUG: soft lockup - CPU#(?P<cpu>\d+) stuck for (?P<stuck_s>\d+)s! \[(?P<proc>[^:\]\n]+):(?P<pid>\d+)\]"
+        r"|Watchdog detected hard LOCKUP on cpu (?P<cpu2>\d+)"
+        r"|INFO: task (?P<task>[^:\s]+):(?P<task_pid>\d+) blocked for more than (?P<blocked_s>\d+) seconds",
+        K.FAULTY_HOST,
+        C.HOST_KERNEL,
+        S.WARNING,
+        Blame.SELF,
+        ["soft lockup", "hard LOCKUP", "blocked for more than"],
+        "The host's kernel reported a CPU lockup or a task stuck in the kernel (driver or storage).",
+    ),
+    _sig(
         "mce_amd_decoded",
         # Linux drivers/edac/mce_amd.c decode: pr_emerg(HW_ERR "MC%d Error: ...") / "MC4 Error (node %d): "
         # then the bank's description (mc4_mce_desc: "DRAM ECC error detected on the NB", ...), and
@@ -1467,6 +1583,21 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["<defunct>"],
         "A process exited and was never reaped (a zombie): a worker died under a parent that is stuck.",
+    ),
+    _sig(
+        "process_uninterruptible",
+        # procps ps aux columns (USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND); STAT D is
+        # "uninterruptible sleep (usually IO)" (ps(1)): a python rank in D waits in the kernel (storage,
+        # a driver) and cannot even be killed until it returns.
+        r"^\S+\s+(?P<pid>\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+(?P<stat>D\S*)\s+\S+\s+\S+\s+"
+        r"(?P<command>\S*python\S*[^\n]{0,200})",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["python"],
+        "ps shows a python process in uninterruptible sleep (D): stuck in the kernel, on I/O or a driver.",
+        generic=True,
     ),
     _sig(
         "process_zombie_top",
@@ -2227,6 +2358,7 @@ _ERRORISH = re.compile(
     r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF]\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
     r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\berror:|NCCL WARN|terminate called"
     r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b"
+    r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 

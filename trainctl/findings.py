@@ -73,6 +73,9 @@ class Category(str, Enum):
     METRIC_OUTLIER = "metric_outlier"
     UNREACHABLE = "unreachable"
     MCE = "mce"  # a machine check: the host's CPU or memory reported a hardware error
+    # the host's kernel reported a fault of its own: an IOMMU that blocked a device's DMA (AMD-Vi,
+    # DMAR), a CPU soft lockup, a task stuck in the kernel (hung_task)
+    HOST_KERNEL = "host_kernel"
     # crash
     CUDA_ERROR = "cuda_error"
     SIGNAL = "signal"

@@ -107,8 +107,10 @@ def test_run_json(doc, raw) -> None:
     error=st.fixed_dictionaries({"message": json_values}) | json_values,
     numerics=_keyed(["rank", "step", "loss", "timestamp_ns"]) | json_values,
     name=st.sampled_from(["rank-0.json", "rank-7.json", "rank-x.json", "rank-99999999999999999999.json"]),
+    hang=_keyed(["reason", "stale_ranks", "detected_ts_ns", "hang_timeout_s"]) | json_values,
 )
-def test_error_and_numerics_files(error, numerics, name) -> None:
+def test_error_and_numerics_files(error, numerics, name, hang) -> None:
+    from trainctl.analyzers.launcher_hang import launcher_hang_finding
     from trainctl.analyzers.root_cause import findings_from_run_events
     from trainctl.ops.diagnose.run_events import parse_run_dir_events
 
@@ -116,10 +118,12 @@ def test_error_and_numerics_files(error, numerics, name) -> None:
         for sub, doc in (("errors", error), ("numerics", numerics)):
             (Path(d) / sub).mkdir()
             (Path(d) / sub / name).write_text(json.dumps(doc, allow_nan=True))
+        (Path(d) / "hang.json").write_text(json.dumps(hang, allow_nan=True))  # the launcher's hang record
         tables = _allowed(parse_run_dir_events, Path(d), None)
         for t in (tables or {}).values():
             if "event" in t.column_names:
                 findings_from_run_events(t.to_pylist(), {})
+                launcher_hang_finding(t.to_pylist(), None, None, {})
 
 
 # -- host lists and hostfiles ------------------------------------------------------------------

@@ -81,3 +81,9 @@ def test_hang_json_is_read_and_a_malformed_one_is_skipped(tmp_path: Path, caplog
         (run / "hang.json").write_text(bad)
         with caplog.at_level(logging.WARNING):
             assert SignalKind.RUN_EVENTS not in parse_run_dir_events(run, None)
+
+
+def test_a_hostile_stale_rank_list_keeps_only_its_ranks(tmp_path: Path) -> None:
+    (tmp_path / "hang.json").write_text(json.dumps({"stale_ranks": [[1], {"a": 1}, 2, True, -3], "detected_ts_ns": 5}))
+    rows = parse_run_dir_events(tmp_path, None)[SignalKind.RUN_EVENTS].to_pylist()
+    assert [r["rank"] for r in rows] == [2]

@@ -816,6 +816,31 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
          "thc_cuda_check_fail", "oom"),
         ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=77 : an illegal memory access was "
          "encountered", "thc_cuda_check_fail", "crash"),
+        ("RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
+         "failed to bind to [::]:29500 (errno: 98 - Address already in use).", "store_port_in_use", "rendezvous_error"),
+        ("[rank3]:[W101 10:15:17.529361055 TCPStore.cpp:125] [c10d] sendBytes failed on SocketImpl(fd=12, "
+         "addr=[node3]:41000, remote=[node1]:29500): Broken pipe", "store_socket_failed", "rendezvous_error"),
+        ("(raylet) node_manager.cc:3277: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+         "crashed due to other reasons at node (ID: abc, IP: 10.0.0.7) over the last time period.",
+         "ray_memory_monitor_kill", "oom"),
+        ("  Warning  Evicted  2m  kubelet  The node was low on resource: memory. Threshold quantity: 100Mi, available: "
+         "40Mi.", "kubelet_eviction", "oom"),
+        ("  Warning  Evicted  2m  kubelet  The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi.",
+         "kubelet_eviction", "crash"),
+        ("        Pending                           : Yes", "nvidia_smi_remap_pending", "faulty_host"),
+        ("link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 7 sm_lid 1 lmc 0 state DOWN physical_state POLLING",
+         "rdma_port_not_active", "network_error"),
+        ("\t\tState: Down", "rdma_port_not_active", "network_error"),
+        ("[ 12.3] nvidia 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0010 address=0xfd000000 flags=0x0020]",
+         "iommu_fault", "faulty_host"),
+        ("DMAR: [DMA Read NO_PASID] Request device [41:00.0] fault addr 0xf4000000 [fault reason 0x06] PTE Read access "
+         "is not set", "iommu_fault", "faulty_host"),
+        ("[Sat Apr  3 05:23:42 2021] watchdog: BUG: soft lockup - CPU#7 stuck for 23s! [python:25222]", "kernel_lockup",
+         "faulty_host"),
+        ("[ 1234.5] INFO: task python3:4242 blocked for more than 120 seconds.", "kernel_lockup", "faulty_host"),
+        ("root  86177 11.7  0.4 1360975668 2593156 pts/40 Dl+ 16:12   0:25 python train.py --cfg a.yaml",
+         "process_uninterruptible", "hung_collective"),
+        (" iter 4500   time/iter: 0.49  lr: 0.0001 loss_mn: nan loss_c: nan   losses: nan", "loss_nan", "numerical"),
     ],
 )  # fmt: skip
 def test_signatures_from_the_printing_code(text, signature, kind) -> None:
@@ -857,3 +882,15 @@ Failures:
   RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=1OpType=BARRIER), but Rank 2 is running collective: CollectiveFingerPrint(SequenceNumber=0OpType=BARRIER).
 """
     assert first_finding(text).kind.value == "collective_mismatch"
+
+
+def test_a_message_less_exception_is_an_error_looking_line() -> None:
+    fs = analyze_log_events(
+        parse_log_text('  File "x.py", line 3, in f\n    raise EOFError\n[rank0]: EOFError\n', source="t.log")
+    )
+    assert fs and fs[0].category is not None and fs[0].category.value == "unclassified"
+
+
+def test_the_remap_field_says_nothing_when_it_is_no_and_a_healthy_port_is_not_a_finding() -> None:
+    assert not events("        Pending                           : No")
+    assert not events("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 state ACTIVE physical_state LINK_UP")

@@ -125,10 +125,10 @@ def _hang_rows(root: Path) -> list[dict[str, Any]]:
         logger.warning("%s: not a hang record (stale_ranks, detected_ts_ns), skipped", p)
         return []
     reason = str(doc.get("reason") or "no rank made progress")[:500]
+    valid = (r for r in ranks if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31)
     return [
         {"rank": r, "event": "hang_detected", "message": reason, "detail": None, "ts": ts, "source": "hang.json"}
-        for r in dict.fromkeys(ranks)
-        if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31
+        for r in dict.fromkeys(valid)  # ints only before hashing: a hostile list may hold lists
     ]
 
 
