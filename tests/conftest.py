@@ -50,6 +50,6 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None, cwd: str 
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # stateless: module-scoped fixtures (one launched run per module) use it too
 def cli():
     return run_cli

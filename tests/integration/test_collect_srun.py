@@ -21,11 +21,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def launched(tmp_path_factory) -> Path:
-    from conftest import run_cli
-
+def launched(cli, tmp_path_factory) -> Path:
     local = tmp_path_factory.mktemp("srun") / "run"
-    res = run_cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "2", "--run-dir", local,
+    res = cli("launch", "--local", "--hosts-local", "2", "--nproc-per-node", "2", "--run-dir", local,
                   "--inject", "straggler:rank=2,factor=2", "--", "--steps", "40", timeout=240)  # fmt: skip
     assert res.code == 0, res.stderr
     return local
