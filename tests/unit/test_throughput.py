@@ -41,3 +41,9 @@ def test_a_user_scripts_phases_sum_to_its_step_and_too_few_steps_say_nothing() -
     assert s is not None and s["step_time_ms_median"] == 50.0
     assert summarize(_timeline({0: 50.0}, steps=3), {}) is None  # 2 steady steps: no number
     assert summarize(None, {}) is None
+
+
+def test_a_large_job_is_read_from_a_block_of_ranks_and_its_tokens_scaled_to_all() -> None:
+    t = _timeline({r: 100.0 for r in range(100)}, steps=10)  # 100 ranks x 1,000 tokens per 0.1 s step
+    s = summarize(t, {})
+    assert s is not None and s["tokens_per_s"] == 1_000_000.0 and "ranks 0-63 of 100 read" in s["basis"]
