@@ -87,6 +87,7 @@ def launcher_hang_finding(
     per_rank: list[dict[str, Any]] = []
     pending_ranks: list[int] = []
     oldest = _oldest_pending(collectives)
+    recorded = set() if collectives is None or collectives.empty else {int(r) for r in collectives["rank"].unique()}
     for rank in stopped:
         p = oldest.get(rank)
         shown = len(per_rank) < MAX_RANKS_SHOWN
@@ -120,19 +121,25 @@ def launcher_hang_finding(
                 + " never completed: the GPU stream or the transport under it is stuck (a kernel that does not"
                 " end, NVLink, the network), not host code"
             )
+        elif one in recorded:
+            what += "; no collective was pending in its Flight Recorder: it stopped in host code"
         else:
-            what += "; no collective was pending: it stopped in host code"
+            what += "; its Flight Recorder holds nothing (not recorded or not dumped): where it stopped is not known"
         if shown.get("stack"):
             what += f"; it was in {shown['stack']}"
     elif pending_ranks and len(pending_ranks) == len(stopped):
+        first_pc = next(x["pending_collective"] for x in per_rank if "pending_collective" in x)
         what = (
-            f"the run hung ({reason}); all {len(stopped)} ranks wait in collectives that every member entered"
-            f" and none completed ({pc['op']} #{pc['seq']} of {pc['process_group']} on {_where(stopped[0], {})}):"
-            " a GPU, NVLink or network fault under the collective, not localised by the recorders; see the NCCL"
-            " logs and faulty hosts"
+            f"the run hung ({reason}); all {len(stopped)} stopped ranks have a collective pending (e.g. "
+            f"{_where(pending_ranks[0], {})}: {first_pc['op']} #{first_pc['seq']} of {first_pc['process_group']}) and "
+            "no analyzer found one that a rank never entered: a GPU, NVLink or network fault under the collective, "
+            "not localised by the recorders; see the NCCL logs and faulty hosts"
         )
     else:
-        what = f"the run hung ({reason}); the ranks disagree on nothing the recorders show: not localised"
+        what = (
+            f"the run hung ({reason}); {len(pending_ranks)} of {len(stopped)} stopped ranks have a collective pending in "
+            "what the recorders hold: not localised"
+        )
     return Finding(
         kind=FindingKind.HUNG_COLLECTIVE,
         severity=Severity.CRITICAL,

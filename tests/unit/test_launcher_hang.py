@@ -37,7 +37,7 @@ def test_several_ranks_all_pending_in_one_collective_are_a_hang_nobody_is_blamed
     f = launcher_hang.launcher_hang_finding(_rows(0, 1, 2, 3), coll, None, {r: f"node0{r // 2 + 1}" for r in range(4)})
     assert f is not None and f.kind is FindingKind.HUNG_COLLECTIVE and f.severity is Severity.CRITICAL
     assert f.ranks == () and f.hosts == () and f.confidence == 0.5  # nothing for a runbook to evict
-    assert "all 4 ranks wait" in f.summary and "all_reduce #7 of default_pg" in f.summary
+    assert "all 4 stopped ranks have a collective pending" in f.summary and "all_reduce #7 of default_pg" in f.summary
     assert [x["pending_collective"]["seq"] for x in f.evidence["ranks"]] == [7, 7, 7, 7]
 
 
@@ -45,7 +45,9 @@ def test_one_rank_with_nothing_pending_stopped_in_host_code() -> None:
     coll = pd.DataFrame([_coll(0, 3, "completed", 40)])
     f = launcher_hang.launcher_hang_finding(_rows(0), coll, None, {0: "node01"})
     assert f is not None and f.ranks == (0,) and f.hosts == ("node01",)
-    assert "no collective was pending: it stopped in host code" in f.summary
+    assert "no collective was pending in its Flight Recorder: it stopped in host code" in f.summary
+    blind = launcher_hang.launcher_hang_finding(_rows(0), None, None, {0: "node01"})
+    assert blind is not None and "where it stopped is not known" in blind.summary  # no recorder: no guess
 
 
 def test_no_record_no_finding() -> None:
