@@ -20,7 +20,6 @@ runs as the same user, as the training job does, and attribution is by folder na
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 import shutil
 import subprocess
@@ -45,8 +44,6 @@ from trainctl.ops.collect.gateways import extract_archive, reports_from_summary
 from trainctl.schemas import SignalKind
 
 __all__ = ["SrunOptions", "srun_argv", "node_script", "collect_in_allocation"]
-
-logger = logging.getLogger(__name__)
 
 ARCHIVE = "dataset.tar"  # what each task leaves in <scratch>/<node>/
 SUMMARY = "summary.json"  # its collect's --json summary
@@ -74,7 +71,7 @@ def node_script(o: CollectOptions, s: SrunOptions) -> str:
     cmd = " ".join(a if a == '"$d/ds"' else q(a) for a in argv)
     return (
         f'h="${{SLURMD_NODENAME:-$(hostname -s)}}"; d={q(str(s.scratch))}/"$h"; mkdir -p "$d" || exit 1; '
-        f'{cmd} --hosts "$h" > "$d/{SUMMARY}"; '
+        f'{cmd} --hosts "$h" > "$d/{SUMMARY}" 2> "$d/collect.err"; '
         f'tar -C "$d/ds" -cf "$d/{ARCHIVE}.part" . && mv "$d/{ARCHIVE}.part" "$d/{ARCHIVE}"'
     )
 
@@ -136,6 +133,11 @@ def collect_in_allocation(opts: CollectOptions, s: SrunOptions, *, progress: Pro
 def _one(opts: CollectOptions, d: Path, host: str, rc: int | None, tail: str, started: datetime) -> HostReport:
     archive = d / ARCHIVE
     if not archive.is_file():
+        err = d / "collect.err"  # the node's own collect ran but left no archive: its last words
+        if err.is_file():
+            with err.open("rb") as fh:  # its end only: a task's stderr can be any size
+                fh.seek(max(0, err.stat().st_size - 1000))
+                tail = tail + "\n" + fh.read().decode(errors="replace")
         mine = [ln for ln in tail.splitlines() if host in ln] or tail.splitlines()[-2:]
         return _failed(
             host,
