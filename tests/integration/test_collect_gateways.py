@@ -35,7 +35,9 @@ def test_two_gateways_bring_back_what_a_direct_collect_does(sshd_cluster, cli, t
     res = _collect(cli, cluster, run, via, "gw01,gw02")
     assert res.code == 0, res.stderr
     summary = json.loads(res.stdout)
-    assert summary["hosts"] == 4 and summary["failed_hosts"] == []
+    assert summary["hosts"] == 4 and summary["failed_hosts"] == [], [
+        (r["host"], r["error_type"], r["error"]) for r in summary["status"] if r["kind"] == "gateway"
+    ]
     d = cli("collect", run, "--hosts", "node[01-04]", "--out", direct, "--ssh-config", cluster.ssh_config, timeout=120)
     assert d.code == 0, d.stderr
     assert _rows(via, "timeline") == _rows(direct, "timeline")

@@ -32,3 +32,39 @@ def test_owner_of_dataset_paths() -> None:
     assert owner_of("kernel/node07/dmesg.txt") == "node07"
     assert owner_of("collection_status/host=node07/part-collect.parquet") == "node07"
     assert owner_of("run.json") is None and owner_of("ranks/rank-3.json") is None
+
+
+def test_two_senders_writing_one_host_less_file_at_once_both_succeed(tmp_path) -> None:
+    """Two gateways bring run.json at the same moment: each writes its own temp file and renames it
+    (a shared temp name let one rename the other's away: a gateway failed with ENOENT under load)."""
+    import io
+    import tarfile
+    import threading
+
+    from trainctl.ops.collect.collection import write_tar_member
+
+    body = b'{"run_id": "r"}' * 2000
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        info = tarfile.TarInfo("run.json")
+        info.size = len(body)
+        tf.addfile(info, io.BytesIO(body))
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def send() -> None:
+        try:
+            with tarfile.open(fileobj=io.BytesIO(buf.getvalue()), mode="r|") as tf:
+                for m in tf:
+                    start.wait()
+                    write_tar_member(tf, m, tmp_path / "run.json", 0)
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and (tmp_path / "run.json").read_bytes() == body
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temp file left behind

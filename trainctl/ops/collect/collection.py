@@ -244,7 +244,9 @@ def write_tar_member(tf: tarfile.TarFile, m: tarfile.TarInfo, dest: Path, mtime_
     """Stream one regular member of a stream-mode archive to `dest` (temp name, then rename: readers
     never see half a file), at most its declared size; returns the bytes written."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.part")
+    # A temp name of this thread's own: two gateways (or srun nodes) can bring the same host-less
+    # file (run.json) at once, and a shared ".part" name let one rename the other's away (ENOENT).
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
     src = tf.extractfile(m)
     n = 0
     try:
@@ -256,7 +258,10 @@ def write_tar_member(tf: tarfile.TarFile, m: tarfile.TarInfo, dest: Path, mtime_
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    os.utime(dest, ns=(mtime_ns, mtime_ns))
+    try:
+        os.utime(dest, ns=(mtime_ns, mtime_ns))
+    except FileNotFoundError:
+        pass  # replaced meanwhile by the same file from another sender: its own time stands
     return n
 
 
