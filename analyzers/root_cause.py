@@ -239,11 +239,12 @@ def analyze_root_cause(findings: Iterable[Finding], signals: Signals) -> list[Fi
         rows = t.to_pylist()
         r2h = signals.rank_to_host()
         findings = findings_from_run_events(rows, r2h) + findings
-        hang = launcher_hang.launcher_hang_finding(
-            rows, _frame(signals, SignalKind.COLLECTIVES), _frame(signals, SignalKind.STACKS), r2h
-        )
-        if hang is not None:
-            findings.append(hang)
+        if any(r.get("event") == launcher_hang.EVENT for r in rows):  # the recorders as frames only then
+            hang = launcher_hang.launcher_hang_finding(
+                rows, _frame(signals, SignalKind.COLLECTIVES), _frame(signals, SignalKind.STACKS), r2h
+            )
+            if hang is not None:
+                findings.append(hang)
     return rank_root_cause(findings)
 
 

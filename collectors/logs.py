@@ -1111,7 +1111,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["The node was low on resource", "ephemeral local storage", "local ephemeral storage"],
         "kubelet evicted the pod (a node resource ran out: memory is an OOM, disk or ephemeral storage ends it).",
-        post=lambda ev: _eviction_post(ev),
+        post=_eviction_post,
     ),
     _sig(
         "oom_killer_invoked",
