@@ -31,7 +31,7 @@ Why this shape:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -469,6 +469,8 @@ def find_stragglers(
     min_windows: int = 3,
     persistence: float = 0.75,
     min_step_share: float = 0.02,
+    critical_step_share: float = 0.10,
+    comm_min_step_share: float = 0.05,
     comm_confidence_cap: float = 0.6,
     samples_per_window: int | None = 12,
     quantile: float = 0.25,
@@ -483,7 +485,7 @@ def find_stragglers(
         warn_factor: a window is slow when the rank's median phase time is at least this many
             times its peers' median (1.2 = 20% slower); the finding is a warning from here.
         critical_factor: a finding whose slowdown reaches this factor is critical (2.0 = twice as
-            long as the median peer).
+            long as the median peer), if its effect also reaches `critical_step_share`.
         window_steps: steps per window; None = about ten windows per run, 1..50 steps each.
         min_windows: slow windows an episode needs; with `window_steps` this is the shortest
             slowdown (in steps) that is reported.
@@ -491,6 +493,13 @@ def find_stragglers(
             must be slow (0.75: one healthy window in four is tolerated).
         min_step_share: the rank's extra time in a phase must be at least this share of a
             typical step (0.02 = 2%); a 0.1 ms phase that is 1.5x slower costs nothing.
+        critical_step_share: a critical finding needs both the factor and this much extra time per
+            typical step (0.10 = 10%). A small phase doubles easily: an optimizer phase of 2.4 ms
+            took 5.0 ms on a host that lost its share of 2 busy cores for a few windows (2.06x, but
+            4.6% of a 57 ms step). That is worth a warning, not a drain.
+        comm_min_step_share: the floor for a communication suspect (0.05 = 5% of a step). Its
+            evidence is indirect (its own collective time, with nobody's work slow), and a host
+            that is descheduled around a CPU collective shows the same for a few windows.
         comm_confidence_cap: highest confidence of a communication straggler (see module notes).
         samples_per_window: see `window_stats`; bounds the cost on huge runs by sampling steps.
         quantile: the per-window statistic of each rank's step durations (0.25 = 25th
@@ -538,13 +547,15 @@ def find_stragglers(
     for _, g in cand.groupby(["rank", "phase"], sort=True, observed=True):
         episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
     step_ms = _typical_step_ms(stats)
-    episodes = [
-        e
-        for e in episodes
-        if e.rank_ms - e.peer_ms >= min_step_share * float(np.median([step_ms.get(w, 0.0) for w in e.wins]))
+    typical_ms = {e: float(np.median([step_ms.get(w, 0.0) for w in e.wins])) for e in episodes}
+
+    def effect_at_least(e: _Episode, share: float) -> bool:
+        return e.rank_ms - e.peer_ms >= share * typical_ms[e]
+
+    work = [e for e in episodes if e.phase in WORK_PHASES and effect_at_least(e, min_step_share)]
+    comm = [
+        e for e in episodes if e.phase in COMM_PHASES and effect_at_least(e, max(min_step_share, comm_min_step_share))
     ]
-    work = [e for e in episodes if e.phase in WORK_PHASES]
-    comm = [e for e in episodes if e.phase in COMM_PHASES]
 
     by_rank: dict[int, list[_Episode]] = {}
     for e in work:
@@ -565,6 +576,10 @@ def find_stragglers(
     if wanted - set(hosts):
         hosts.update({r: h for r, h in _hosts_of(timeline, wanted - set(hosts)).items()})
 
+    def critical(eps: list[_Episode]) -> bool:
+        extra_ms = sum(e.rank_ms - e.peer_ms for e in eps)
+        return extra_ms >= critical_step_share * float(np.median([typical_ms[e] for e in eps]))
+
     findings = []
     for rank, eps in sorted(by_rank.items()):
         findings.append(
@@ -578,6 +593,7 @@ def find_stragglers(
                 critical_factor=critical_factor,
                 min_windows=min_windows,
                 cap=1.0,
+                effect_is_critical=critical,
             )
         )
     for rank, eps in sorted(comm_suspects.items()):
@@ -592,6 +608,7 @@ def find_stragglers(
                 critical_factor=critical_factor,
                 min_windows=min_windows,
                 cap=comm_confidence_cap,
+                effect_is_critical=critical,
             )
         )
     return findings
@@ -678,6 +695,7 @@ def _finding(
     critical_factor: float,
     min_windows: int,
     cap: float,
+    effect_is_critical: Callable[[list[_Episode]], bool],
 ) -> Finding:
     category, eps = cat_eps
     rank_ms = sum(e.rank_ms for e in eps)
@@ -686,7 +704,7 @@ def _finding(
     first = min(e.first_step for e in eps)
     last = max(e.last_step for e in eps)
     main = max(eps, key=lambda e: e.rank_ms - e.peer_ms)
-    severity = Severity.CRITICAL if slowdown >= critical_factor else Severity.WARNING
+    severity = Severity.CRITICAL if slowdown >= critical_factor and effect_is_critical(eps) else Severity.WARNING
     # Confidence: how persistent (slow windows, density) and how far above the warning line.
     n_slow = max(len(e.wins) for e in eps)
     density = min(len(e.wins) / e.span_windows for e in eps)
