@@ -27,17 +27,14 @@ Indexed Job's `NAME-INDEX`, else the pod name): that is what a rank sees as its 
 from __future__ import annotations
 
 import json
-import os
-import select
 import shutil
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainctl.collectors.ssh import CommandResult, CommandTimeout, HostUnreachable, OutputTooLarge
+from trainctl.collectors.process_session import ProcessReader, ProcessSession
+from trainctl.collectors.ssh import HostUnreachable
 from trainctl.errors import CollectError, InputError
 
 __all__ = [
@@ -57,8 +54,6 @@ JOB_LABELS = (
     "batch.kubernetes.io/job-name",
     "job-name",
 )
-_READ_BYTES = 1 << 20
-_MAX_STDERR_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -161,122 +156,27 @@ def find_job_pods(
     raise InputError(f"no pods for {what} in namespace {namespace!r}; check --namespace and --context")
 
 
-class KubectlSession:
+class KubectlSession(ProcessSession):
     """Commands in one pod through `kubectl exec`: the interface collect uses of an SSH session."""
 
     def __init__(self, client: KubectlClient, target: PodTarget) -> None:
+        super().__init__(target.name)
         self.client, self.target = client, target
-
-    def __enter__(self) -> KubectlSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        pass  # every command is its own kubectl process
+        self.reader_class = PodReader
 
     def _popen(self, command: str) -> subprocess.Popen:
         argv = exec_argv(self.target, command, context=self.client.context, container=self.client.container)
         argv[0] = self.client.kubectl
         return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    def run(
-        self,
-        command: str,
-        *,
-        timeout_s: float,
-        stdin: bytes | None = None,
-        on_stdout: Callable[[bytes], None] | None = None,
-        max_output_bytes: int | None = None,
-    ) -> CommandResult:
-        reader = self.stream(command, timeout_s=timeout_s, stdin=stdin)
-        out: list[bytes] = []
-        seen = 0
-        try:
-            while chunk := reader.read(_READ_BYTES):
-                seen += len(chunk)
-                if max_output_bytes is not None and seen > max_output_bytes:
-                    raise OutputTooLarge(
-                        f"{self.target.name}: the command wrote over {max_output_bytes} bytes; stopped reading"
-                    )
-                (on_stdout or out.append)(chunk)
-            done = reader.finish()
-        except BaseException:
-            reader.close()
-            raise
-        return CommandResult(done.exit_code, b"".join(out), done.stderr, done.duration_s)
 
-    def stream(self, command: str, *, timeout_s: float, stdin: bytes | None = None) -> PodReader:
-        proc = self._popen(command)
-        assert proc.stdin is not None
-        try:
-            if stdin:
-                proc.stdin.write(stdin)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # the command did not read its input; its exit status says what happened
-        return PodReader(self.target.name, proc, timeout_s, kubectl_errors=self.KUBECTL_ERRORS)
+class PodReader(ProcessReader):
+    """A pod command's stdout; kubectl's own failure lines mean the pod is out of reach."""
 
-    KUBECTL_ERRORS = True  # kubectl's own failure lines mean the pod is out of reach
-
-
-class PodReader:
-    """A pod command's stdout as a read-only file object, each read bounded by the command's deadline."""
-
-    def __init__(self, name: str, proc: subprocess.Popen, timeout_s: float, *, kubectl_errors: bool = True) -> None:
-        self.name, self._proc, self._timeout_s = name, proc, timeout_s
-        self._kubectl_errors = kubectl_errors
-        self._t0 = time.monotonic()
-        self._deadline = self._t0 + timeout_s
-        self.bytes_read = 0
-        # stderr is drained as it comes (its first MiB kept): a command that writes much to stderr
-        # must not block on a full pipe while we wait for its stdout.
-        self._err: list[bytes] = []
-        self._err_thread = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._err_thread.start()
-
-    def _drain_stderr(self) -> None:
-        assert self._proc.stderr is not None
-        kept = 0
-        while chunk := self._proc.stderr.read1(_READ_BYTES):  # type: ignore[attr-defined]
-            if kept < _MAX_STDERR_BYTES:
-                self._err.append(chunk[: _MAX_STDERR_BYTES - kept])
-                kept += len(chunk)
-
-    def read(self, n: int = -1) -> bytes:
-        out = self._proc.stdout
-        assert out is not None
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0 or not select.select([out], [], [], remaining)[0]:
-            self.close()
-            raise CommandTimeout(
-                f"{self.name}: command did not finish within {self._timeout_s:g}s; raise --timeout-s if the pod is just slow"
-            )
-        data = os.read(out.fileno(), _READ_BYTES if n is None or n < 0 else min(n, _READ_BYTES))
-        self.bytes_read += len(data)
-        return data
-
-    def finish(self) -> CommandResult:
-        while self.read(_READ_BYTES):
-            pass
-        try:
-            code = self._proc.wait(timeout=max(0.1, self._deadline - time.monotonic()))
-        except subprocess.TimeoutExpired as exc:
-            self.close()
-            raise CommandTimeout(f"{self.name}: command did not exit within {self._timeout_s:g}s") from exc
-        self._err_thread.join(timeout=5)
-        err = b"".join(self._err)
-        self._proc.stdout.close()  # type: ignore[union-attr]
-        if self._kubectl_errors and code == 1 and b"error: " in err and self.bytes_read == 0 and _is_kubectl_error(err):
+    def check_tool(self, code: int, stderr: bytes) -> None:
+        if code == 1 and b"error: " in stderr and self.bytes_read == 0 and _is_kubectl_error(stderr):
             # kubectl itself failed (pod gone, not running, RBAC): the pod is out of reach
-            raise HostUnreachable(f"{self.name}: {err.decode(errors='replace').strip().splitlines()[-1]}")
-        return CommandResult(code, b"", err, time.monotonic() - self._t0)
-
-    def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
-        self._proc.wait()
+            raise HostUnreachable(f"{self.name}: {stderr.decode(errors='replace').strip().splitlines()[-1]}")
 
 
 def _is_kubectl_error(stderr: bytes) -> bool:

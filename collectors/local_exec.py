@@ -12,15 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trainctl.collectors.kubectl import KubectlSession, PodTarget
+from trainctl.collectors.process_session import ProcessSession
 
 __all__ = ["LocalClient", "LocalSession"]
 
 
-class LocalSession(KubectlSession):
+class LocalSession(ProcessSession):
     """One command per `sh -c` process on this machine (stdout read with the command's deadline)."""
-
-    KUBECTL_ERRORS = False
 
     def _popen(self, command: str) -> subprocess.Popen:
         # The tools of this interpreter's environment first: py-spy comes with trainctl's runtime
@@ -35,4 +33,4 @@ class LocalClient:
     """`connect(name)`: a session on this machine, whatever the name (the one host it collects)."""
 
     def connect(self, name: str) -> LocalSession:
-        return LocalSession(self, PodTarget(name=name, pod=name, namespace="", node=None, phase=None, container=None))  # type: ignore[arg-type]
+        return LocalSession(name)

@@ -49,7 +49,8 @@ from trainctl.rundir import atomic_write_text
 from trainctl.schemas import SignalKind
 
 if TYPE_CHECKING:  # kubectl's transport loads only when a collect asks for pods
-    from trainctl.collectors.kubectl import KubectlClient, KubectlSession
+    from trainctl.collectors.kubectl import KubectlClient
+    from trainctl.collectors.process_session import ProcessSession
 
 __all__ = [
     "HOST_KINDS",
@@ -334,7 +335,7 @@ class _HostJob:
         for k in kinds:
             rep.rows.append(StatusRow(rep.host, k, False, None, 0, time.monotonic() - t0, etype, str(exc)))
 
-    def _collect(self, sess: SshSession | KubectlSession, host: str, rep: HostReport, t0: float) -> None:
+    def _collect(self, sess: SshSession | ProcessSession, host: str, rep: HostReport, t0: float) -> None:
         o = self.opts
         kinds = set(o.kinds)
         art_kinds = [k for k in o.kinds if k in rundir_sync.ARTIFACT_KINDS]
@@ -481,7 +482,7 @@ class _HostJob:
         if "ranks" in sections:
             self._pyspy(sess, host, rep, sections["ranks"].output.decode("utf-8", "replace"), t0)
 
-    def _pyspy(self, sess: SshSession | KubectlSession, host: str, rep: HostReport, ranks_out: str, t0: float) -> None:
+    def _pyspy(self, sess: SshSession | ProcessSession, host: str, rep: HostReport, ranks_out: str, t0: float) -> None:
         procs = pyspy_dump.parse_ranks(ranks_out, host)
         if not procs:
             rep.rows.append(StatusRow(host, "pyspy", True, 0, 0, time.monotonic() - t0))
