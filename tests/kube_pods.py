@@ -13,11 +13,9 @@ unknown flag or command fails in kubectl: the test checks the argv, not just the
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from standin_tool import StandInTool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "k8s"
 
@@ -62,16 +60,8 @@ die("error: unknown command " + json.dumps(argv))
 """
 
 
-@dataclass
-class FakeKube:
+class FakeKube(StandInTool):
     """A stand-in kubectl on `bin_dir` serving `pods.json`; each pod's files under host_root(hostname)."""
-
-    base: Path
-    remote_root: Path
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.base / "bin"
 
     def pods(self) -> dict:
         return json.loads((self.base / "pods.json").read_text())
@@ -85,21 +75,10 @@ class FakeKube:
         )
         return self.base / "pods" / pod / "root"
 
-    def argv_log(self) -> list[list[str]]:
-        path = self.base / "argv.log"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-    def env(self) -> dict[str, str]:
-        return {**os.environ, "PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-
 
 def make_fake_kube(base: Path, fixture: str) -> FakeKube:
     base.mkdir(parents=True, exist_ok=True)
     kube = FakeKube(base, base / "remote")
-    kube.remote_root.mkdir(exist_ok=True)
     (base / "pods.json").write_text((FIXTURES / fixture).read_text())
-    kube.bin_dir.mkdir(exist_ok=True)
-    exe = kube.bin_dir / "kubectl"
-    exe.write_text(_SCRIPT.format(python=sys.executable, state=str(base), remote=str(kube.remote_root)))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    kube.install("kubectl", _SCRIPT)
     return kube

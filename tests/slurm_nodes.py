@@ -14,11 +14,9 @@ a task killed on a node that went away, and its task never runs. Any other argv 
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from standin_tool import StandInTool
 
 _SCRIPT = r"""#!{python}
 import json, os, subprocess, sys
@@ -70,35 +68,16 @@ sys.exit(1 if cfg.get("lost") and set(cfg["lost"]) & set(nodes) else max(codes o
 """
 
 
-@dataclass
-class FakeSlurm:
+class FakeSlurm(StandInTool):
     """A stand-in srun on `bin_dir` for an allocation of `nodes`; each node's files under host_root(node)."""
-
-    base: Path
-    remote_root: Path
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.base / "bin"
 
     def host_root(self, node: str) -> Path:
         return self.base / "nodes" / node / "root"
-
-    def argv_log(self) -> list[list[str]]:
-        path = self.base / "argv.log"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-    def env(self, **extra: str) -> dict[str, str]:
-        return {**os.environ, "PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", **extra}
 
 
 def make_fake_slurm(base: Path, nodes: list[str], *, jobid: str = "4242", lost: tuple[str, ...] = ()) -> FakeSlurm:
     base.mkdir(parents=True, exist_ok=True)
     slurm = FakeSlurm(base, base / "remote")
-    slurm.remote_root.mkdir(exist_ok=True)
     (base / "slurm.json").write_text(json.dumps({"jobid": jobid, "nodes": nodes, "lost": list(lost)}))
-    slurm.bin_dir.mkdir(exist_ok=True)
-    exe = slurm.bin_dir / "srun"
-    exe.write_text(_SCRIPT.format(python=sys.executable, state=str(base), remote=str(slurm.remote_root)))
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    slurm.install("srun", _SCRIPT)
     return slurm
