@@ -111,6 +111,11 @@ def score(rows: list[dict]) -> dict:
             if good and row.get("culprit_host"):
                 good = row["culprit_host"] in first.hosts
             culprit_ok += good
+            if not good:
+                named = f"{first.ranks} {first.hosts}" if first else "nothing"
+                misses.append(
+                    f"{row['id']} culprit rank {row.get('culprit_rank')} host {row.get('culprit_host')}: named {named}"
+                )
         text = row["log"]
         for f in findings:
             if any(not _mentioned(r, text) for r in f.ranks) or any(not _mentioned(h, text) for h in f.hosts):

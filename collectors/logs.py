@@ -1398,13 +1398,17 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "nccl_socket_closed_by_peer",
         # src/misc/socket.cc socketProgress: WARN("socketProgress: Connection closed by remote peer %s", ...)
+        # when recv() returns 0 mid-operation. NCCL closes its sockets only in ncclCommDestroy/Abort,
+        # never inside a collective, so an orderly close there is the peer's process exiting (the
+        # kernel closes a dead process's sockets): the peer is where the failure started, as seen
+        # from this rank. (Shutdown closes are not logged: the communicator is torn down first.)
         rf"socketProgress: Connection closed by remote peer {_ADDR}<(?P<peer_port>\d+)>",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
-        Blame.NONE,
+        Blame.PEER,
         ["Connection closed by remote peer"],
-        "NCCL socket: the other side closed the connection (it exited or failed first); names no culprit.",
+        "NCCL socket: the peer's process closed the connection mid-operation (it exited or aborted first).",
     ),
     _sig(
         "nvrm_init_adapter_failed",
