@@ -12,6 +12,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   on them. Each batch is also reported on its own (held-out-1, -2, -3). corpus_dev4.jsonl,
   gathered after held-out-3 was frozen, is dev only. corpus_ext5.jsonl (57 rows, gathered after
   that) is split the same way: held-out-4 (heldout5.sha256) and dev. corpus_dev6.jsonl is dev only.
+  corpus_ext7.jsonl (59 rows, gathered after dev6) is split the same way: held-out-5
+  (heldout7.sha256) and dev.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -48,6 +50,7 @@ EXT3 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext3.jsonl"
 DEV4 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev4.jsonl"
 EXT5 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext5.jsonl"
 DEV6 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev6.jsonl"  # after held-out-4 was frozen: dev only
+EXT7 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext7.jsonl"  # held-out-5 + dev (heldout7.sha256)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -138,22 +141,26 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the scores here too")
     ap.add_argument("--show-heldout-misses", action="store_true", help="also print the held-out misses")
     args = ap.parse_args()
-    ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
+    ext, ext2, ext3, ext5, ext7 = load(EXT), load(EXT2), load(EXT3), load(EXT5), load(EXT7)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
     dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
-    held1, held2, held3, held4 = ([r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5))
+    dev += [r for r in ext7 if split_of(r["id"]) == "dev"]
+    held1, held2, held3, held4, held5 = (
+        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7)
+    )
     out = {
         "dev": score(dev),
-        "heldout": score(held1 + held2 + held3 + held4),
+        "heldout": score(held1 + held2 + held3 + held4 + held5),
         "heldout1": score(held1),
         "heldout2": score(held2),
         "heldout3": score(held3),
         "heldout4": score(held4),
+        "heldout5": score(held5),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3", "heldout4")
-    names = ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3", "held-out-4")
+    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3", "heldout4", "heldout5")
+    names = ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3", "held-out-4", "held-out-5")
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
