@@ -61,6 +61,7 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "text": 0.9,  # the line itself names its own rank/node (Megatron's "Rank R ... node: N" checks)
     "elastic_single_host": 0.7,  # every failure of the banner on one host
     "peer": 0.6,  # a remote end named by the side that saw the failure
+    "absent_from_barrier": 0.7,  # the one rank of world_size that no waiting line names (complete roster)
     "endpoint": 0.6,
 }
 _NO_CULPRIT_SPECIFIC = 0.8  # classification confidence when nobody is blamed
@@ -217,6 +218,17 @@ def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
             demoted.setdefault((e.kind, e.category), []).append(e.culprit_host)
             e.fields["demoted_culprit_host"] = e.culprit_host
             e.culprit_host = None
+    _blame_rank_absent_from_store_barrier(used)
+    # A line that names a culprit rank only ("Unexpected result nan on rank 3") and a line of the same
+    # kind that pairs that rank with its host ("Rank 3, node n17, ...") are one culprit, not two.
+    hosts_of_rank: dict[tuple, set[str]] = {}
+    for e in used:
+        if e.culprit_rank is not None and e.culprit_host:
+            hosts_of_rank.setdefault((e.kind, e.category, e.culprit_rank), set()).add(e.culprit_host)
+    for e in used:
+        paired = hosts_of_rank.get((e.kind, e.category, e.culprit_rank), set())
+        if e.culprit_rank is not None and not e.culprit_host and len(paired) == 1:
+            e.culprit_host = next(iter(paired))
     groups: OrderedDict[tuple, _Group] = OrderedDict()
     unblamed: list[_Ev] = []
     for e in used:
@@ -243,6 +255,33 @@ def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
     return list(groups.values())
 
 
+def _blame_rank_absent_from_store_barrier(evs: list[_Ev]) -> None:
+    """torch's store-based barrier (c10d `_store_based_barrier`, 1.7-1.13) logs "Waiting in store based
+    barrier to initialize process group for rank: R, key: K (world_size=W, worker_count=C, ...)" from
+    every rank that arrived, C counting them. When the lines name exactly C distinct ranks and C = W - 1,
+    they are the whole roster of arrivals: the one rank in range(W) they do not name never arrived.
+    Anything less complete (other counts, several keys, missing lines) names nobody."""
+    waits = [e for e in evs if e.signature == "store_based_barrier_wait"]
+    try:
+        worlds = {int(e.fields["world_size"]) for e in waits}
+        counts = {int(e.fields["worker_count"]) for e in waits}
+        keys = {e.fields.get("key") for e in waits}
+        arrived = {int(e.fields["barrier_rank"]) for e in waits}
+    except (KeyError, TypeError, ValueError):
+        return
+    if len(worlds) != 1 or len(counts) != 1 or len(keys) != 1:
+        return
+    (world,), (count,) = worlds, counts
+    absent = set(range(world)) - arrived
+    if count != world - 1 or len(arrived) != count or len(absent) != 1:
+        return
+    (rank,) = absent
+    for e in waits:
+        e.culprit_rank = rank
+        e.fields["culprit_basis"] = "absent_from_barrier"
+        e.fields["arrived_ranks"] = sorted(arrived)
+
+
 def _sorted_unique(values: Any) -> list[Any]:
     return sorted({v for v in values if v is not None}, key=lambda v: (str(type(v)), v))
 
@@ -260,6 +299,12 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
     reporters = ev.get("reporting_ranks") or []
     rep = f" reported by rank{'s' if len(reporters) != 1 else ''} {', '.join(map(str, reporters))}" if reporters else ""
     k = g.kind
+    if ev.get("arrived_ranks") is not None and g.culprit_rank is not None:
+        arrived = ev["arrived_ranks"]
+        return (
+            f"rank {g.culprit_rank} never reached the store-based barrier of process-group init: "
+            f"{len(arrived)} of {len(arrived) + 1} ranks wait there ({', '.join(map(str, arrived))}) and none names it"
+        )
     if k is FindingKind.HUNG_COLLECTIVE:
         if g.category is Category.COLLECTIVE_TIMEOUT:
             ops = ", ".join(ev.get("ops", [])) or "a collective"
@@ -430,6 +475,9 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
         for e in traces:
             last[str(e.rank)] = f"seq {e.seq} {e.op}"
         evidence["last_collective_by_rank"] = dict(sorted(last.items()))
+    arrived = next((e.fields["arrived_ranks"] for e in evs if e.fields.get("arrived_ranks")), None)
+    if arrived is not None:
+        evidence["arrived_ranks"] = arrived  # the roster the absent culprit is read from
     frames = next((e.fields.get("frames") for e in evs if e.fields.get("frames")), None)
     if frames:
         evidence["frames"] = frames

@@ -23,7 +23,9 @@ Per row: parse + analyze (trainctl.collectors.logs, trainctl.analyzers.logs), th
 - kind: the first finding's kind is the label's (LABEL_KINDS below; categories whose label allows
   several kinds list them);
 - culprit: where the label names a rank/host, the first finding names it;
-- blame without evidence: a finding names a rank or host that appears nowhere in the excerpt's text.
+- blame without evidence: a finding names a rank or host that appears nowhere in the excerpt's text
+  (a rank the finding reads off a complete roster of the others, evidence `arrived_ranks`, counts as
+  evidenced: the lines naming every other rank are its evidence).
 """
 
 from __future__ import annotations
@@ -121,7 +123,12 @@ def score(rows: list[dict]) -> dict:
                 )
         text = row["log"]
         for f in findings:
-            if any(not _mentioned(r, text) for r in f.ranks) or any(not _mentioned(h, text) for h in f.hosts):
+            # A rank read from a complete roster of arrivals (evidence "arrived_ranks": every other
+            # rank of the world says it is waiting) is evidenced by the lines that name the others.
+            by_absence = "arrived_ranks" in f.evidence
+            if any(not (_mentioned(r, text) or by_absence) for r in f.ranks) or any(
+                not _mentioned(h, text) for h in f.hosts
+            ):
                 unevidenced += 1
                 misses.append(f"{row['id']}: blames {f.ranks} {f.hosts} without the text naming them")
     return {

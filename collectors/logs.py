@@ -301,8 +301,15 @@ def _named_self_post(ev: Event) -> None:
     if rank is not None:
         ev.rank, ev.rank_basis = int(rank), "text"
     node = ev.fields.pop("self_node", None)
-    if node:
+    if node and _plausible_host(node):
         ev.host, ev.host_basis = node, "text"
+
+
+def _ray_node_post(ev: Event) -> None:
+    """The node Ray names (its IP) is the host that ran out of memory, whoever printed the line."""
+    ip = ev.fields.pop("node_ip", None)
+    if ip:
+        ev.host, ev.host_basis = ip, "text"
 
 
 def _overflow_post(ev: Event) -> None:
@@ -474,13 +481,19 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_comm_aborted",
+        # torch <= 2.0 ProcessGroupNCCL: "NCCL communicator was aborted on rank N. Original reason for
+        # failure was: ..." (the reason is classified on its own). The watchdog aborts a communicator
+        # after a collective timed out or an async NCCL error: alone, it says this rank's collectives
+        # were torn down (a timeout's teardown), not who caused it; N is the reporter.
         r"NCCL communicator was aborted on rank (?P<aborted_rank>\d+)",
-        None,
-        None,
-        S.INFO,
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
         Blame.NONE,
         ["communicator was aborted"],
-        "<=2.0 wrapper; the 'Original reason for failure' after it is classified on its own.",
+        "<=2.0 teardown after a timeout or NCCL error; the 'Original reason for failure' after it is "
+        "classified on its own and wins.",
+        generic=True,
     ),
     _sig(
         "gloo_timeout",
@@ -674,6 +687,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
         "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.",
         post=_ib_completion_post,
+    ),
+    _sig(
+        "nccl_ib_size_mismatch",
+        # NCCL src/transport/net_ib.cc (ncclIbIsend's sanity check "to catch user collective call
+        # count/size mismatches"): <= 2.18 WARN("NET/IB : collective mismatch error local size %d remote
+        # %d addr %lx rkey %x seq %x/%x"); 2.19+ WARN("NET/IB : req %d/%d tag %x peer %s collective
+        # mismatch error, local size %d remote size %d") and ncclInvalidUsage. The two ends of a
+        # send/recv posted different sizes: ranks disagree on a collective's count or order.
+        r"NET/IB\s*:\s*(?:req \d+/\d+ tag \w+ peer \S+ )?collective mismatch error,? local size (?P<local_size>-?\d+)"
+        r" remote(?: size)? (?P<remote_size>-?\d+)",
+        K.COLLECTIVE_MISMATCH,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["collective mismatch error"],
+        "NCCL IB transport: the two ends of a transfer disagree on its size (a collective called with "
+        "different counts or in a different order); either side may be the one that diverged.",
     ),
     _sig(
         "nccl_ib_async_event",
@@ -1050,6 +1080,35 @@ SIGNATURES: tuple[Signature, ...] = (
         ["Fatal Python error", "received at time"],
         "The process that printed it crashed on a signal.",
     ),
+    _sig(
+        "mpirun_process_signaled",
+        # Open MPI orte/mca/errmgr/base/help-errmgr-base.txt [normal-termination-but] /
+        # orterun's proc-aborted-strsignal and PRRTE's prun help: "%s noticed that process rank %lu with
+        # PID %lu on node %s exited on signal %d (%s)." (", (core dumped)" may follow). The launcher
+        # saw that rank die on a signal: the rank and node that crashed (9 is often the OOM killer).
+        r"noticed that process rank (?P<self_rank>\d+) with PID \d+ on node (?P<self_node>[\w.-]+) exited on signal "
+        r"(?P<signal>\d+)(?: \((?P<sig_name>[^)\n]+)\))?",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["noticed that process rank"],
+        "mpirun names the rank and node whose process died on a signal.",
+        post=lambda ev: _named_self_post(ev),
+    ),
+    _sig(
+        "mpirun_nonzero_exit",
+        # Open MPI help-errmgr-base.txt [normal-termination-but]: "Primary job  terminated normally, but
+        # %d process returned\na non-zero exit code. Per user-direction, the job has been aborted."
+        r"Primary job\s+terminated normally, but (?P<n_failed>\d+) process(?:es)? returned",
+        K.CRASH,
+        C.SIGNAL,
+        S.WARNING,
+        Blame.NONE,
+        ["terminated normally, but"],
+        "mpirun aborted the job because a process exited non-zero; the process is named elsewhere.",
+        generic=True,
+    ),
     # ---- CUDA errors, OOM ---------------------------------------------------------------------
     _sig(
         "cuda_oom",
@@ -1096,6 +1155,24 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["killed due to memory pressure"],
         "Ray's memory monitor killed workers on a node that ran out of host memory.",
+    ),
+    _sig(
+        "ray_node_low_memory",
+        # ray src/ray/raylet/node_manager.cc (the memory monitor's worker exit detail), raised to the
+        # caller as ray.exceptions.OutOfMemoryError: "Task was killed due to the node running low on
+        # memory." (2.2-2.54), "N worker(s) were killed due to the node running low on memory." (2.55+),
+        # followed by "Memory on the node (IP: a.b.c.d, ID: ...) ... was U / T (f), which exceeds the
+        # memory usage threshold of x". The node it names is the one that ran out of host memory.
+        r"(?:Task was|\d+ worker\(s\) were) killed due to the node running low on memory"
+        r"|Memory on the node \(IP: (?P<node_ip>[\d.]+)[,)][^\n]*?exceeds the memory usage threshold",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["running low on memory", "exceeds the memory usage threshold"],
+        "Ray's memory monitor killed a worker because its node's host memory crossed the threshold; "
+        "names the node's IP.",
+        post=lambda ev: _ray_node_post(ev),
     ),
     _sig(
         "kubelet_eviction",
@@ -1540,7 +1617,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # ("Watchdog detected hard LOCKUP on cpu %d"), and kernel/hung_task.c: pr_err("INFO: task %s:%d
         # blocked for more than %ld seconds."): the host's kernel is stuck (a driver spinning, storage
         # that does not answer); a training process named there is stuck with it.
-        r"BUG: soft lockup - CPU#(?P<cpu>\d+) stuck for (?P<stuck_s>\d+)s! \[(?P<proc>[^:\]\n]+):(?P<pid>\d+)\]"
+        # (The "[comm:pid]" tail is optional: a pasted or wrapped line is often cut there.)
+        r"BUG: soft lockup - CPU#(?P<cpu>\d+) stuck for (?P<stuck_s>\d+)s!(?: \[(?P<proc>[^:\]\n]+):(?P<pid>\d+)\])?"
         r"|Watchdog detected hard LOCKUP on cpu (?P<cpu2>\d+)"
         r"|INFO: task (?P<task>[^:\s]+):(?P<task_pid>\d+) blocked for more than (?P<blocked_s>\d+) seconds",
         K.FAULTY_HOST,
@@ -1627,8 +1705,11 @@ SIGNATURES: tuple[Signature, ...] = (
         # f"Rank {rank}, node {node}, device {device}, iteration {it}: Unexpected result {result}
         # (message='found NaN in local grad norm for bucket #{i} ...')"; the loss check says
         # "found NaN in local forward loss calculation". The rank and node are the checking process's own.
-        r"(?:Rank (?P<self_rank>\d+)(?:, node (?P<self_node>[\w.-]+), device \d+, iteration \d+)?: )?"
-        r"(?:Unexpected result (?:nan|inf)\b[^\n]*?)?found (?:NaN|Inf) in local (?P<what>grad norm|forward loss)"
+        # validate_result's first report (core 0.10+, logger.error) is f"Unexpected result {result} on
+        # rank {rank} at iteration #{it} invocation #{n} (message='{message}')".
+        r"(?:Rank (?P<self_rank>\d+)(?:, node (?P<self_node>[\w.-]+), device \d+, iteration #?\d+)?: )?"
+        r"(?:Unexpected result (?:nan|inf)\b(?: on rank (?P<self_rank__c>\d+))?[^\n]*?)?"
+        r"found (?:NaN|Inf) in local (?P<what>grad norm|forward loss)"
         r"(?:[^\n]*?node: (?P<self_node__b>[\w.-]+))?",
         K.NUMERICAL,
         C.NAN_LOSS,
@@ -1639,6 +1720,24 @@ SIGNATURES: tuple[Signature, ...] = (
         post=lambda ev: _named_self_post(ev),
     ),
     # ---- NCCL's device-side collective check ----------------------------------------------------------
+    _sig(
+        "megatron_rerun_verdict",
+        # Megatron-LM megatron/core/rerun_state_machine.py validate_result's log_failure: f"Rank {rank},
+        # node {node}, device {device}, iteration #{it}: {message}!" with the reruns' verdicts ("First
+        # rerun: unexpected result is [not ]reproducible ...", "Possible transient error",
+        # "Possible persistent error", "Correct result (but possible Application error)"). It follows
+        # the first report of an unexpected result (NaN, Inf, spiky loss) and names where it ran.
+        r"Rank (?P<self_rank>\d+), node (?P<self_node>[\w.-]+), device \d+, iteration #\d+: "
+        r"(?P<verdict>First rerun: unexpected result is (?:not )?reproducible|Possible (?:transient|persistent) error"
+        r"|Correct result \(but possible Application error\))",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.CRITICAL,
+        Blame.SELF,
+        ["first rerun:", "possible transient error", "possible persistent error", "possible application error"],
+        "Megatron-LM's rerun state machine: its verdict on an unexpected result, with the rank and node.",
+        post=lambda ev: _named_self_post(ev),
+    ),
     _sig(
         "nccl_mismatched_collective",
         # NCCL src/init.cc ncclCommGetAsyncError (2.19+): WARN("Mismatched collective detected, please
@@ -1678,6 +1777,22 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["libcuda", "libcudart", "libnccl"],
         "gdb backtrace of a thread inside a CUDA/NCCL library call (a rank stuck there).",
+        generic=True,
+    ),
+    _sig(
+        "gdb_frame_in_store",
+        # gdb's backtrace (gdb/stack.c print_frame: "#N  0xADDR in FUNC (ARGS) from LIB", or without
+        # the address for frame 0) of a thread inside c10d's TCPStore client (torch/csrc/distributed/
+        # c10d/TCPStore.cpp doGet/doWait/get/wait/check): a rank blocked on the rendezvous store,
+        # waiting for a key another rank never set.
+        r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>(?:void |std::\S+ )?c10d::(?:TCPStore::(?:doGet|doWait|get|wait|check)"
+        r"|tcputil::recv\w*)[^(\n]*)\(",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["c10d::tcpstore::", "c10d::tcputil::recv"],
+        "gdb backtrace of a thread blocked in the c10d TCPStore client (a rank waiting on rendezvous).",
         generic=True,
     ),
     # ---- rendezvous failures seen only as a traceback ---------------------------------------------------
@@ -1833,6 +1948,9 @@ def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     return out
 
 
+_REDACTED_NAMES = frozenset({"localhost", "hostname", "host", "node", "nodename", "xxx", "xxxx", "redacted"})
+
+
 def _plausible_host(h: str | None) -> bool:
     """Could this name a real remote machine? Rejects 0.0.0.0/8 (what '05' or an all-digit
     hostname resolves to), unspecified/loopback, redacted ('172....') and all-digit names."""
@@ -1844,7 +1962,8 @@ def _plausible_host(h: str | None) -> bool:
     try:
         ip = ipaddress.ip_address(h)
     except ValueError:
-        if h.lower() == "localhost" or h.isdigit() or ".." in h or h.endswith("."):
+        # "HOSTNAME"/"hostname"/"node"/"xxx": what people paste in place of a real name
+        if h.lower() in _REDACTED_NAMES or h.isdigit() or ".." in h or h.endswith("."):
             return False
         return bool(re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?", h)) and any(c.isalpha() for c in h)
     return not (

@@ -90,3 +90,17 @@ def test_fourth_batch_never_blames_without_evidence_and_its_dev_rows_are_found()
     assert _bench().score(rows)["blame_without_evidence"] == 0
     dev = _bench().score([r for r in rows if _bench().split_of(r["id"]) == "dev"])
     assert dev["silent"] == 0 and dev["kind_accuracy"] == 1.0
+
+
+def test_fifth_heldout_batch_matches_its_frozen_hash() -> None:
+    rows = _rows("corpus_ext7.jsonl")
+    held = _heldout_matches_hash(rows, "heldout7.sha256")
+    assert len(held) == 30 and len(rows) == 59 and len({r["id"] for r in rows}) == 59
+    older = {r["source_url"] for name in ("corpus_ext.jsonl", "corpus_ext2.jsonl", "corpus_ext3.jsonl", "corpus_dev4.jsonl",
+                                          "corpus_ext5.jsonl", "corpus_dev6.jsonl", "real_logs_dev.jsonl")
+             for r in _rows(name)}  # fmt: skip
+    assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
+
+
+def test_fifth_batch_never_blames_without_evidence() -> None:
+    assert _bench().score(_rows("corpus_ext7.jsonl"))["blame_without_evidence"] == 0

@@ -524,6 +524,56 @@ def test_megatron_nan_checks_name_their_own_rank_and_node() -> None:
     assert f.kind is FindingKind.NUMERICAL and f.ranks == () and f.hosts == ()
 
 
+def test_megatron_rerun_state_machine_lines_name_one_culprit() -> None:
+    # rerun_state_machine.py validate_result: logger.error(f"Unexpected result {result} on rank {rank} at
+    # iteration #{it} invocation #{n} (message='{message}')"), then log_failure's f"Rank {rank}, node
+    # {node}, device {device}, iteration #{it}: {message}!": one culprit with its node, not two findings.
+    fs = analyze_log_events(
+        parse_log_text(
+            "ERROR:megatron.core.rerun_state_machine:Unexpected result nan on rank 6 at iteration #40 invocation #1 "
+            "(message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication "
+            "collective')\n"
+            "ERROR:megatron.core.rerun_state_machine:Rank 6, node trn-b03, device 6, iteration #40: First rerun: "
+            "unexpected result is reproducible within the tolerance (nan = nan). Need to rerun on a different GPU to "
+            "verify correctness.!"
+        )
+    )
+    assert [(f.kind, f.ranks, f.hosts) for f in fs] == [(FindingKind.NUMERICAL, (6,), ("trn-b03",))]
+
+
+def test_mpirun_names_the_rank_and_node_that_died_but_not_a_redacted_node() -> None:
+    # Open MPI help-errmgr-base.txt: "%s noticed that process rank %lu with PID %lu on node %s exited on signal %d (%s)."
+    f = first_finding("mpirun noticed that process rank 12 with PID 4242 on node gpu-c07 exited on signal 9 (Killed).")
+    assert (f.kind, f.ranks, f.hosts) == (FindingKind.CRASH, (12,), ("gpu-c07",))
+    f = first_finding("mpirun noticed that process rank 7 with PID 0 on node HOSTNAME exited on signal 9 (Killed).")
+    assert (f.ranks, f.hosts) == ((7,), ())
+
+
+def test_ray_oom_names_the_node_that_ran_out_of_host_memory() -> None:
+    f = first_finding(
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n"
+        "Memory on the node (IP: 10.0.62.231, ID: e5d9) where the task (task ID: 4353, name=f, pid=11362, memory "
+        "used=1.25GB) was running was 27.71GB / 28.80GB (0.962273), which exceeds the memory usage threshold of 0.95."
+    )
+    assert (f.kind, f.hosts) == (FindingKind.OOM, ("10.0.62.231",))
+
+
+@pytest.mark.parametrize("missing", [0, 5])
+def test_the_rank_absent_from_a_complete_store_barrier_roster_is_named(missing: int) -> None:
+    # torch 1.7-1.13 distributed_c10d._store_based_barrier logs this from every rank that arrived
+    line = (
+        "INFO:root:Waiting in store based barrier to initialize process group for rank: {r}, key: "
+        "store_based_barrier_key:1 (world_size=6, worker_count=5, timeout=0:30:00)"
+    )
+    text = "\n".join(line.format(r=r) for r in range(6) if r != missing)
+    f = first_finding(text)
+    assert (f.kind, f.ranks) == (FindingKind.RENDEZVOUS_ERROR, (missing,)), f.summary
+    assert f.evidence["arrived_ranks"] == [r for r in range(6) if r != missing]
+    # a roster with a gap of its own (a waiting line not pasted) names nobody
+    partial = "\n".join(line.format(r=r) for r in range(6) if r not in (missing, 3 if missing != 3 else 2))
+    assert first_finding(partial).ranks == ()
+
+
 def test_nccl_device_mismatch_blames_nobody() -> None:
     f = first_finding(
         "node7:1234:1290 [3] init.cc:1900 NCCL WARN Mismatched collective detected, please check your collective "
@@ -841,6 +891,18 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
         ("root  86177 11.7  0.4 1360975668 2593156 pts/40 Dl+ 16:12   0:25 python train.py --cfg a.yaml",
          "process_uninterruptible", "hung_collective"),
         (" iter 4500   time/iter: 0.49  lr: 0.0001 loss_mn: nan loss_c: nan   losses: nan", "loss_nan", "numerical"),
+        # written from the format strings cited at each signature (collectors/logs.py)
+        ("gpu3:1:2 [0] transport/net_ib.cc:667 NCCL WARN NET/IB : collective mismatch error local size 4096 remote 8192 "
+         "addr 0 rkey 1a seq 3/3", "nccl_ib_size_mismatch", "collective_mismatch"),
+        ("gpu3:1:2 [0] NCCL WARN NET/IB : req 0/1 tag 7 peer 10.0.0.6<4242> collective mismatch error, local size 8 remote "
+         "size 4", "nccl_ib_size_mismatch", "collective_mismatch"),
+        ("ray.exceptions.OutOfMemoryError: 2 worker(s) were killed due to the node running low on memory.",
+         "ray_node_low_memory", "oom"),
+        ("[ 485.3] watchdog: BUG: soft lockup - CPU#11 stuck for 27s! [k", "kernel_lockup", "faulty_host"),
+        ("#4  0x00007f77 in c10d::TCPStore::doGet(std::string const&) () from /x/torch/lib/libtorch_cpu.so",
+         "gdb_frame_in_store", "rendezvous_error"),
+        ("RuntimeError: NCCL communicator was aborted on rank 3.", "nccl_comm_aborted", "hung_collective"),
+        ("Primary job  terminated normally, but 1 process returned", "mpirun_nonzero_exit", "crash"),
     ],
 )  # fmt: skip
 def test_signatures_from_the_printing_code(text, signature, kind) -> None:
