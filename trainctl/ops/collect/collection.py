@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -45,6 +45,7 @@ from trainctl.collectors.ssh import (
     fan_out,
 )
 from trainctl.errors import CollectError, InputError
+from trainctl.ops.collect.tar_stream import TarStream
 from trainctl.rundir import atomic_write_text
 from trainctl.schemas import SignalKind
 
@@ -204,6 +205,7 @@ class TarMemberRefused(CollectError):
 # bench/fanout.py's profile. 64 KiB pieces take what the channel has buffered (32 KiB packets) in
 # one call and stay under glibc's 128 KiB mmap threshold: 256 KiB pieces were faster in a warm
 # process but slower in a fresh one (every buffer an mmap/munmap with its page faults).
+# (Gateway archives still go through tarfile; a host's run dir files go through TarStream.)
 TAR_BUFSIZE = 64 << 10
 
 
@@ -219,41 +221,56 @@ def _extract(
     member must not unpack to 2 GiB. Directories are skipped.
     """
     written: dict[str, int] = {}
-    with tarfile.open(fileobj=reader, mode="r|", bufsize=TAR_BUFSIZE) as tf:
-        for m in tf:
-            if m.isdir():
-                continue
-            if m.name not in wanted or not rundir_sync.safe_relpath(m.name):
-                raise TarMemberRefused(f"tar member {m.name[:200]!r} was not asked for; transfer stopped")
-            if not m.isreg() or m.issparse():
-                what = "sparse" if m.issparse() else "a link or special file"
-                raise TarMemberRefused(f"tar member {m.name[:200]!r} is {what}; only regular files are taken")
-            declared = stats[m.name].size_bytes
-            if m.size > declared:
-                raise TarMemberRefused(
-                    f"tar member {m.name[:200]!r} is {m.size} bytes, the host's manifest declared {declared}"
-                )
-            st = stats[m.name]
-            n = write_tar_member(tf, m, out / m.name, st.mtime_ns)
-            written[m.name] = n
-            on_bytes(n)
+    ts = TarStream(reader)
+    while (m := ts.next()) is not None:
+        if m.isdir():
+            continue
+        if m.name not in wanted or not rundir_sync.safe_relpath(m.name):
+            raise TarMemberRefused(f"tar member {m.name[:200]!r} was not asked for; transfer stopped")
+        if m.type not in _PLAIN_FILE_TYPES:
+            what = "sparse" if m.type == tarfile.GNUTYPE_SPARSE else "a link or special file"
+            raise TarMemberRefused(f"tar member {m.name[:200]!r} is {what}; only regular files are taken")
+        declared = stats[m.name].size_bytes
+        if m.size > declared:
+            raise TarMemberRefused(
+                f"tar member {m.name[:200]!r} is {m.size} bytes, the host's manifest declared {declared}"
+            )
+        size = m.size
+        n = _land(out / m.name, stats[m.name].mtime_ns, lambda fh, size=size: ts.copy_to(fh, size))
+        written[m.name] = n
+        on_bytes(n)
     return written
+
+
+# Regular files only: tarfile.REGULAR_TYPES also counts GNU sparse members as regular.
+_PLAIN_FILE_TYPES = (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE)
 
 
 def write_tar_member(tf: tarfile.TarFile, m: tarfile.TarInfo, dest: Path, mtime_ns: int) -> int:
     """Stream one regular member of a stream-mode archive to `dest` (temp name, then rename: readers
     never see half a file), at most its declared size; returns the bytes written."""
+    src = tf.extractfile(m)
+
+    def copy(fh: BinaryIO) -> int:
+        n = 0
+        while n < m.size and (chunk := src.read(min(TAR_BUFSIZE, m.size - n))):  # type: ignore[union-attr]
+            fh.write(chunk)
+            n += len(chunk)
+        return n
+
+    return _land(dest, mtime_ns, copy)
+
+
+def _land(dest: Path, mtime_ns: int, copy: Callable[[BinaryIO], int]) -> int:
+    """`copy` writes a file's bytes into a temp file that is then renamed to `dest` and given the
+    host's mtime; returns what `copy` returned (the bytes written)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of this thread's own: two gateways (or srun nodes) can bring the same host-less
     # file (run.json) at once, and a shared ".part" name let one rename the other's away (ENOENT).
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
-    src = tf.extractfile(m)
-    n = 0
     try:
         with open(tmp, "wb") as fh:
-            while n < m.size and (chunk := src.read(min(TAR_BUFSIZE, m.size - n))):  # type: ignore[union-attr]
-                fh.write(chunk)
-                n += len(chunk)
+            n = copy(fh)
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
