@@ -207,16 +207,17 @@ class KubectlSession:
             raise
         return CommandResult(done.exit_code, b"".join(out), done.stderr, done.duration_s)
 
-    def stream(self, command: str, *, timeout_s: float, stdin: bytes | None = None) -> PodReader:
+    def stream(
+        self, command: str, *, timeout_s: float, stdin: bytes | None = None, keep_stdin_open: bool = False
+    ) -> PodReader:
+        """As SshSession.stream: stdout as a file object; `keep_stdin_open` to talk to the command."""
         proc = self._popen(command)
-        assert proc.stdin is not None
-        try:
-            if stdin:
-                proc.stdin.write(stdin)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # the command did not read its input; its exit status says what happened
-        return PodReader(self.target.name, proc, timeout_s, kubectl_errors=self.KUBECTL_ERRORS)
+        reader = PodReader(self.target.name, proc, timeout_s, kubectl_errors=self.KUBECTL_ERRORS)
+        if stdin:
+            reader.send(stdin)
+        if not keep_stdin_open:
+            reader.close_stdin()
+        return reader
 
     KUBECTL_ERRORS = True  # kubectl's own failure lines mean the pod is out of reach
 
@@ -257,6 +258,26 @@ class PodReader:
         self.bytes_read += len(data)
         return data
 
+    def send(self, data: bytes) -> None:
+        """More input for the command (a stream opened with keep_stdin_open)."""
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the command did not read its input; its exit status says what happened
+
+    def close_stdin(self) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    def restart_clock(self) -> None:
+        """A new `timeout_s` from now, for the next stage of a conversation (see ChannelReader)."""
+        self._deadline = time.monotonic() + self._timeout_s
+
     def finish(self) -> CommandResult:
         while self.read(_READ_BYTES):
             pass
@@ -277,6 +298,7 @@ class PodReader:
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()
+        self.close_stdin()
 
 
 def _is_kubectl_error(stderr: bytes) -> bool:

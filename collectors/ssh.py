@@ -324,17 +324,24 @@ class SshSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _open(self, command: str, stdin: bytes | None) -> paramiko.Channel:
+    def _open(self, command: str, stdin: bytes | None, *, keep_stdin_open: bool = False) -> paramiko.Channel:
         chan = self.transport.open_session(timeout=self.target.connect_timeout_s or 10)
         chan.exec_command(command)
         if stdin is not None:
             chan.sendall(stdin)
-        chan.shutdown_write()
+        if not keep_stdin_open:
+            chan.shutdown_write()
         return chan
 
-    def stream(self, command: str, *, timeout_s: float, stdin: bytes | None = None) -> ChannelReader:
-        """Start `command` and return its stdout as a file object (big transfers: tar, cat)."""
-        return ChannelReader(self, self._open(command, stdin), timeout_s)
+    def stream(
+        self, command: str, *, timeout_s: float, stdin: bytes | None = None, keep_stdin_open: bool = False
+    ) -> ChannelReader:
+        """Start `command` and return its stdout as a file object (big transfers: tar, cat).
+
+        `keep_stdin_open`: the caller talks to the command while it runs (`send`, `close_stdin`),
+        e.g. answers a listing with the names to fetch over the same exec (one remote shell, not two).
+        """
+        return ChannelReader(self, self._open(command, stdin, keep_stdin_open=keep_stdin_open), timeout_s)
 
     def run(
         self,
@@ -406,7 +413,8 @@ class ChannelReader:
     """A remote command's stdout as a read-only file object (for tarfile's stream mode).
 
     Every read waits at most until the command's deadline; `finish()` returns the exit code and
-    stderr once stdout is drained.
+    stderr once stdout is drained. stderr is taken as it comes (its first MiB kept): unread, it
+    would hold the channel's window and stall stdout.
     """
 
     def __init__(self, session: SshSession, chan: paramiko.Channel, timeout_s: float) -> None:
@@ -415,6 +423,8 @@ class ChannelReader:
         self._timeout_s = timeout_s
         self._t0 = time.monotonic()
         self._deadline = self._t0 + timeout_s
+        self._err: list[bytes] = []
+        self._err_bytes = 0
         self.bytes_read = 0
 
     def read(self, n: int = -1) -> bytes:
@@ -424,6 +434,8 @@ class ChannelReader:
                 f"{self._session.target.alias}: transfer did not finish within {self._timeout_s:g}s; "
                 "raise --timeout-s for big run dirs or slow links"
             )
+        if self._chan.recv_stderr_ready():
+            self._keep_stderr(self._chan.recv_stderr(_READ_BYTES))
         self._chan.settimeout(remaining)
         try:
             data = self._chan.recv(_READ_BYTES if n is None or n < 0 else min(n, _READ_BYTES))
@@ -432,18 +444,35 @@ class ChannelReader:
         self.bytes_read += len(data)
         return data
 
+    def _keep_stderr(self, chunk: bytes) -> None:
+        if self._err_bytes < _MAX_STDERR_BYTES:
+            self._err.append(chunk[: _MAX_STDERR_BYTES - self._err_bytes])
+        self._err_bytes += len(chunk)
+
+    def send(self, data: bytes) -> None:
+        """More input for the command (a stream opened with keep_stdin_open)."""
+        self._chan.settimeout(max(0.1, self._deadline - time.monotonic()))
+        self._chan.sendall(data)
+
+    def close_stdin(self) -> None:
+        self._chan.shutdown_write()
+
+    def restart_clock(self) -> None:
+        """A new `timeout_s` from now: the next stage of a conversation (the transfer after the
+        listing) gets the whole timeout, as its own command would."""
+        self._deadline = time.monotonic() + self._timeout_s
+
     def finish(self) -> CommandResult:
         while self.read(_READ_BYTES):
             pass
         self._chan.settimeout(max(0.1, self._deadline - time.monotonic()))
-        errb = []
         try:
             while chunk := self._chan.recv_stderr(_READ_BYTES):
-                errb.append(chunk)
+                self._keep_stderr(chunk)
             code = self._chan.recv_exit_status()
         finally:
             self._chan.close()
-        return CommandResult(code, b"", b"".join(errb), time.monotonic() - self._t0)
+        return CommandResult(code, b"", b"".join(self._err), time.monotonic() - self._t0)
 
     def close(self) -> None:
         self._chan.close()

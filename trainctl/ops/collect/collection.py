@@ -32,9 +32,11 @@ import pyarrow.parquet as pq
 
 from trainctl import dataset
 from trainctl.collectors import host_facts, kernel_log, pyspy_dump, rundir_sync
-from trainctl.collectors.remote_script import build_script, new_nonce, split_sections
+from trainctl.collectors.remote_script import GO, build_script, handoff_marker, new_nonce, split_sections
 from trainctl.collectors.ssh import (
     MAX_WORKERS,
+    ChannelReader,
+    CommandResult,
     CommandTimeout,
     GroupResult,
     HostOutcome,
@@ -50,7 +52,7 @@ from trainctl.rundir import atomic_write_text
 from trainctl.schemas import SignalKind
 
 if TYPE_CHECKING:  # kubectl's transport loads only when a collect asks for pods
-    from trainctl.collectors.kubectl import KubectlClient, KubectlSession
+    from trainctl.collectors.kubectl import KubectlClient, KubectlSession, PodReader
 
 __all__ = [
     "HOST_KINDS",
@@ -210,7 +212,13 @@ TAR_BUFSIZE = 64 << 10
 
 
 def _extract(
-    reader, out: Path, wanted: dict[str, str], stats: dict[str, rundir_sync.FileStat], on_bytes: Callable[[int], None]
+    reader,
+    out: Path,
+    wanted: dict[str, str],
+    stats: dict[str, rundir_sync.FileStat],
+    on_bytes: Callable[[int], None],
+    *,
+    first: bytes = b"",
 ) -> dict[str, int]:
     """Write the tar stream's regular files that we asked for; returns path -> bytes written.
 
@@ -218,10 +226,11 @@ def _extract(
     files elsewhere); each file is written to a temp name and renamed, so readers never see half.
     A member that is not a plain regular file (sparse, link, device, FIFO) or that is larger than
     the host's own manifest declared stops the transfer with TarMemberRefused: a 21 KB sparse
-    member must not unpack to 2 GiB. Directories are skipped.
+    member must not unpack to 2 GiB. Directories are skipped. `first`: the stream's opening bytes,
+    already read from `reader` (what came with the listing's end).
     """
     written: dict[str, int] = {}
-    ts = TarStream(reader)
+    ts = TarStream(reader, first=first)
     while (m := ts.next()) is not None:
         if m.isdir():
             continue
@@ -327,6 +336,45 @@ def _count_rows(out: Path, kind: str, paths: Iterable[str]) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class _Probe:
+    """What the listing part of a host's one exec said."""
+
+    nonce: str
+    stdout: bytes  # the sections' output (remote_script framing)
+    rest: bytes  # bytes after the handoff line: the start of the fetch's output (normally none yet)
+    ended: CommandResult | None  # the script's end when it stopped before the handoff (died, killed)
+
+
+def _read_probe(conv: ChannelReader | PodReader, nonce: str, max_bytes: int, host: str) -> _Probe:
+    """Read the sections up to the handoff line (the script then waits for our answer), at most
+    `max_bytes`; a script that ends before the handoff is finished here (its status and stderr)."""
+    marker = handoff_marker(nonce)
+    buf = bytearray()
+    while chunk := conv.read(1 << 20):
+        start = max(0, len(buf) - len(marker) + 1)
+        buf += chunk
+        i = buf.find(marker, start)
+        if i >= 0:
+            return _Probe(nonce, bytes(buf[:i]), bytes(buf[i + len(marker) :]), None)
+        if len(buf) > max_bytes:
+            raise OutputTooLarge(f"{host}: the command wrote over {max_bytes} bytes; stopped reading")
+    conv.close_stdin()
+    return _Probe(nonce, bytes(buf), b"", conv.finish())
+
+
+def _end(conv: ChannelReader | PodReader, probe: _Probe) -> CommandResult:
+    """The script's end: after the handoff, our EOF (no `go`) ends it with status 0."""
+    if probe.ended is not None:
+        return probe.ended
+    conv.close_stdin()
+    return conv.finish()
+
+
+def _stderr_tail(res: CommandResult, n: int) -> str:
+    return res.stderr.decode(errors="replace")[-n:]
+
+
 class _HostJob:
     def __init__(
         self, opts: CollectOptions, client: SshClient | KubectlClient, claims: _Claims, progress: Progress | None
@@ -354,7 +402,6 @@ class _HostJob:
     def _collect(self, sess: SshSession | KubectlSession, host: str, rep: HostReport, t0: float) -> None:
         o = self.opts
         kinds = set(o.kinds)
-        art_kinds = [k for k in o.kinds if k in rundir_sync.ARTIFACT_KINDS]
         cmds = {"manifest": rundir_sync.manifest_command(o.run_dir)}
         if "host_facts" in kinds:
             cmds["facts"] = host_facts.command(o.python)
@@ -363,13 +410,37 @@ class _HostJob:
         if "pyspy" in kinds:
             cmds["ranks"] = pyspy_dump.ranks_command(o.run_dir)
         nonce = new_nonce()
+        # One exec per host: the listing, then (once we answer with the names) the tar stream.
+        script = build_script(cmds, nonce, then=rundir_sync.tar_command(o.run_dir))
+        conv = None
         try:
-            res = sess.run(build_script(cmds, nonce), timeout_s=o.timeout_s, max_output_bytes=o.max_output_bytes)
+            conv = sess.stream(script, timeout_s=o.timeout_s, keep_stdin_open=True)
+            probe = _read_probe(conv, nonce, o.max_output_bytes, host)
         except (CommandTimeout, OutputTooLarge, OSError, EOFError) as exc:
+            if conv is not None:
+                conv.close()
             rep.failed, rep.error = True, str(exc)
             self._fail_all(rep, o.kinds, exc, error_type_of(exc), t0)
             return
-        sections = split_sections(res.stdout, nonce)
+        try:
+            self._after_probe(sess, conv, probe, cmds, host, rep, t0)
+        finally:
+            conv.close()
+
+    def _after_probe(
+        self,
+        sess: SshSession | KubectlSession,
+        conv: ChannelReader | PodReader,
+        probe: _Probe,
+        cmds: dict[str, str],
+        host: str,
+        rep: HostReport,
+        t0: float,
+    ) -> None:
+        o = self.opts
+        kinds = set(o.kinds)
+        art_kinds = [k for k in o.kinds if k in rundir_sync.ARTIFACT_KINDS]
+        sections = split_sections(probe.stdout, probe.nonce)
         probe_s = time.monotonic() - t0
 
         # Host facts and kernel log do not depend on the run dir.
@@ -393,7 +464,7 @@ class _HostJob:
                     self._fail_all(
                         rep,
                         [kind],
-                        f"probe script ended early: {res.stderr.decode(errors='replace')[-200:]}",
+                        f"probe script ended early: {_stderr_tail(_end(conv, probe), 200)}",
                         "command_failed",
                         t0,
                     )
@@ -406,7 +477,7 @@ class _HostJob:
                 f"{host}: run dir {o.run_dir} does not exist there (or is not readable)"
                 if no_dir
                 else f"{host}: listing {o.run_dir} failed (exit {man.exit_code if man else 'none'}): "
-                f"{res.stderr.decode(errors='replace')[-200:]}"
+                f"{_stderr_tail(_end(conv, probe), 200)}"
             )
             self._fail_all(
                 rep,
@@ -448,15 +519,18 @@ class _HostJob:
         fetch_error: BaseException | None = None
         if todo:
             try:
-                reader = sess.stream(
-                    rundir_sync.tar_command(o.run_dir),
-                    timeout_s=o.timeout_s,
-                    stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in todo) + b"\0",
-                )
+                conv.send(GO + b"\0".join(p.encode("utf-8", "surrogateescape") for p in todo) + b"\0")
+                conv.close_stdin()
+                conv.restart_clock()  # the transfer has the whole timeout, as its own exec had
                 fetched = _extract(
-                    reader, o.out, todo, remote, lambda n: self.progress and self.progress(host, n, None)
+                    conv,
+                    o.out,
+                    todo,
+                    remote,
+                    lambda n: self.progress and self.progress(host, n, None),
+                    first=probe.rest,
                 )
-                done = reader.finish()
+                done = conv.finish()
                 if done.exit_code != 0:
                     raise CollectError(
                         f"{host}: tar exited {done.exit_code}: {done.stderr.decode(errors='replace')[-300:]}"
@@ -468,6 +542,8 @@ class _HostJob:
                 )
             except (CollectError, OSError, EOFError, tarfile.TarError) as exc:
                 fetch_error = exc
+        else:
+            _end(conv, probe)  # nothing to fetch: the script ends on EOF
         new_state = {p: st for p, st in local.items() if p in remote and remote[p] == st and (o.out / p).exists()}
         new_state.update({p: remote[p] for p in fetched})
         _save_state(o.out, host, new_state)

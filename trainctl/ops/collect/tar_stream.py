@@ -40,10 +40,11 @@ class TarStream:
     The data of a member that is not copied is skipped by the next `next()`.
     """
 
-    def __init__(self, reader: Reader, *, read_bytes: int = 1 << 20) -> None:
+    def __init__(self, reader: Reader, *, first: bytes = b"", read_bytes: int = 1 << 20) -> None:
+        """`first`: the archive's opening bytes when the caller already read them from `reader`."""
         self._reader = reader
         self._read_bytes = read_bytes
-        self._pending = memoryview(b"")
+        self._pending = memoryview(first)
         self._unread = 0  # bytes of the current member's data (and padding) not consumed yet
 
     def _piece(self, want: int) -> memoryview:
