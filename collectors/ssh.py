@@ -41,6 +41,7 @@ from typing import Generic, TypeVar
 
 import paramiko
 
+from trainctl.collectors import ssh_config_shape
 from trainctl.errors import CollectError, HostKeyError, HostUnreachable
 
 __all__ = [
@@ -586,6 +587,15 @@ class SshClient:
         # canonical names, CertificateFile, ...); paramiko only as the fallback. Resolved once per alias.
         self.use_ssh_G = use_ssh_G
         self._targets: dict[str, SshTarget] = {}
+        # Hosts the config provably cannot tell apart share one `ssh -G` (ssh_config_shape); the
+        # config is read once, here, as `ssh -G -F` reads it (no -F: ssh also reads the system config).
+        self._shape = (
+            ssh_config_shape.parse(self.config_path.read_text(errors="replace"))
+            if use_ssh_G and self.config_path is not None
+            else None
+        )
+        self._class_G: dict[tuple, dict[str, list[str]] | None] = {}
+        self._class_locks: dict[tuple, threading.Lock] = {}
 
     def target(self, alias: str) -> SshTarget:
         cached = self._targets.get(alias)
@@ -595,7 +605,7 @@ class SshClient:
         port = None
         if host.count(":") == 1:
             host, port = host.split(":")
-        g = ssh_G(host, self.config_path, port=port, user=user or None) if self.use_ssh_G else None
+        g = self._resolve_G(host, port, user or None) if self.use_ssh_G else None
         if g is not None:
             t = _target_from_G(alias, g)
             self._targets[alias] = t
@@ -619,6 +629,23 @@ class SshClient:
             connect_timeout_s=float(ct) if ct else None,
             proxy_command=None if c.get("proxycommand", "none").lower() == "none" else c.get("proxycommand"),
         )
+
+    def _resolve_G(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
+        """`ssh -G` for `host`, or its class's answer with the name put in (see ssh_config_shape)."""
+        cls = self._shape.host_class(host, user, port) if self._shape is not None else None
+        if cls is None:
+            return ssh_G(host, self.config_path, port=port, user=user)
+        with self._class_locks.setdefault(cls, threading.Lock()):  # one ssh -G per class, not one per worker
+            if cls not in self._class_G:
+                g = ssh_G(host, self.config_path, port=port, user=user)
+                self._class_G[cls] = None if g is None else {**g, "host": [host]}
+            shared = self._class_G[cls]
+        if shared is None:
+            return None
+        named = {**shared, "host": [host]}
+        if not self._shape.sets_hostname(cls):  # type: ignore[union-attr]
+            named["hostname"] = [host]
+        return named
 
     def connect(self, alias: str) -> SshSession:
         """A verified, authenticated session; transient failures are retried with jittered backoff."""
