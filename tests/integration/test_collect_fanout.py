@@ -79,3 +79,12 @@ def test_collect_opens_one_exec_per_host_and_brings_every_file(sshd_cluster, tmp
         assert (tmp_path / "ds" / "logs" / h / "rank-0.log").read_text() == f"hello from {h}\n"
     rows = {(r.host, r.kind): r.ok for rep in result.reports for r in rep.rows}
     assert all(rows[(h, k)] for h in cluster.names for k in ("rank_logs", "host_facts"))
+    # The status part is a few rows: written uncompressed (zstd cost CPU per host for nothing).
+    import pyarrow.parquet as pq
+
+    from trainctl import dataset
+
+    parts = dataset.list_parts(tmp_path / "ds", "collection_status")
+    assert sorted(p.host for p in parts) == ["node01", "node02"]
+    meta = pq.read_metadata(parts[0].path)
+    assert meta.num_rows == 2 and meta.row_group(0).column(0).compression == "UNCOMPRESSED"
