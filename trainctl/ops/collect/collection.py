@@ -1,12 +1,14 @@
 """`trainctl collect`: every host's run dir artefacts and host signals into one dataset.
 
-Per host, over one SSH connection (trainctl.collectors.ssh):
-  1. one exec runs the probe script: the run dir manifest (path/size/mtime), host facts, the
-     kernel log's NVRM/Xid lines and the ranks' pids (collectors/remote_script.py frames them);
-  2. the files whose size or mtime changed since the last collect (the local manifest under
-     DATASET/.trainctl-collect/) stream back in one `tar` over an exec channel (no SFTP: the
-     baseline measured it 18-57 % slower) and land in the same relative layout as the run dir;
-  3. `py-spy dump` of the ranks still running there, when py-spy is installed.
+Per host, over one SSH connection (trainctl.collectors.ssh) and one exec:
+  1. the probe script: the run dir manifest (path/size/mtime), host facts, the kernel log's
+     NVRM/Xid lines and the ranks' pids (collectors/remote_script.py frames them), then a
+     handoff line; the script waits for our answer on stdin;
+  2. we answer with the files whose size or mtime changed since the last collect (the local
+     manifest under DATASET/.trainctl-collect/), and they stream back in one `tar` on the same
+     channel (no SFTP: the baseline measured it 18-57 % slower; read by TarStream) and land in
+     the same relative layout as the run dir;
+  3. `py-spy dump` of the ranks still running there (a second exec), when py-spy is installed.
 Every host x kind outcome becomes a collection_status row (ok, rows, bytes, duration, or the
 error), so missing data is never silent. A file several hosts see (a run dir on a shared file
 system, run.json) is fetched once, from the first host that reports it.
