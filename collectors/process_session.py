@@ -58,6 +58,26 @@ class ProcessReader:
         self.bytes_read += len(data)
         return data
 
+    def send(self, data: bytes) -> None:
+        """More input for the command (a stream opened with keep_stdin_open)."""
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the command did not read its input; its exit status says what happened
+
+    def close_stdin(self) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    def restart_clock(self) -> None:
+        """A new `timeout_s` from now, for the next stage of a conversation (see ssh.ChannelReader)."""
+        self._deadline = time.monotonic() + self._timeout_s
+
     def finish(self) -> CommandResult:
         while self.read(_READ_BYTES):
             pass
@@ -79,6 +99,7 @@ class ProcessReader:
         if self._proc.poll() is None:
             self._proc.kill()
         self._proc.wait()
+        self.close_stdin()
 
 
 class ProcessSession:
@@ -127,13 +148,13 @@ class ProcessSession:
             raise
         return CommandResult(done.exit_code, b"".join(out), done.stderr, done.duration_s)
 
-    def stream(self, command: str, *, timeout_s: float, stdin: bytes | None = None) -> ProcessReader:
-        proc = self._popen(command)
-        assert proc.stdin is not None
-        try:
-            if stdin:
-                proc.stdin.write(stdin)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # the command did not read its input; its exit status says what happened
-        return self.reader_class(self.name, proc, timeout_s)
+    def stream(
+        self, command: str, *, timeout_s: float, stdin: bytes | None = None, keep_stdin_open: bool = False
+    ) -> ProcessReader:
+        """As SshSession.stream: stdout as a file object; `keep_stdin_open` to talk to the command."""
+        reader = self.reader_class(self.name, self._popen(command), timeout_s)
+        if stdin:
+            reader.send(stdin)
+        if not keep_stdin_open:
+            reader.close_stdin()
+        return reader

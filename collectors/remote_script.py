@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["Section", "new_nonce", "build_script", "split_sections"]
+__all__ = ["Section", "new_nonce", "build_script", "handoff_marker", "GO", "split_sections"]
 
 
 @dataclass(frozen=True)
@@ -27,19 +27,42 @@ def new_nonce() -> str:
     return secrets.token_hex(8)
 
 
-def build_script(commands: Mapping[str, str], nonce: str) -> str:
+def build_script(commands: Mapping[str, str], nonce: str, *, then: str | None = None) -> str:
     """`commands`: section name -> a shell command built by a collector's template (already quoted).
 
     Each runs in a subshell, so an `exit` or `cd` in one does not affect the next.
+
+    `then`: a command for the same exec, after the sections, run only once the client says so:
+    the sections read /dev/null, a handoff line (handoff_marker) ends their output, and the script
+    waits for one line on stdin. `go` runs `then` with the rest of stdin as its input (the names
+    to fetch, chosen from the listing); anything else, or EOF, ends the script with status 0. One
+    exec instead of a listing exec and a fetch exec: one remote shell start, one channel.
     """
     if not re.fullmatch(r"[0-9a-f]{8,64}", nonce):
         raise ValueError(f"nonce {nonce!r} must be hex")
     lines = [f'_tc_sec() {{ printf \'\\n@@{nonce} %s %s\\n\' "$1" "$2"; }}']
+    if then is not None:
+        lines.append("{")
     for name, cmd in commands.items():
         if not re.fullmatch(r"[a-z_]+", name):
             raise ValueError(f"section name {name!r} must be [a-z_]+")
         lines.append(f"( {cmd}\n); _tc_sec {name} $?")
+    if then is not None:
+        # `read` takes stdin one byte at a time (POSIX, on a pipe): the names after the line are
+        # left for `then`.
+        lines.append("} </dev/null")
+        lines.append(f"printf '\\n@@{nonce} --\\n'")
+        lines.append('IFS= read -r _tc_go || exit 0\n[ "$_tc_go" = go ] || exit 0')
+        lines.append(then)
     return "\n".join(lines) + "\n"
+
+
+def handoff_marker(nonce: str) -> bytes:
+    """The line that ends the sections' output in a script with `then` (no section has this shape)."""
+    return b"\n@@" + nonce.encode() + b" --\n"
+
+
+GO = b"go\n"  # the client's answer that runs `then`; the input for `then` follows it
 
 
 def split_sections(output: bytes, nonce: str) -> dict[str, Section]:

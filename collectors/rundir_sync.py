@@ -135,7 +135,9 @@ def changed(remote: Mapping[str, FileStat], local: Mapping[str, FileStat], kinds
 def tar_command(run_dir: str) -> str:
     # Names come on stdin (NUL separated): nothing from the remote file system is ever parsed by a
     # shell. --ignore-failed-read: a heartbeat replaced between manifest and tar is not an error.
-    return f"cd -- {shlex.quote(run_dir)} && tar --null --no-recursion --ignore-failed-read -T - -cf -"
+    # --format=gnu whatever the distribution's default: the client's reader (TarStream) takes GNU
+    # headers and long names only, never pax.
+    return f"cd -- {shlex.quote(run_dir)} && tar --null --no-recursion --ignore-failed-read --format=gnu -T - -cf -"
 
 
 def shared_view(foreign: Iterable[str], listings: Mapping[str, Mapping[str, FileStat]]) -> bool:

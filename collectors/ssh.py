@@ -41,6 +41,7 @@ from typing import Generic, TypeVar
 
 import paramiko
 
+from trainctl.collectors import ssh_config_shape
 from trainctl.errors import CollectError, HostKeyError, HostUnreachable
 
 __all__ = [
@@ -324,17 +325,24 @@ class SshSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _open(self, command: str, stdin: bytes | None) -> paramiko.Channel:
+    def _open(self, command: str, stdin: bytes | None, *, keep_stdin_open: bool = False) -> paramiko.Channel:
         chan = self.transport.open_session(timeout=self.target.connect_timeout_s or 10)
         chan.exec_command(command)
         if stdin is not None:
             chan.sendall(stdin)
-        chan.shutdown_write()
+        if not keep_stdin_open:
+            chan.shutdown_write()
         return chan
 
-    def stream(self, command: str, *, timeout_s: float, stdin: bytes | None = None) -> ChannelReader:
-        """Start `command` and return its stdout as a file object (big transfers: tar, cat)."""
-        return ChannelReader(self, self._open(command, stdin), timeout_s)
+    def stream(
+        self, command: str, *, timeout_s: float, stdin: bytes | None = None, keep_stdin_open: bool = False
+    ) -> ChannelReader:
+        """Start `command` and return its stdout as a file object (big transfers: tar, cat).
+
+        `keep_stdin_open`: the caller talks to the command while it runs (`send`, `close_stdin`),
+        e.g. answers a listing with the names to fetch over the same exec (one remote shell, not two).
+        """
+        return ChannelReader(self, self._open(command, stdin, keep_stdin_open=keep_stdin_open), timeout_s)
 
     def run(
         self,
@@ -406,7 +414,8 @@ class ChannelReader:
     """A remote command's stdout as a read-only file object (for tarfile's stream mode).
 
     Every read waits at most until the command's deadline; `finish()` returns the exit code and
-    stderr once stdout is drained.
+    stderr once stdout is drained. stderr is taken as it comes (its first MiB kept): unread, it
+    would hold the channel's window and stall stdout.
     """
 
     def __init__(self, session: SshSession, chan: paramiko.Channel, timeout_s: float) -> None:
@@ -415,6 +424,8 @@ class ChannelReader:
         self._timeout_s = timeout_s
         self._t0 = time.monotonic()
         self._deadline = self._t0 + timeout_s
+        self._err: list[bytes] = []
+        self._err_bytes = 0
         self.bytes_read = 0
 
     def read(self, n: int = -1) -> bytes:
@@ -424,6 +435,8 @@ class ChannelReader:
                 f"{self._session.target.alias}: transfer did not finish within {self._timeout_s:g}s; "
                 "raise --timeout-s for big run dirs or slow links"
             )
+        if self._chan.recv_stderr_ready():
+            self._keep_stderr(self._chan.recv_stderr(_READ_BYTES))
         self._chan.settimeout(remaining)
         try:
             data = self._chan.recv(_READ_BYTES if n is None or n < 0 else min(n, _READ_BYTES))
@@ -432,18 +445,35 @@ class ChannelReader:
         self.bytes_read += len(data)
         return data
 
+    def _keep_stderr(self, chunk: bytes) -> None:
+        if self._err_bytes < _MAX_STDERR_BYTES:
+            self._err.append(chunk[: _MAX_STDERR_BYTES - self._err_bytes])
+        self._err_bytes += len(chunk)
+
+    def send(self, data: bytes) -> None:
+        """More input for the command (a stream opened with keep_stdin_open)."""
+        self._chan.settimeout(max(0.1, self._deadline - time.monotonic()))
+        self._chan.sendall(data)
+
+    def close_stdin(self) -> None:
+        self._chan.shutdown_write()
+
+    def restart_clock(self) -> None:
+        """A new `timeout_s` from now: the next stage of a conversation (the transfer after the
+        listing) gets the whole timeout, as its own command would."""
+        self._deadline = time.monotonic() + self._timeout_s
+
     def finish(self) -> CommandResult:
         while self.read(_READ_BYTES):
             pass
         self._chan.settimeout(max(0.1, self._deadline - time.monotonic()))
-        errb = []
         try:
             while chunk := self._chan.recv_stderr(_READ_BYTES):
-                errb.append(chunk)
+                self._keep_stderr(chunk)
             code = self._chan.recv_exit_status()
         finally:
             self._chan.close()
-        return CommandResult(code, b"", b"".join(errb), time.monotonic() - self._t0)
+        return CommandResult(code, b"", b"".join(self._err), time.monotonic() - self._t0)
 
     def close(self) -> None:
         self._chan.close()
@@ -557,6 +587,15 @@ class SshClient:
         # canonical names, CertificateFile, ...); paramiko only as the fallback. Resolved once per alias.
         self.use_ssh_G = use_ssh_G
         self._targets: dict[str, SshTarget] = {}
+        # Hosts the config provably cannot tell apart share one `ssh -G` (ssh_config_shape); the
+        # config is read once, here, as `ssh -G -F` reads it (no -F: ssh also reads the system config).
+        self._shape = (
+            ssh_config_shape.parse(self.config_path.read_text(errors="replace"))
+            if use_ssh_G and self.config_path is not None
+            else None
+        )
+        self._class_G: dict[tuple, dict[str, list[str]] | None] = {}
+        self._class_locks: dict[tuple, threading.Lock] = {}
 
     def target(self, alias: str) -> SshTarget:
         cached = self._targets.get(alias)
@@ -566,7 +605,7 @@ class SshClient:
         port = None
         if host.count(":") == 1:
             host, port = host.split(":")
-        g = ssh_G(host, self.config_path, port=port, user=user or None) if self.use_ssh_G else None
+        g = self._resolve_G(host, port, user or None) if self.use_ssh_G else None
         if g is not None:
             t = _target_from_G(alias, g)
             self._targets[alias] = t
@@ -590,6 +629,23 @@ class SshClient:
             connect_timeout_s=float(ct) if ct else None,
             proxy_command=None if c.get("proxycommand", "none").lower() == "none" else c.get("proxycommand"),
         )
+
+    def _resolve_G(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
+        """`ssh -G` for `host`, or its class's answer with the name put in (see ssh_config_shape)."""
+        cls = self._shape.host_class(host, user, port) if self._shape is not None else None
+        if cls is None:
+            return ssh_G(host, self.config_path, port=port, user=user)
+        with self._class_locks.setdefault(cls, threading.Lock()):  # one ssh -G per class, not one per worker
+            if cls not in self._class_G:
+                g = ssh_G(host, self.config_path, port=port, user=user)
+                self._class_G[cls] = None if g is None else {**g, "host": [host]}
+            shared = self._class_G[cls]
+        if shared is None:
+            return None
+        named = {**shared, "host": [host]}
+        if not self._shape.sets_hostname(cls):  # type: ignore[union-attr]
+            named["hostname"] = [host]
+        return named
 
     def connect(self, alias: str) -> SshSession:
         """A verified, authenticated session; transient failures are retried with jittered backoff."""

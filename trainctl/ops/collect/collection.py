@@ -1,12 +1,14 @@
 """`trainctl collect`: every host's run dir artefacts and host signals into one dataset.
 
-Per host, over one SSH connection (trainctl.collectors.ssh):
-  1. one exec runs the probe script: the run dir manifest (path/size/mtime), host facts, the
-     kernel log's NVRM/Xid lines and the ranks' pids (collectors/remote_script.py frames them);
-  2. the files whose size or mtime changed since the last collect (the local manifest under
-     DATASET/.trainctl-collect/) stream back in one `tar` over an exec channel (no SFTP: the
-     baseline measured it 18-57 % slower) and land in the same relative layout as the run dir;
-  3. `py-spy dump` of the ranks still running there, when py-spy is installed.
+Per host, over one SSH connection (trainctl.collectors.ssh) and one exec:
+  1. the probe script: the run dir manifest (path/size/mtime), host facts, the kernel log's
+     NVRM/Xid lines and the ranks' pids (collectors/remote_script.py frames them), then a
+     handoff line; the script waits for our answer on stdin;
+  2. we answer with the files whose size or mtime changed since the last collect (the local
+     manifest under DATASET/.trainctl-collect/), and they stream back in one `tar` on the same
+     channel (no SFTP: the baseline measured it 18-57 % slower; read by TarStream) and land in
+     the same relative layout as the run dir;
+  3. `py-spy dump` of the ranks still running there (a second exec), when py-spy is installed.
 Every host x kind outcome becomes a collection_status row (ok, rows, bytes, duration, or the
 error), so missing data is never silent. A file several hosts see (a run dir on a shared file
 system, run.json) is fetched once, from the first host that reports it.
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -32,9 +34,11 @@ import pyarrow.parquet as pq
 
 from trainctl import dataset
 from trainctl.collectors import host_facts, kernel_log, pyspy_dump, rundir_sync
-from trainctl.collectors.remote_script import build_script, new_nonce, split_sections
+from trainctl.collectors.remote_script import GO, build_script, handoff_marker, new_nonce, split_sections
 from trainctl.collectors.ssh import (
     MAX_WORKERS,
+    ChannelReader,
+    CommandResult,
     CommandTimeout,
     GroupResult,
     HostOutcome,
@@ -45,12 +49,13 @@ from trainctl.collectors.ssh import (
     fan_out,
 )
 from trainctl.errors import CollectError, InputError
+from trainctl.ops.collect.tar_stream import TarStream
 from trainctl.rundir import atomic_write_text
 from trainctl.schemas import SignalKind
 
 if TYPE_CHECKING:  # kubectl's transport loads only when a collect asks for pods
     from trainctl.collectors.kubectl import KubectlClient
-    from trainctl.collectors.process_session import ProcessSession
+    from trainctl.collectors.process_session import ProcessReader, ProcessSession
 
 __all__ = [
     "HOST_KINDS",
@@ -205,11 +210,18 @@ class TarMemberRefused(CollectError):
 # bench/fanout.py's profile. 64 KiB pieces take what the channel has buffered (32 KiB packets) in
 # one call and stay under glibc's 128 KiB mmap threshold: 256 KiB pieces were faster in a warm
 # process but slower in a fresh one (every buffer an mmap/munmap with its page faults).
+# (Gateway archives still go through tarfile; a host's run dir files go through TarStream.)
 TAR_BUFSIZE = 64 << 10
 
 
 def _extract(
-    reader, out: Path, wanted: dict[str, str], stats: dict[str, rundir_sync.FileStat], on_bytes: Callable[[int], None]
+    reader,
+    out: Path,
+    wanted: dict[str, str],
+    stats: dict[str, rundir_sync.FileStat],
+    on_bytes: Callable[[int], None],
+    *,
+    first: bytes = b"",
 ) -> dict[str, int]:
     """Write the tar stream's regular files that we asked for; returns path -> bytes written.
 
@@ -217,44 +229,60 @@ def _extract(
     files elsewhere); each file is written to a temp name and renamed, so readers never see half.
     A member that is not a plain regular file (sparse, link, device, FIFO) or that is larger than
     the host's own manifest declared stops the transfer with TarMemberRefused: a 21 KB sparse
-    member must not unpack to 2 GiB. Directories are skipped.
+    member must not unpack to 2 GiB. Directories are skipped. `first`: the stream's opening bytes,
+    already read from `reader` (what came with the listing's end).
     """
     written: dict[str, int] = {}
-    with tarfile.open(fileobj=reader, mode="r|", bufsize=TAR_BUFSIZE) as tf:
-        for m in tf:
-            if m.isdir():
-                continue
-            if m.name not in wanted or not rundir_sync.safe_relpath(m.name):
-                raise TarMemberRefused(f"tar member {m.name[:200]!r} was not asked for; transfer stopped")
-            if not m.isreg() or m.issparse():
-                what = "sparse" if m.issparse() else "a link or special file"
-                raise TarMemberRefused(f"tar member {m.name[:200]!r} is {what}; only regular files are taken")
-            declared = stats[m.name].size_bytes
-            if m.size > declared:
-                raise TarMemberRefused(
-                    f"tar member {m.name[:200]!r} is {m.size} bytes, the host's manifest declared {declared}"
-                )
-            st = stats[m.name]
-            n = write_tar_member(tf, m, out / m.name, st.mtime_ns)
-            written[m.name] = n
-            on_bytes(n)
+    ts = TarStream(reader, first=first)
+    while (m := ts.next()) is not None:
+        if m.isdir():
+            continue
+        if m.name not in wanted or not rundir_sync.safe_relpath(m.name):
+            raise TarMemberRefused(f"tar member {m.name[:200]!r} was not asked for; transfer stopped")
+        if m.type not in _PLAIN_FILE_TYPES:
+            what = "sparse" if m.type == tarfile.GNUTYPE_SPARSE else "a link or special file"
+            raise TarMemberRefused(f"tar member {m.name[:200]!r} is {what}; only regular files are taken")
+        declared = stats[m.name].size_bytes
+        if m.size > declared:
+            raise TarMemberRefused(
+                f"tar member {m.name[:200]!r} is {m.size} bytes, the host's manifest declared {declared}"
+            )
+        size = m.size
+        n = _land(out / m.name, stats[m.name].mtime_ns, lambda fh, size=size: ts.copy_to(fh, size))
+        written[m.name] = n
+        on_bytes(n)
     return written
+
+
+# Regular files only: tarfile.REGULAR_TYPES also counts GNU sparse members as regular.
+_PLAIN_FILE_TYPES = (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.CONTTYPE)
 
 
 def write_tar_member(tf: tarfile.TarFile, m: tarfile.TarInfo, dest: Path, mtime_ns: int) -> int:
     """Stream one regular member of a stream-mode archive to `dest` (temp name, then rename: readers
     never see half a file), at most its declared size; returns the bytes written."""
+    src = tf.extractfile(m)
+
+    def copy(fh: BinaryIO) -> int:
+        n = 0
+        while n < m.size and (chunk := src.read(min(TAR_BUFSIZE, m.size - n))):  # type: ignore[union-attr]
+            fh.write(chunk)
+            n += len(chunk)
+        return n
+
+    return _land(dest, mtime_ns, copy)
+
+
+def _land(dest: Path, mtime_ns: int, copy: Callable[[BinaryIO], int]) -> int:
+    """`copy` writes a file's bytes into a temp file that is then renamed to `dest` and given the
+    host's mtime; returns what `copy` returned (the bytes written)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     # A temp name of this thread's own: two gateways (or srun nodes) can bring the same host-less
     # file (run.json) at once, and a shared ".part" name let one rename the other's away (ENOENT).
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.part")
-    src = tf.extractfile(m)
-    n = 0
     try:
         with open(tmp, "wb") as fh:
-            while n < m.size and (chunk := src.read(min(TAR_BUFSIZE, m.size - n))):  # type: ignore[union-attr]
-                fh.write(chunk)
-                n += len(chunk)
+            n = copy(fh)
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -311,6 +339,45 @@ def _count_rows(out: Path, kind: str, paths: Iterable[str]) -> int:
     return total
 
 
+@dataclass(frozen=True)
+class _Probe:
+    """What the listing part of a host's one exec said."""
+
+    nonce: str
+    stdout: bytes  # the sections' output (remote_script framing)
+    rest: bytes  # bytes after the handoff line: the start of the fetch's output (normally none yet)
+    ended: CommandResult | None  # the script's end when it stopped before the handoff (died, killed)
+
+
+def _read_probe(conv: ChannelReader | ProcessReader, nonce: str, max_bytes: int, host: str) -> _Probe:
+    """Read the sections up to the handoff line (the script then waits for our answer), at most
+    `max_bytes`; a script that ends before the handoff is finished here (its status and stderr)."""
+    marker = handoff_marker(nonce)
+    buf = bytearray()
+    while chunk := conv.read(1 << 20):
+        start = max(0, len(buf) - len(marker) + 1)
+        buf += chunk
+        i = buf.find(marker, start)
+        if i >= 0:
+            return _Probe(nonce, bytes(buf[:i]), bytes(buf[i + len(marker) :]), None)
+        if len(buf) > max_bytes:
+            raise OutputTooLarge(f"{host}: the command wrote over {max_bytes} bytes; stopped reading")
+    conv.close_stdin()
+    return _Probe(nonce, bytes(buf), b"", conv.finish())
+
+
+def _end(conv: ChannelReader | ProcessReader, probe: _Probe) -> CommandResult:
+    """The script's end: after the handoff, our EOF (no `go`) ends it with status 0."""
+    if probe.ended is not None:
+        return probe.ended
+    conv.close_stdin()
+    return conv.finish()
+
+
+def _stderr_tail(res: CommandResult, n: int) -> str:
+    return res.stderr.decode(errors="replace")[-n:]
+
+
 class _HostJob:
     def __init__(
         self, opts: CollectOptions, client: SshClient | KubectlClient, claims: _Claims, progress: Progress | None
@@ -338,7 +405,6 @@ class _HostJob:
     def _collect(self, sess: SshSession | ProcessSession, host: str, rep: HostReport, t0: float) -> None:
         o = self.opts
         kinds = set(o.kinds)
-        art_kinds = [k for k in o.kinds if k in rundir_sync.ARTIFACT_KINDS]
         cmds = {"manifest": rundir_sync.manifest_command(o.run_dir)}
         if "host_facts" in kinds:
             cmds["facts"] = host_facts.command(o.python)
@@ -347,13 +413,37 @@ class _HostJob:
         if "pyspy" in kinds:
             cmds["ranks"] = pyspy_dump.ranks_command(o.run_dir)
         nonce = new_nonce()
+        # One exec per host: the listing, then (once we answer with the names) the tar stream.
+        script = build_script(cmds, nonce, then=rundir_sync.tar_command(o.run_dir))
+        conv = None
         try:
-            res = sess.run(build_script(cmds, nonce), timeout_s=o.timeout_s, max_output_bytes=o.max_output_bytes)
+            conv = sess.stream(script, timeout_s=o.timeout_s, keep_stdin_open=True)
+            probe = _read_probe(conv, nonce, o.max_output_bytes, host)
         except (CommandTimeout, OutputTooLarge, OSError, EOFError) as exc:
+            if conv is not None:
+                conv.close()
             rep.failed, rep.error = True, str(exc)
             self._fail_all(rep, o.kinds, exc, error_type_of(exc), t0)
             return
-        sections = split_sections(res.stdout, nonce)
+        try:
+            self._after_probe(sess, conv, probe, cmds, host, rep, t0)
+        finally:
+            conv.close()
+
+    def _after_probe(
+        self,
+        sess: SshSession | ProcessSession,
+        conv: ChannelReader | ProcessReader,
+        probe: _Probe,
+        cmds: dict[str, str],
+        host: str,
+        rep: HostReport,
+        t0: float,
+    ) -> None:
+        o = self.opts
+        kinds = set(o.kinds)
+        art_kinds = [k for k in o.kinds if k in rundir_sync.ARTIFACT_KINDS]
+        sections = split_sections(probe.stdout, probe.nonce)
         probe_s = time.monotonic() - t0
 
         # Host facts and kernel log do not depend on the run dir.
@@ -377,7 +467,7 @@ class _HostJob:
                     self._fail_all(
                         rep,
                         [kind],
-                        f"probe script ended early: {res.stderr.decode(errors='replace')[-200:]}",
+                        f"probe script ended early: {_stderr_tail(_end(conv, probe), 200)}",
                         "command_failed",
                         t0,
                     )
@@ -390,7 +480,7 @@ class _HostJob:
                 f"{host}: run dir {o.run_dir} does not exist there (or is not readable)"
                 if no_dir
                 else f"{host}: listing {o.run_dir} failed (exit {man.exit_code if man else 'none'}): "
-                f"{res.stderr.decode(errors='replace')[-200:]}"
+                f"{_stderr_tail(_end(conv, probe), 200)}"
             )
             self._fail_all(
                 rep,
@@ -432,15 +522,18 @@ class _HostJob:
         fetch_error: BaseException | None = None
         if todo:
             try:
-                reader = sess.stream(
-                    rundir_sync.tar_command(o.run_dir),
-                    timeout_s=o.timeout_s,
-                    stdin=b"\0".join(p.encode("utf-8", "surrogateescape") for p in todo) + b"\0",
-                )
+                conv.send(GO + b"\0".join(p.encode("utf-8", "surrogateescape") for p in todo) + b"\0")
+                conv.close_stdin()
+                conv.restart_clock()  # the transfer has the whole timeout, as its own exec had
                 fetched = _extract(
-                    reader, o.out, todo, remote, lambda n: self.progress and self.progress(host, n, None)
+                    conv,
+                    o.out,
+                    todo,
+                    remote,
+                    lambda n: self.progress and self.progress(host, n, None),
+                    first=probe.rest,
                 )
-                done = reader.finish()
+                done = conv.finish()
                 if done.exit_code != 0:
                     raise CollectError(
                         f"{host}: tar exited {done.exit_code}: {done.stderr.decode(errors='replace')[-300:]}"
@@ -452,6 +545,8 @@ class _HostJob:
                 )
             except (CollectError, OSError, EOFError, tarfile.TarError) as exc:
                 fetch_error = exc
+        else:
+            _end(conv, probe)  # nothing to fetch: the script ends on EOF
         new_state = {p: st for p, st in local.items() if p in remote and remote[p] == st and (o.out / p).exists()}
         new_state.update({p: remote[p] for p in fetched})
         _save_state(o.out, host, new_state)
@@ -588,8 +683,14 @@ def collect(
         rep = outcome.value if outcome.ok else _unreachable_report(opts, outcome)
         if rundir_sync.shared_view(job.foreign.get(host, ()), job.listings):
             rep.rows = [_shared_row(r) if r.error_type == rundir_sync.FOREIGN_PATHS else r for r in rep.rows]
+        # A few rows per host: uncompressed (zstd cost ~0.4 ms of CPU per host for nothing).
         dataset.write_table(
-            opts.out, SignalKind.COLLECTION_STATUS, host, _status_table(rep.rows, started), part="collect"
+            opts.out,
+            SignalKind.COLLECTION_STATUS,
+            host,
+            _status_table(rep.rows, started),
+            part="collect",
+            compression="none",
         )
         reports.append(rep)
     return CollectResult(opts.out, tuple(reports), time.monotonic() - t0)
