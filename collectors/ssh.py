@@ -21,7 +21,9 @@ raised, so one bad host never hides the others' results.
 
 from __future__ import annotations
 
+import atexit
 import binascii
+import contextlib
 import logging
 import os
 import random
@@ -31,6 +33,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -515,6 +518,32 @@ def ssh_G(
     return out
 
 
+_SYSTEM_SSH_CONFIG = Path("/etc/ssh/ssh_config")
+
+
+_include_files: dict[tuple[Path, ...], Path] = {}
+_include_lock = threading.Lock()
+
+
+def _include_file(files: list[Path]) -> Path:
+    """A config that is `Include`s of `files`, in order: `ssh -G -F` on it reads what plain ssh reads.
+    One per process and list of files (removed at exit)."""
+    key = tuple(p.resolve() for p in files)
+    with _include_lock:
+        if key not in _include_files:
+            fd, name = tempfile.mkstemp(prefix="trainctl-ssh-", suffix=".config")
+            with os.fdopen(fd, "w") as f:
+                f.write("".join(f"Include {p}\n" for p in key))
+            atexit.register(_unlink_quietly, name)
+            _include_files[key] = Path(name)
+        return _include_files[key]
+
+
+def _unlink_quietly(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
 _STRICT = {"ask": "yes", "off": "no", "false": "no", "true": "yes", "on": "yes"}
 
 
@@ -576,6 +605,16 @@ class SshClient:
             raise CollectError(f"--ssh-config {path}: no such file; pass an OpenSSH client config")
         self.config = paramiko.SSHConfig.from_path(str(path)) if path.is_file() else paramiko.SSHConfig()
         self.config_path = path if path.is_file() else None
+        # What `ssh -G` reads. An explicit --ssh-config is `ssh -F FILE` (the system config is
+        # skipped, as ssh -F skips it). Without one, plain ssh reads ~/.ssh/config and then
+        # /etc/ssh/ssh_config; `-F ~/.ssh/config` would drop the second, so ssh -G reads a file
+        # that includes both, in that order (ssh takes ~ from the passwd entry, we from $HOME).
+        if ssh_config:
+            self._G_files: list[Path] = [path]
+            self._G_config: Path | None = path
+        else:
+            self._G_files = [p for p in (path, _SYSTEM_SSH_CONFIG) if p.is_file()]
+            self._G_config = _include_file(self._G_files) if use_ssh_G else None
         self.connect_timeout_s = connect_timeout_s
         self.accept_new_host_keys = accept_new_host_keys
         self.retries = retries
@@ -587,12 +626,10 @@ class SshClient:
         # canonical names, CertificateFile, ...); paramiko only as the fallback. Resolved once per alias.
         self.use_ssh_G = use_ssh_G
         self._targets: dict[str, SshTarget] = {}
-        # Hosts the config provably cannot tell apart share one `ssh -G` (ssh_config_shape); the
-        # config is read once, here, as `ssh -G -F` reads it (no -F: ssh also reads the system config).
+        # Hosts the configs provably cannot tell apart share one `ssh -G` (ssh_config_shape); they
+        # are read once, here, as `ssh -G` reads them.
         self._shape = (
-            ssh_config_shape.parse(self.config_path.read_text(errors="replace"))
-            if use_ssh_G and self.config_path is not None
-            else None
+            ssh_config_shape.read_files(self._G_files, home=Path.home()) if use_ssh_G and self._G_files else None
         )
         self._class_G: dict[tuple, dict[str, list[str]] | None] = {}
         self._class_locks: dict[tuple, threading.Lock] = {}
@@ -634,10 +671,10 @@ class SshClient:
         """`ssh -G` for `host`, or its class's answer with the name put in (see ssh_config_shape)."""
         cls = self._shape.host_class(host, user, port) if self._shape is not None else None
         if cls is None:
-            return ssh_G(host, self.config_path, port=port, user=user)
+            return ssh_G(host, self._G_config, port=port, user=user)
         with self._class_locks.setdefault(cls, threading.Lock()):  # one ssh -G per class, not one per worker
             if cls not in self._class_G:
-                g = ssh_G(host, self.config_path, port=port, user=user)
+                g = ssh_G(host, self._G_config, port=port, user=user)
                 self._class_G[cls] = None if g is None else {**g, "host": [host]}
             shared = self._class_G[cls]
         if shared is None:

@@ -10,8 +10,9 @@ the same `ssh -G` output except `host` (the name given) and, where no block of t
 
 That holds only for a config without anything that makes a host's settings depend on more than
 which Host blocks match it, so any of these makes `parse` return None (every host then gets its
-own `ssh -G`): `Match` (criteria beyond the name: exec, user, canonical, ...), `Include` (other
-files, globs), `Canonicalize*` (a second pass with the canonical name), `%` tokens and `${ENV}`
+own `ssh -G`): `Match` (criteria beyond the name: exec, user, canonical, ...), `Include` inside a
+Host block (a conditional include; `read_files` splices top-level ones), `Canonicalize*` (a second
+pass with the canonical name), `%` tokens and `${ENV}`
 references anywhere (expanded per host), quoted or `keyword=value` lines (parsed differently
 than this reader splits them), and Host patterns with characters this reader does not match
 exactly as OpenSSH's match_pattern does. A name with upper case or anything but [a-z0-9._-] gets
@@ -20,10 +21,14 @@ no class (OpenSSH lower-cases `hostname`, but matches Host patterns on the name 
 
 from __future__ import annotations
 
+import glob
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["ConfigShape", "parse"]
+__all__ = ["ConfigShape", "parse", "read_files"]
+
+_MAX_INCLUDE_DEPTH = 16  # readconf.c READCONF_MAX_DEPTH
 
 _REFUSED_KEYWORDS = {"match", "include", "canonicalizehostname", "canonicaldomains", "canonicalizemaxdots"}
 _REFUSED_KEYWORDS |= {"canonicalizefallbacklocal", "canonicalizepermittedcnames"}
@@ -57,8 +62,6 @@ class ConfigShape:
 
 def parse(text: str) -> ConfigShape | None:
     """The config's shape, or None where one host's resolution cannot stand for another's."""
-    if "%" in text or "${" in text or '"' in text:
-        return None
     blocks: list[_Block] = []
     patterns: tuple[str, ...] | None = None
     global_hostname = sets_hostname = False
@@ -66,6 +69,8 @@ def parse(text: str) -> ConfigShape | None:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        if "%" in line or "${" in line or '"' in line:  # expanded or split per host; comments are not
+            return None
         keyword, *args = line.split()
         key = keyword.lower()
         if "=" in keyword or key in _REFUSED_KEYWORDS:
@@ -100,3 +105,53 @@ def _applies(block: _Block, host: str) -> bool:
 def _glob(pattern: str) -> re.Pattern[str]:
     # match.c match_pattern: `*` any run, `?` one character, everything else literal, case-sensitive.
     return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+
+
+def read_files(paths: list[Path], *, home: Path) -> ConfigShape | None:
+    """The shape of the configs `ssh -G` reads, in its order, with top-level `Include`s spliced in.
+
+    readconf.c: each file starts active for every host (`*activep = 1` in read_config_file_depth),
+    and after an Include the includer's state comes back; so each file, and what follows an
+    Include, is spliced after a `Host *` line (the same scope). Relative Include paths are under
+    ~/.ssh, as for a user config (the files are read through `ssh -F`, whose file is one); glob
+    matches in sorted order (glob(3)). An Include inside a Host or Match block, one nested deeper
+    than OpenSSH allows, or a file that cannot be read: None (every host gets its own `ssh -G`)."""
+    parts: list[str] = []
+    for path in paths:
+        text = _spliced(path, home, 0)
+        if text is None:
+            return None
+        parts.append(text)
+    return parse("\n".join(parts))
+
+
+def _spliced(path: Path, home: Path, depth: int) -> str | None:
+    if depth > _MAX_INCLUDE_DEPTH:
+        return None
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    out = ["Host *"]
+    in_block = False
+    for raw in text.splitlines():
+        words = raw.split()
+        key = words[0].lower() if words and not words[0].startswith("#") else ""
+        if key in ("host", "match"):
+            in_block = True
+        if key != "include":
+            out.append(raw)
+            continue
+        if in_block or len(words) < 2:
+            return None
+        for arg in words[1:]:
+            pattern = str(home / arg[2:]) if arg.startswith("~/") else arg
+            if not pattern.startswith("/"):
+                pattern = str(home / ".ssh" / pattern)
+            for match in sorted(glob.glob(pattern)):
+                sub = _spliced(Path(match), home, depth + 1)
+                if sub is None:
+                    return None
+                out.append(sub)
+        out.append("Host *")
+    return "\n".join(out)

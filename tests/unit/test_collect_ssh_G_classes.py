@@ -114,7 +114,49 @@ def test_the_test_config_of_the_sshd_hosts_gives_every_host_its_own_class() -> N
     assert len({shape.host_class(f"node{i:02d}", None, None) for i in range(1, 5)}) == 4
 
 
-def test_no_config_file_means_no_sharing(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config: ssh also reads the system config
+SYSTEM = ssh._SYSTEM_SSH_CONFIG
+
+
+@pytest.mark.skipif(
+    not SYSTEM.is_file() or "GSSAPIAuthentication yes" not in SYSTEM.read_text(errors="replace"),
+    reason="needs Debian's default /etc/ssh/ssh_config (Host * GSSAPIAuthentication yes)",
+)
+def test_without_ssh_config_ssh_G_reads_the_user_config_then_the_system_one(tmp_path, monkeypatch) -> None:
+    # Plain ssh reads ~/.ssh/config, then /etc/ssh/ssh_config; `ssh -F ~/.ssh/config` would skip the
+    # second. Debian's system config sets GSSAPIAuthentication yes (the built-in default is no).
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "config").write_text("Host gpu-*\n  User trainer\n")
     client = ssh.SshClient(use_agent=False)
-    assert client._shape is None
+    g = client._resolve_G("gpu-01", None, None)
+    assert (g["user"], g["gssapiauthentication"]) == (["trainer"], ["yes"])
+    # an explicit --ssh-config is `ssh -F FILE`: the system config is skipped, as ssh skips it
+    explicit = ssh.SshClient(ssh_config=tmp_path / ".ssh" / "config", use_agent=False)
+    assert explicit._resolve_G("gpu-01", None, None)["gssapiauthentication"] == ["no"]
+    # and the classes span both files: one ssh -G for gpu-01 and gpu-02, each exactly ssh's answer
+    runs: list[str] = []
+    real = ssh.ssh_G
+    monkeypatch.setattr(ssh, "ssh_G", lambda host, *a, **kw: runs.append(host) or real(host, *a, **kw))
+    fresh = ssh.SshClient(use_agent=False)
+    for h in ("gpu-01", "gpu-02", "login"):
+        assert fresh._resolve_G(h, None, None) == real(h, fresh._G_config), h
+    assert runs == ["gpu-01", "login"]
+
+
+def test_top_level_includes_are_spliced_and_conditional_ones_refused(tmp_path) -> None:
+    (tmp_path / ".ssh" / "conf.d").mkdir(parents=True)
+    (tmp_path / ".ssh" / "conf.d" / "b.conf").write_text("Host gpu-*\n  User b\n")
+    (tmp_path / ".ssh" / "conf.d" / "a.conf").write_text("Host login-*\n  HostName bastion\n")
+    main = tmp_path / "config"
+    # a relative Include is under ~/.ssh; what follows it is global again (readconf.c restores the state)
+    main.write_text("Include conf.d/*.conf\nUser everyone\nHost gpu-01\n  Port 2201\n")
+    shape = ssh_config_shape.read_files([main], home=tmp_path)
+    assert shape is not None
+    assert shape.host_class("gpu-02", None, None) == shape.host_class("gpu-03", None, None)
+    assert shape.host_class("gpu-01", None, None) != shape.host_class("gpu-02", None, None)
+    assert shape.sets_hostname(shape.host_class("login-1", None, None))
+    main.write_text("Host gpu-*\n  Include conf.d/*.conf\n")  # conditional: refused
+    assert ssh_config_shape.read_files([main], home=tmp_path) is None
+    # a comment may say anything: only live lines can make hosts differ
+    main.write_text("# ProxyCommand ssh -W %h:%p jump\nHost gpu-*\n  User x\n")
+    assert ssh_config_shape.read_files([main], home=tmp_path) is not None
