@@ -13,7 +13,7 @@ Splits (frozen; tests/fixtures/logs/README.md):
   gathered after held-out-3 was frozen, is dev only. corpus_ext5.jsonl (57 rows, gathered after
   that) is split the same way: held-out-4 (heldout5.sha256) and dev. corpus_dev6.jsonl is dev only.
   corpus_ext7.jsonl (59 rows, gathered after dev6) is split the same way: held-out-5
-  (heldout7.sha256) and dev.
+  (heldout7.sha256) and dev; so is corpus_ext8.jsonl (54 rows): held-out-6 (heldout8.sha256) and dev.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -53,6 +53,7 @@ DEV4 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev4.jsonl"
 EXT5 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext5.jsonl"
 DEV6 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev6.jsonl"  # after held-out-4 was frozen: dev only
 EXT7 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext7.jsonl"  # held-out-5 + dev (heldout7.sha256)
+EXT8 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext8.jsonl"  # held-out-6 + dev (heldout8.sha256)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -148,26 +149,27 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write the scores here too")
     ap.add_argument("--show-heldout-misses", action="store_true", help="also print the held-out misses")
     args = ap.parse_args()
-    ext, ext2, ext3, ext5, ext7 = load(EXT), load(EXT2), load(EXT3), load(EXT5), load(EXT7)
+    ext, ext2, ext3, ext5, ext7, ext8 = load(EXT), load(EXT2), load(EXT3), load(EXT5), load(EXT7), load(EXT8)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
     dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
-    dev += [r for r in ext7 if split_of(r["id"]) == "dev"]
-    held1, held2, held3, held4, held5 = (
-        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7)
+    dev += [r for r in ext7 + ext8 if split_of(r["id"]) == "dev"]
+    held1, held2, held3, held4, held5, held6 = (
+        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8)
     )
     out = {
         "dev": score(dev),
-        "heldout": score(held1 + held2 + held3 + held4 + held5),
+        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6),
         "heldout1": score(held1),
         "heldout2": score(held2),
         "heldout3": score(held3),
         "heldout4": score(held4),
         "heldout5": score(held5),
+        "heldout6": score(held6),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3", "heldout4", "heldout5")
-    names = ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3", "held-out-4", "held-out-5")
+    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
+    names = ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6")
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
