@@ -59,9 +59,12 @@ def findings_from_run_events(
 
     def ts_ns(r: Mapping[str, Any]) -> int | None:
         t = r.get("ts")
-        if t is None:
-            return None
-        return int(t) if isinstance(t, int) else int(t.timestamp() * 1e9) if hasattr(t, "timestamp") else None
+        if t is None or isinstance(t, int):
+            return t
+        try:
+            return int(t.timestamp() * 1e9)
+        except (AttributeError, ValueError, OverflowError, OSError):
+            return None  # pandas' NaT (a file's int64-min timestamp) and other times with no instant
 
     exc = [r for r in rows if r.get("event") == "exception"]
     if exc:

@@ -89,3 +89,19 @@ def test_a_hostile_stale_rank_list_keeps_only_its_ranks(tmp_path: Path) -> None:
     (tmp_path / "hang.json").write_text(json.dumps({"stale_ranks": [[1], {"a": 1}, 2, True, -3], "detected_ts_ns": 5}))
     rows = parse_run_dir_events(tmp_path, None)[SignalKind.RUN_EVENTS].to_pylist()
     assert [r["rank"] for r in rows] == [2]
+
+
+def test_a_numerics_file_needs_a_step_or_a_loss_and_an_int64_min_timestamp_has_no_instant(tmp_path: Path) -> None:
+    # Found by tests/fuzz: {"timestamp_ns": -2**63} came back from Arrow as pandas' NaT, whose
+    # .timestamp() raised in the root-cause sort; and a document without step or loss claimed a NaN.
+    from trainctl.analyzers.root_cause import findings_from_run_events
+
+    (tmp_path / "numerics").mkdir()
+    (tmp_path / "numerics" / "rank-0.json").write_text(json.dumps({"timestamp_ns": -(2**63)}))
+    assert parse_run_dir_events(tmp_path, None) == {}
+    for r, step in ((0, 7), (1, 5)):
+        doc = {"rank": r, "step": step, "loss": "nan", "timestamp_ns": -(2**63)}
+        (tmp_path / "numerics" / f"rank-{r}.json").write_text(json.dumps(doc))
+    rows = next(t for t in parse_run_dir_events(tmp_path, None).values()).to_pylist()
+    (f,) = findings_from_run_events(rows, {})
+    assert (f.kind, f.ranks) == (FindingKind.NUMERICAL, (1,))  # the earlier step, whatever the time says

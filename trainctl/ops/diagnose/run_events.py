@@ -96,7 +96,9 @@ def _error_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
 
 
 def _numerics_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
-    if not isinstance(doc, Mapping):
+    # runtime/trainer.py record_nonfinite_loss writes rank, step, loss and timestamp_ns; a document
+    # with neither a step nor a loss is not that record (it would claim a NaN nobody saw).
+    if not isinstance(doc, Mapping) or ("step" not in doc and "loss" not in doc):
         return None
     step = doc.get("step")
     return {
