@@ -652,6 +652,19 @@ SIGNATURES: tuple[Signature, ...] = (
         post=_reset_by_peer_post,
     ),
     _sig(
+        "nccl_socket_io_failed_legacy",
+        # NCCL 2.0-2.3 include/socket.h (socketReceive/socketSend): WARN("Call to recv failed : %s",
+        # strerror(errno)); those versions' WARN had no "NCCL" word ("host:pid:tid [dev] include/
+        # socket.h:194 WARN Call to recv failed : Connection reset by peer"). No peer is named.
+        r"\bWARN Call to (?:recv|send) failed\s*:\s*(?P<reason>[^\n]+)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["call to recv failed", "call to send failed"],
+        "NCCL 2.0-2.3 socket I/O failure (bootstrap or socket transport); names no peer.",
+    ),
+    _sig(
         "nccl_socket_poll_connect",
         r"socketPollConnect:? poll\(\) returned \d+, no POLLOUT events",
         K.NETWORK_ERROR,
@@ -1175,6 +1188,24 @@ SIGNATURES: tuple[Signature, ...] = (
         post=lambda ev: _ray_node_post(ev),
     ),
     _sig(
+        "ray_worker_died",
+        # ray src/ray/raylet/node_manager.cc (a worker that exited with SYSTEM_ERROR while running a
+        # task): "A worker died or was killed while executing a task by an unexpected system error. To
+        # troubleshoot the problem, check the logs for the dead worker. RayTask ID: ... Worker ID: ...
+        # Node ID: ... Worker IP address: a.b.c.d Worker port: N Worker PID: N Worker exit type: ...
+        # Worker exit detail: ..." (newer: "Lease ID:" for "RayTask ID:"). The worker on that IP died.
+        r"A worker died or was killed while executing a task by an unexpected system error"
+        r"(?:[^\n]*?Worker IP address: (?P<node_ip>[\d.]+))?",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["a worker died or was killed"],
+        "Ray's raylet: a worker process died while running a task (SIGKILL by the OOM killer, a crash, "
+        "ray stop); names the worker's node IP.",
+        post=lambda ev: _ray_node_post(ev),
+    ),
+    _sig(
         "kubelet_eviction",
         # kubernetes pkg/kubelet/eviction/helpers.go: nodeLowMessageFmt "The node was low on resource: %v.",
         # podEphemeralStorageMessageFmt "Pod ephemeral local storage usage exceeds the total limit of
@@ -1393,12 +1424,17 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nvrm_fallen_off_bus",
-        rf"(?:NVRM: (?:The NVIDIA GPU {_PCI}[^\n]*?)?)?fallen off the bus",
+        # Also the driver's status NV_ERR_GPU_IS_LOST (open-gpu-kernel-modules nvstatuscodes.h:
+        # NV_STATUS_CODE(NV_ERR_GPU_IS_LOST, 0x0000000F, "GPU lost from the bus")) as its assertions print
+        # it: "NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]
+        # (0x0000000F) returned from ..." / "nvCheckOkFailedNoLog: Check failed: ...".
+        rf"(?:NVRM: (?:The NVIDIA GPU {_PCI}[^\n]*?)?)?fallen off the bus"
+        r"|(?:Assertion|Check) failed: GPU lost from the bus \[NV_ERR_GPU_IS_LOST\]",
         K.FAULTY_HOST,
         C.GPU_LOST,
         S.CRITICAL,
         Blame.SELF,
-        ["fallen off the bus"],
+        ["fallen off the bus", "nv_err_gpu_is_lost"],
         "GPU lost (Xid 79 text, or the r570 multi-line 'The NVIDIA GPU <pci> ... has fallen off the bus' "
         "without an Xid token; the PCI address is taken from the header line above).",
     ),
@@ -1521,6 +1557,20 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["err!"],
         "nvidia-smi could not read a GPU field (ERR!): a GPU in trouble or a transient NVML failure; look again.",
+    ),
+    _sig(
+        "nvidia_smi_uncorrectable_ecc",
+        # nvidia-smi's default table: each GPU's first row is "| GPU  Name  Persistence-M | Bus-Id  Disp.A
+        # | Volatile Uncorr. ECC |" (the header above it names the columns). A count above 0 in the third
+        # field is uncorrectable ECC errors since the driver loaded on that GPU (nvidia-smi(1), ECC).
+        r"^\|\s+(?P<gpu>\d+)\s+[^|\n]*?\s(?:On|Off)\s+\|\s+(?P<gpu_pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
+        r"\s+(?:On|Off)\s+\|\s+(?P<uncorrected>[1-9]\d*)\s+\|\s*$",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["|"],
+        "nvidia-smi's table with a non-zero 'Volatile Uncorr. ECC' count for a GPU.",
     ),
     _sig(
         "nvidia_smi_remap_pending",
@@ -1887,7 +1937,9 @@ _RECORD_START = re.compile(
 )
 
 
-_RULE = re.compile(r"^\W*$")  # "=====" / "-----" banner rules are never wrapped text
+# "=====" / "-----" banner rules, and table rows that end on their border ("| ... |", as nvidia-smi
+# pads every row to one width), are never wrapped text.
+_RULE = re.compile(r"^\W*$|^\|.*\|\s*$")
 
 
 @dataclass

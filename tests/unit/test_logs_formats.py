@@ -574,6 +574,21 @@ def test_the_rank_absent_from_a_complete_store_barrier_roster_is_named(missing: 
     assert first_finding(partial).ranks == ()
 
 
+def test_an_nvidia_smi_row_with_uncorrectable_ecc_is_an_ecc_fault_and_rows_are_not_joined() -> None:
+    # nvidia-smi pads every table row to one width; the wrap detector must not join rows as if cut
+    table = (
+        "| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+        "|=========================================+======================+======================|\n"
+        "|   0  NVIDIA H100 80GB HBM3          On  | 00000000:1A:00.0 Off |                    2 |\n"
+        "| N/A   33C    P0              71W / 700W |      4MiB / 81559MiB |      0%      Default |\n"
+        "|   1  NVIDIA H100 80GB HBM3          On  | 00000000:40:00.0 Off |                    0 |\n"
+        "| N/A   31C    P0              70W / 700W |      4MiB / 81559MiB |      0%      Default |\n"
+    )
+    fs = analyze_log_events(parse_log_text(table, host="gpu-n07"))
+    assert [(f.kind, f.category, f.hosts) for f in fs] == [(FindingKind.FAULTY_HOST, Category.ECC, ("gpu-n07",))]
+    assert fs[0].evidence["gpu_pcis"] == ["00000000:1a:00.0"]
+
+
 def test_nccl_device_mismatch_blames_nobody() -> None:
     f = first_finding(
         "node7:1234:1290 [3] init.cc:1900 NCCL WARN Mismatched collective detected, please check your collective "
@@ -903,6 +918,14 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
          "gdb_frame_in_store", "rendezvous_error"),
         ("RuntimeError: NCCL communicator was aborted on rank 3.", "nccl_comm_aborted", "hung_collective"),
         ("Primary job  terminated normally, but 1 process returned", "mpirun_nonzero_exit", "crash"),
+        ("gpu-ser015:2123:2230 [3] include/socket.h:194 WARN Call to recv failed : Connection reset by peer",
+         "nccl_socket_io_failed_legacy", "network_error"),
+        ("Feb 17 08:02:35 dgx-a kernel: NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus "
+         "[NV_ERR_GPU_IS_LOST] (0x0000000F) returned from rmStatus @ kernel_ce_gv100.c:106", "nvrm_fallen_off_bus",
+         "faulty_host"),
+        ("(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot "
+         "the problem, check the logs for the dead worker. RayTask ID: ff Worker ID: fe Node ID: 20 Worker IP address: "
+         "10.0.7.57 Worker port: 10046 Worker PID: 89513 Worker exit type: SYSTEM_ERROR", "ray_worker_died", "crash"),
     ],
 )  # fmt: skip
 def test_signatures_from_the_printing_code(text, signature, kind) -> None:
