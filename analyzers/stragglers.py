@@ -396,12 +396,11 @@ def _peer_median(stats: pd.DataFrame) -> np.ndarray:
     def kth(k: np.ndarray) -> np.ndarray:
         # k-th smallest of the group without this rank: skip over its own position.
         idx = start + np.where(k < pos, k, k + 1)
-        return v[np.clip(idx, 0, len(v) - 1)]
+        return v[np.minimum(idx, len(v) - 1)]  # idx >= start >= 0
 
     half = m // 2
-    odd = kth(half)
-    even = (kth(np.maximum(half - 1, 0)) + kth(half)) / 2.0
-    med = np.where(m % 2 == 1, odd, even)
+    upper = kth(half)  # the median when m is odd, the upper middle when even (one gather, used twice)
+    med = np.where(m % 2 == 1, upper, (kth(np.maximum(half - 1, 0)) + upper) / 2.0)
     med = np.where(m >= 1, med, np.nan)
     out = np.empty(len(v))
     out[order] = med
