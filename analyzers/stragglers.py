@@ -191,13 +191,17 @@ def _packed_stats(
     value_bits = 63 - max(1, (n_groups - 1).bit_length())
     if ext.min_rank < 0 or ext.max_duration_ns is None or ext.max_duration_ns >= 1 << value_bits:
         return None
-    code = "CASE phase " + " ".join(f"WHEN '{p}' THEN {i}" for i, p in enumerate(_PHASE_NAMES)) + " END"
+    # Phase codes come from a join with a 7-row table rather than `phase IN (...)` plus a CASE over
+    # the strings: DuckDB pushes the join's keys into the Parquet scan as a filter and maps each
+    # row with one hash probe (the IN list became a mark join over all 49M rows, the CASE up to 7
+    # string compares per row: 0.25-0.3 CPU s more on the benchmark).
+    codes = ", ".join(f"('{p}', {i})" for i, p in enumerate(_PHASE_NAMES))
     keys = con.execute(
         f"""
-        SELECT ((rank::BIGINT * {len(_PHASE_NAMES)} + {code}) * {n_win} + (step - {plan.min_step}) // {plan.window_steps})
+        SELECT ((rank::BIGINT * {len(_PHASE_NAMES)} + p.code) * {n_win} + (step - {plan.min_step}) // {plan.window_steps})
                * {1 << value_bits} + duration_ns AS k
-        FROM timeline
-        WHERE phase IN ({_sql_list(_PHASE_NAMES)}) AND duration_ns >= 0 {sample}
+        FROM timeline JOIN (VALUES {codes}) AS p(name, code) ON phase = p.name
+        WHERE duration_ns >= 0 {sample}
         """
     ).fetchnumpy()["k"]
     keys = np.asarray(keys, dtype=np.int64)
@@ -392,12 +396,11 @@ def _peer_median(stats: pd.DataFrame) -> np.ndarray:
     def kth(k: np.ndarray) -> np.ndarray:
         # k-th smallest of the group without this rank: skip over its own position.
         idx = start + np.where(k < pos, k, k + 1)
-        return v[np.clip(idx, 0, len(v) - 1)]
+        return v[np.minimum(idx, len(v) - 1)]  # idx >= start >= 0
 
     half = m // 2
-    odd = kth(half)
-    even = (kth(np.maximum(half - 1, 0)) + kth(half)) / 2.0
-    med = np.where(m % 2 == 1, odd, even)
+    upper = kth(half)  # the median when m is odd, the upper middle when even (one gather, used twice)
+    med = np.where(m % 2 == 1, upper, (kth(np.maximum(half - 1, 0)) + upper) / 2.0)
     med = np.where(m >= 1, med, np.nan)
     out = np.empty(len(v))
     out[order] = med

@@ -7,7 +7,7 @@ Each measurement runs in its own child process so peak RSS (ru_maxrss) is that m
   duckdb    DuckDB median(duration_ns) per (rank, phase) straight over the files (reference)
 
     .venv/bin/python bench/gen_timeline.py
-    .venv/bin/python bench/straggler_scale.py [--dir bench/out/timeline-8192] [--repeat 3] [--only full]
+    .venv/bin/python bench/straggler_scale.py [--dir bench/out/timeline-8192] [--repeat 3] [--only full,duckdb]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 DEFAULT_DIR = Path(__file__).parent / "out" / "timeline-8192"
+KINDS = ("full", "pandas", "read", "duckdb")
 
 
 def _peak_rss_mib() -> float:
@@ -46,11 +47,15 @@ def measure(what: str, root: Path) -> dict:
         from trainctl.ops.diagnose.diagnosis import load_signals
         from trainctl.schemas import SignalKind
 
+        t_imp = time.perf_counter()
         signals = load_signals(root)
         t1 = time.perf_counter()
         findings = stragglers.analyze(signals)
         detail = {
-            "load_signals_s": round(t1 - t0, 3),
+            # Both sides pay their own imports inside wall_s/cpu_s (here pandas, pyarrow.dataset,
+            # DuckDB and trainctl; the reference only DuckDB); neither pays interpreter start-up.
+            "imports_s": round(t_imp - t0, 3),
+            "load_signals_s": round(t1 - t_imp, 3),
             "analyze_s": round(time.perf_counter() - t1, 3),
             "lazy": type(signals.tables[SignalKind.TIMELINE]).__name__,
             "findings": [f.summary for f in findings],
@@ -88,17 +93,27 @@ def measure(what: str, root: Path) -> dict:
     }
 
 
+def _kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KINDS]
+    if not kinds or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: pick from {', '.join(KINDS)} (comma separated)")
+    return kinds
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", choices=["full", "pandas", "read", "duckdb"])
+    # A comma list runs those measurements interleaved in one run (`--only full,duckdb`: the
+    # diagnosis and its DuckDB reference under the same neighbours, as issue 18 compares them).
+    ap.add_argument("--only", type=_kinds, metavar="full,pandas,read,duckdb")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not (args.dir / "timeline").is_dir():
         raise SystemExit(f"{args.dir}: no timeline; run bench/gen_timeline.py first")
     if args.child:
-        print(json.dumps(measure(args.only, args.dir)))
+        print(json.dumps(measure(args.only[0], args.dir)))
         return
     size_mb = sum(p.stat().st_size for p in (args.dir / "timeline").rglob("*.parquet")) / 1e6
     print(
@@ -106,7 +121,7 @@ def main() -> None:
         f"python={platform.python_version()} data={args.dir} ({size_mb:.0f} MB)",
         flush=True,
     )
-    kinds = [args.only] if args.only else ["full", "read", "duckdb", "pandas"]
+    kinds = args.only or ["full", "read", "duckdb", "pandas"]
     # Interleaved rounds, so a noisy neighbour hits every measurement alike.
     for rnd in range(args.repeat):
         for what in kinds:
