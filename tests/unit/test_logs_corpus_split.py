@@ -104,3 +104,15 @@ def test_fifth_heldout_batch_matches_its_frozen_hash() -> None:
 
 def test_fifth_batch_never_blames_without_evidence() -> None:
     assert _bench().score(_rows("corpus_ext7.jsonl"))["blame_without_evidence"] == 0
+
+
+def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
+    rows = _rows("corpus_ext8.jsonl")
+    held = _heldout_matches_hash(rows, "heldout8.sha256")
+    assert len(held) == 27 and len(rows) == 54 and len({r["id"] for r in rows}) == 54
+    older = {r["source_url"] for name in ("corpus_ext.jsonl", "corpus_ext2.jsonl", "corpus_ext3.jsonl", "corpus_dev4.jsonl",
+                                          "corpus_ext5.jsonl", "corpus_dev6.jsonl", "corpus_ext7.jsonl",
+                                          "real_logs_dev.jsonl")
+             for r in _rows(name)}  # fmt: skip
+    assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
+    assert _bench().score(rows)["blame_without_evidence"] == 0
