@@ -1569,7 +1569,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.ECC,
         S.CRITICAL,
         Blame.SELF,
-        ["|"],
+        ["off |", "on |"],  # the Disp.A field before it: the pattern runs on those rows only, not every "|"
         "nvidia-smi's table with a non-zero 'Volatile Uncorr. ECC' count for a GPU.",
     ),
     _sig(

@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # kubectl's transport loads only when a collect asks for pods
     from trainctl.collectors.process_session import ProcessReader, ProcessSession
 
 __all__ = [
+    "write_status",
     "HOST_KINDS",
     "ALL_KINDS",
     "StatusRow",
@@ -615,6 +616,14 @@ class _HostJob:
         rep.rows.append(StatusRow(host, "pyspy", True, len(dumps), nbytes, time.monotonic() - t0))
 
 
+def write_status(out: Path, host: str, rows: list[StatusRow], started: datetime, *, part: str) -> None:
+    """A host's collection_status rows as a part of the dataset: a few rows per host, so uncompressed
+    (zstd cost ~0.4 ms of CPU per host for nothing). Every collect mode writes its status here."""
+    dataset.write_table(
+        out, SignalKind.COLLECTION_STATUS, host, _status_table(rows, started), part=part, compression="none"
+    )
+
+
 def _status_table(rows: list[StatusRow], started: datetime) -> pa.Table:
     return pa.Table.from_pylist(
         [
@@ -683,15 +692,7 @@ def collect(
         rep = outcome.value if outcome.ok else _unreachable_report(opts, outcome)
         if rundir_sync.shared_view(job.foreign.get(host, ()), job.listings):
             rep.rows = [_shared_row(r) if r.error_type == rundir_sync.FOREIGN_PATHS else r for r in rep.rows]
-        # A few rows per host: uncompressed (zstd cost ~0.4 ms of CPU per host for nothing).
-        dataset.write_table(
-            opts.out,
-            SignalKind.COLLECTION_STATUS,
-            host,
-            _status_table(rep.rows, started),
-            part="collect",
-            compression="none",
-        )
+        write_status(opts.out, host, rep.rows, started, part="collect")
         reports.append(rep)
     return CollectResult(opts.out, tuple(reports), time.monotonic() - t0)
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from trainctl import dataset
 from trainctl.collectors import rundir_sync
 from trainctl.collectors.remote_script import new_nonce
 from trainctl.collectors.ssh import SshClient, error_type_of, fan_out
@@ -45,10 +44,9 @@ from trainctl.ops.collect.collection import (
     Progress,
     StatusRow,
     TarMemberRefused,
-    _status_table,
+    write_status,
     write_tar_member,
 )
-from trainctl.schemas import SignalKind
 
 __all__ = [
     "GatewayOptions",
@@ -168,7 +166,7 @@ def reports_from_summary(
         )
         row = StatusRow(hosts[0], "attribution", False, 0, 0, 0.0, rundir_sync.FOREIGN_PATHS, why)
         reports[0].rows.append(row)
-        dataset.write_table(out, SignalKind.COLLECTION_STATUS, hosts[0], _status_table([row], started), part="gateway")
+        write_status(out, hosts[0], [row], started, part="gateway")
     return reports
 
 
@@ -237,8 +235,6 @@ def collect_via_gateways(
         else:
             got = _failed(plan[gw], gw, outcome.error, error_type_of(outcome.error) if outcome.error else "gateway")
             for rep in got:  # the gateway's hosts have no status of their own: write why
-                dataset.write_table(
-                    opts.out, SignalKind.COLLECTION_STATUS, rep.host, _status_table(rep.rows, started), part="collect"
-                )
+                write_status(opts.out, rep.host, rep.rows, started, part="collect")
         reports.extend(got)
     return CollectResult(opts.out, tuple(reports), time.monotonic() - t0)

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from trainctl import dataset
 from trainctl.collectors.remote_script import new_nonce
 from trainctl.errors import InputError
 from trainctl.ops.collect.collection import (
@@ -38,10 +37,9 @@ from trainctl.ops.collect.collection import (
     Progress,
     StatusRow,
     TarMemberRefused,
-    _status_table,
+    write_status,
 )
 from trainctl.ops.collect.gateways import extract_archive, reports_from_summary
-from trainctl.schemas import SignalKind
 
 __all__ = ["SrunOptions", "srun_argv", "node_script", "collect_in_allocation"]
 
@@ -90,7 +88,7 @@ def srun_argv(o: CollectOptions, s: SrunOptions) -> list[str]:
 
 def _failed(host: str, why: str, started: datetime, out: Path) -> HostReport:
     row = StatusRow(host, "srun", False, None, 0, 0.0, "srun", why)
-    dataset.write_table(out, SignalKind.COLLECTION_STATUS, host, _status_table([row], started), part="collect")
+    write_status(out, host, [row], started, part="collect")
     return HostReport(host, [row], failed=True, error=why)
 
 
