@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetgen import table_sha256
-from splits import build, load
+from splits import SPLIT_CHOICES, build, load, splits_named
 
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts, pipeline_roles
@@ -160,7 +160,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--split", choices=["dev", "heldout", "heldout2", "both", "all"], default="dev")
+    ap.add_argument("--split", choices=SPLIT_CHOICES, default="dev")
     ap.add_argument("--generator", choices=["fleetgen", "fleetsim", "both"], default="both")
     ap.add_argument("--detector", choices=["current", "baseline"], default="current")
     ap.add_argument("--rev", default="main", help="git revision of the baseline analyzer")
@@ -182,7 +182,7 @@ def main() -> None:
         roles = {"peer_groups": peer_groups} if peer_groups and takes_roles and not a.no_roles else {}
         return base(gm, hm, **kw, **roles)
 
-    splits = {"both": ["dev", "heldout"], "all": ["dev", "heldout", "heldout2"]}.get(a.split, [a.split])
+    splits = splits_named(a.split)
     gens = ["fleetgen", "fleetsim"] if a.generator == "both" else [a.generator]
     results = []
     for split in splits:

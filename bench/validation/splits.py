@@ -39,15 +39,24 @@ from trainctl.simulation.fleet import (
 FROZEN = Path(__file__).resolve().parent / "frozen"
 # heldout2 was drawn and frozen on 2026-11-25, after heldout had been scored and its misses read,
 # and before the bench's harness passed pipeline roles: a held-out set nobody had looked at.
-MASTER_SEEDS = {"dev": 101, "heldout": 202, "heldout2": 303}
-FLEETSIM_SEEDS = {"dev": 2026, "heldout": 3030, "heldout2": 4040}
+# heldout3 was drawn and frozen on 2026-11-26 (commit before any score on it), with the analyzer
+# as it stood then: a third set nobody had looked at, because heldout's misses had been read.
+MASTER_SEEDS = {"dev": 101, "heldout": 202, "heldout2": 303, "heldout3": 505}
+FLEETSIM_SEEDS = {"dev": 2026, "heldout": 3030, "heldout2": 4040, "heldout3": 6060}
 # fleetgen: per fault kind, single-fault fleets; two-fault fleets; clean fleets.
-SIZES = {"dev": (3, 12, 20), "heldout": (6, 24, 24), "heldout2": (6, 24, 24)}
+SIZES = {"dev": (3, 12, 20), "heldout": (6, 24, 24), "heldout2": (6, 24, 24), "heldout3": (6, 24, 24)}
 FLEETSIM_SIZES = {
     "dev": (3, 6, 1, 20),
     "heldout": (4, 8, 2, 20),
     "heldout2": (4, 8, 2, 20),
+    "heldout3": (4, 8, 2, 20),
 }  # per kind, two-fault, per quirk, clean
+# What --split accepts: one split, "both" (dev and the first held-out, the original pair) or "all".
+SPLIT_CHOICES = [*MASTER_SEEDS, "both", "all"]
+
+
+def splits_named(choice: str) -> list[str]:
+    return {"both": ["dev", "heldout"], "all": list(MASTER_SEEDS)}.get(choice, [choice])
 
 
 def fleetgen_specs(split: str) -> list[dict[str, Any]]:
@@ -147,10 +156,9 @@ def load(split: str) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("action", choices=["freeze", "check"])
-    ap.add_argument("--split", choices=["dev", "heldout", "heldout2", "both", "all"], default="both")
+    ap.add_argument("--split", choices=SPLIT_CHOICES, default="both")
     a = ap.parse_args()
-    splits = {"both": ["dev", "heldout"], "all": ["dev", "heldout", "heldout2"]}.get(a.split, [a.split])
-    for split in splits:
+    for split in splits_named(a.split):
         if a.action == "freeze":
             print(freeze(split))
             continue

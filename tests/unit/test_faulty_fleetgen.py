@@ -30,7 +30,7 @@ def _smallest(rows: list[dict], n: int) -> list[dict]:
     return sorted(rows, key=lambda r: r["spec"]["hosts"] * r["spec"]["seconds"])[:n]
 
 
-@pytest.mark.parametrize("split", ["dev", "heldout"])
+@pytest.mark.parametrize("split", ["dev", "heldout", "heldout3"])
 def test_frozen_fleetgen_scenarios_regenerate_bit_for_bit(split: str) -> None:
     for row in _smallest(_frozen(split)["generators"]["fleetgen"], 2):
         g = generate(spec_from_dict(row["spec"]))
@@ -49,10 +49,14 @@ def test_splits_do_not_share_scenarios() -> None:
     def seeds(split: str) -> set[int]:
         return {r["spec"]["seed"] for r in _frozen(split)["generators"]["fleetgen"]}
 
-    assert not seeds("dev") & seeds("heldout")
-    held = _frozen("heldout")["generators"]["fleetgen"]
-    assert sum(len(r["spec"]["faults"]) for r in held) >= 100
-    assert sum(1 for r in held if not r["spec"]["faults"]) >= 20  # clean fleets
+    names = ["dev", "heldout", "heldout2", "heldout3"]
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not seeds(a) & seeds(b), (a, b)
+    for split in names[1:]:
+        held = _frozen(split)["generators"]["fleetgen"]
+        assert sum(len(r["spec"]["faults"]) for r in held) >= 100
+        assert sum(1 for r in held if not r["spec"]["faults"]) >= 20  # clean fleets
 
 
 def test_spec_round_trip_and_determinism() -> None:
