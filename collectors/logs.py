@@ -207,10 +207,12 @@ def _exit_post(ev: Event) -> None:
     code = ev.exit_code
     if code is None and ev.signature == "elastic_agent_failed":
         ev.generic = True  # "[ERROR] failed" with no exit code: the agent noticed, nothing more
-    if code is not None and code < 0:  # torchelastic reports death by signal N as exitcode -N
+    if ev.fields.get("signal"):  # spawn's "terminated with signal SIGKILL": named, no exit code
+        ev.category = C.SIGNAL
+    elif code is not None and code < 0:  # torchelastic reports death by signal N as exitcode -N
         ev.category = C.SIGNAL
         try:
-            ev.fields.setdefault("signal", _signal.Signals(-code).name)
+            ev.fields["signal"] = _signal.Signals(-code).name
         except ValueError:
             pass
 
@@ -601,17 +603,20 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- NCCL / IB / socket / gloo network errors ------------------------------------------
     _sig(
         "nccl_error_unhandled_cuda",
-        r"NCCL error(?: in: \S+)?[,:]?\s*unhandled cuda error",
+        # torch c10d NCCLUtils (C10D_NCCL_CHECK) "NCCL error in: FILE:LINE, unhandled cuda error ..."; torch/csrc/cuda/
+        # nccl.cpp throw_nccl_error "NCCL Error %d: %s" (torch.cuda.nccl, DataParallel); NCCLUtils.cpp
+        # getNcclErrorDetailStr "ncclUnhandledCudaError: Call to CUDA function failed."
+        r"NCCL [Ee]rror(?: in: \S+| \d+)?[,:]?\s*unhandled cuda error|ncclUnhandledCudaError: Call to CUDA function failed",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,
         Blame.SELF,
-        ["unhandled cuda error"],
+        ["unhandled cuda error", "ncclUnhandledCudaError"],
         "NCCL hit a CUDA error in this process.",
     ),
     _sig(
         "nccl_error",
-        r"NCCL error(?: in: (?P<nccl_src>\S+?))?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
+        r"NCCL [Ee]rror(?: in: (?P<nccl_src>\S+?)| \d+)?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
         r"unhandled system error|internal error|invalid usage|invalid argument)[^,]*?(?:, NCCL version (?P<nccl_version>[\w.+-]+))?",
         K.NETWORK_ERROR,
         C.NCCL,
@@ -622,32 +627,37 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_result_code",
-        r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError):",
+        # torch NCCLUtils.cpp getNcclErrorDetailStr ("ncclInvalidUsage: This usually reflects invalid usage of NCCL
+        # library.", "ncclInvalidArgument: Invalid value for an argument.", ...)
+        r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclInvalidArgument):",
         K.NETWORK_ERROR,
         C.NCCL,
         S.CRITICAL,
         Blame.NONE,
-        ["ncclRemoteError", "ncclSystemError", "ncclInternalError"],
+        ["ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclInvalidArgument"],
         "NCCL result code explanation line.",
     ),
     _sig(
         "nccl_socket_connect_failed",
-        rf"socketStartConnect: Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+        # misc/socket.cc socketStartConnect (2.12+); include/socket.h "Net : Connect to %s failed : %s" (2.10-2.11)
+        # and "Connect to %s failed : %s" (2.4-2.9)
+        rf"(?:socketStartConnect: |Net : )?Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
         Blame.NONE,
-        ["socketStartConnect"],
+        ["socketStartConnect", "connect to"],
         "Bootstrap/socket connect failure. 'No route to host' is local routing (NCCL_SOCKET_IFNAME), so no blame.",
     ),
     _sig(
         "nccl_socket_io_failed",
-        rf"socketProgress(?:Opt)?: Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+        # (2.10-2.14: "Net : Call to recv from %s failed : %s")
+        rf"(?:socketProgress(?:Opt)?:|Net :) Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
         Blame.NONE,
-        ["socketProgress"],
+        ["socketProgress", "Net : Call to"],
         "Socket I/O failure; 'Connection reset by peer' names the peer.",
         post=_reset_by_peer_post,
     ),
@@ -689,14 +699,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_ib_completion_error",
-        rf"NET/IB\s*:\s*Got completion from peer {_ADDR}<(?P<peer_port>\d+)> with "
+        # (2.4-2.9 net_ib.cc: "NET/IB : Got completion with error %d, opcode %d, len %d, vendor err %d": no peer)
+        rf"NET/IB\s*:\s*Got completion (?:from peer {_ADDR}<(?P<peer_port>\d+)> )?with "
         r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
         r".*?vendor err (?P<vendor_err>\d+)",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
         Blame.NONE,
-        ["Got completion from peer"],
+        ["Got completion"],
         "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
         "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.",
         post=_ib_completion_post,
@@ -735,12 +746,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # NCCL src/misc/ibvwrap.cc: WARN("Call to ibv_%s failed ...") for a failed verbs call of this process
         # (older ibvwrap.cu: "Call to ibv_create_qp failed"). A local resource/HCA/config failure of the host
         # that logs it; ibv_modify_qp fails on what the peer sent too, so it names nobody.
-        r"NCCL WARN Call to ibv_(?P<ibv_call>\w+) failed",
+        # include/ibvwrap.h wrap_ibv_post_send/recv: WARN("ibv_post_send() failed with error %s, Bad WR %p, ...").
+        r"NCCL WARN (?:Call to ibv_(?P<ibv_call>\w+) failed|ibv_post_(?:send|recv)\(\) failed with error)",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
         Blame.SELF,
-        ["call to ibv_"],
+        ["call to ibv_", "ibv_post_"],
         "An InfiniBand verbs call of this process failed (queue pair, memory registration, device).",
         post=lambda ev: _ibv_post(ev),
     ),
@@ -1138,7 +1150,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "cuda_error_oom",
-        r"CUDA error: out of memory|Cuda failure 'out of memory'",
+        r"CUDA error: out of memory",
         K.OOM,
         None,
         S.CRITICAL,
@@ -1278,12 +1290,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # NCCL src/include/alloc.h: WARN("Failed to CUDA calloc %ld bytes"), "Failed to CUDA calloc async %ld
         # bytes", "Failed to CUDA malloc %ld bytes", "Failed to CUDA host alloc %ld bytes" (ncclCuda*Debug);
         # surfaces in torch as ncclUnhandledCudaError with this as its "Last error".
-        r"Failed to CUDA (?P<alloc>calloc(?: async)?|malloc|host alloc) (?P<alloc_bytes>\d+) bytes",
+        # (and ncclCalloc/ncclRealloc of host memory: "Failed to malloc %ld bytes")
+        r"Failed to (?:CUDA (?P<alloc>calloc(?: async)?|malloc|host alloc)|malloc) (?P<alloc_bytes>\d+) bytes",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["Failed to CUDA"],
+        ["Failed to CUDA", "Failed to malloc"],
         "NCCL could not allocate its buffers: the GPU (or pinned host memory) is full in this process.",
     ),
     _sig(
@@ -1398,12 +1411,27 @@ SIGNATURES: tuple[Signature, ...] = (
         # fairseq optim/fp16_optimizer.py: "NOTE: overflow detected, setting loss scale to: {scale}" (older
         # "| WARNING: overflow detected, ..."); its DynamicLossScaler raises FloatingPointError("Minimum loss
         # scale reached ({min}). Your loss is probably exploding. ...").
-        r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached",
+        r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached"
+        # DeepSpeed runtime/fp16/fused_optimizer.py, unfused_optimizer.py step: "[deepspeed] fp16 dynamic loss scale
+        # overflow! Skipping step. Attempted loss scale: {}, reducing to {}", _update_scale: "Grad overflow on
+        # iteration: {}"; Megatron-LM training.py training_log: "number of skipped iterations: {:3d} |" (> 0 in fp16:
+        # steps skipped for an overflow).
+        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration: \d+"
+        r"|number of skipped iterations:\s*(?P<skipped_iters>[1-9]\d*)",
         K.NUMERICAL,
         C.OVERFLOW,
         S.INFO,
         Blame.NONE,
-        ["OVERFLOW!", "Gradient overflow", "already at minimum", "overflow detected", "minimum loss scale"],
+        [
+            "OVERFLOW!",
+            "Gradient overflow",
+            "already at minimum",
+            "overflow detected",
+            "minimum loss scale",
+            "loss scale overflow",
+            "Grad overflow on iteration",
+            "skipped iterations",
+        ],
         "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex, fairseq). Normal while "
         "the scale calibrates; critical once the scale is at its minimum.",
         post=_overflow_post,
@@ -1475,7 +1503,8 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "nccl_socket_truncated",
         # net_socket.cc: WARN("NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. ...")
-        r"NET/Socket : peer (?P<peer>\S+?) message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
+        # (2.4-2.9: "NET/Socket : message truncated : ..." without the peer)
+        r"NET/Socket : (?:peer (?P<peer>\S+?) )?message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
@@ -1515,7 +1544,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # never inside a collective, so an orderly close there is the peer's process exiting (the
         # kernel closes a dead process's sockets): the peer is where the failure started, as seen
         # from this rank. (Shutdown closes are not logged: the communicator is torn down first.)
-        rf"socketProgress: Connection closed by remote peer {_ADDR}<(?P<peer_port>\d+)>",
+        # (2.10-2.14 include/socket.h, misc/socket.cc: "Net : Connection closed by remote peer %s"; before 2.10
+        # without the address: the peer is then not named)
+        rf"(?:socketProgress:|Net :) Connection closed by remote peer(?: {_ADDR}<(?P<peer_port>\d+)>)?",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
