@@ -307,6 +307,27 @@ def _named_self_post(ev: Event) -> None:
         ev.host, ev.host_basis = node, "text"
 
 
+def _nvml_post(ev: Event) -> None:
+    if ev.fields.get("nvml_error") == "GPU is lost":
+        ev.category = C.GPU_LOST
+
+
+def _barrier_post(ev: Event) -> None:
+    """monitored_barrier: the rank named is the one that never arrived (rank 0 printed the line, on its host)."""
+    if ev.fields.get("self_rank") is None:  # several ranks named: no single culprit
+        ev.blame = Blame.NONE
+        return
+    ev.fields["reporter_host"] = ev.host
+    ev.host = None
+    _named_self_post(ev)
+
+
+def _launcher_exit_post(ev: Event) -> None:
+    _exit_post(ev)
+    if ev.signature == "launcher_child_exit" and "non-zero exit status" in ev.message:
+        ev.severity, ev.generic = S.WARNING, True  # CalledProcessError re-raises the child's failure: a consequence
+
+
 def _ray_node_post(ev: Event) -> None:
     """The node Ray names (its IP) is the host that ran out of memory, whoever printed the line."""
     ip = ev.fields.pop("node_ip", None)
@@ -1050,12 +1071,15 @@ SIGNATURES: tuple[Signature, ...] = (
         # torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal, shutting down
         # workers", e.sigval) (an int, or "Signals.SIGTERM" on Pythons before 3.11); then per worker
         # multiprocessing/api.py: "Sending process %s closing signal %s".
-        r"Received (?:(?P<signal_no>\d+)|Signals\.(?P<signal>SIG\w+)) death signal, shutting down workers",
+        # The agent's own handler (multiprocessing/api.py _terminate_process_handler) raises it first:
+        # SignalException(f"Process {os.getpid()} got signal: {sigval}") (sigval formats as its number).
+        r"Received (?:(?P<signal_no>\d+)|Signals\.(?P<signal>SIG\w+)) death signal, shutting down workers"
+        r"|SignalException: Process \d+ got signal: (?:(?P<signal_no__2>\d+)|(?:Signals\.)?(?P<signal__2>SIG\w+))",
         K.CRASH,
         C.SIGNAL,
         S.CRITICAL,
         Blame.NONE,
-        ["death signal"],
+        ["death signal", "SignalException"],
         "The torchrun agent itself got a signal (SIGHUP from a closed terminal, SIGTERM from the scheduler or a "
         "user) and stopped its workers: the run was stopped from outside; no worker is to blame.",
         post=_death_signal_post,
@@ -1515,14 +1539,17 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_proxy_failed",
-        # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d")
+        # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d"),
+        # WARN("[Service thread] Error encountered progressing operation=%s, res=%d, closing connection") (2.19+),
+        # WARN("Proxy Call to rank %d failed (%s)") (2.12-2.18, the client side)
         r"\[Proxy Service (?P<proxy_rank>\d+)\] Failed to execute operation (?P<proxy_op>\w+) from rank (?P<from_rank>\d+), "
-        r"retcode (?P<retcode>\d+)",
+        r"retcode (?P<retcode>\d+)|\[Service thread\] Error encountered progressing operation=(?P<proxy_op__2>\w+), "
+        r"res=(?P<retcode__2>\d+)|Proxy Call to rank (?P<to_rank>\d+) failed \((?P<proxy_op__3>\w+)\)",
         K.NETWORK_ERROR,
         C.NCCL,
         S.CRITICAL,
         Blame.NONE,
-        ["Failed to execute operation"],
+        ["Failed to execute operation", "Error encountered progressing", "Proxy Call to rank"],
         "NCCL proxy thread could not set up or run a network operation (retcode is an ncclResult_t).",
     ),
     _sig(
@@ -1553,6 +1580,261 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.PEER,
         ["Connection closed by remote peer"],
         "NCCL socket: the peer's process closed the connection mid-operation (it exited or aborted first).",
+    ),
+    # ---- NCCL set-up and transports, from the sources (src/misc/socket.cc, bootstrap.cc, shmutils.cc, ...) -----
+    _sig(
+        "nccl_socket_retries_exceeded",
+        # src/misc/socket.cc (2.19+): WARN("socketStartConnect: exceeded retries (%d)") after NCCL_SOCKET_RETRY_CNT
+        # refused connects, WARN("socketPollConnect: exceeded timeouts (%d)") after timed-out ones: the listener
+        # never came up or the path drops SYNs; the destination is in the lines before.
+        r"socket(?:StartConnect|PollConnect): exceeded (?:retries|timeouts) \((?P<retries>\d+)\)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["exceeded retries", "exceeded timeouts"],
+        "NCCL gave up connecting a socket after its retries (refused or timed out every time).",
+    ),
+    _sig(
+        "nccl_socket_wrong_magic",
+        # src/misc/socket.cc socketFinalizeAccept: WARN("socketFinalizeAccept: wrong magic %lx != %lx") (and "wrong
+        # type"): something that is not this communicator's NCCL connected to its port (another job, a scanner).
+        r"socketFinalizeAccept: wrong (?:magic|type)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.WARNING,
+        Blame.NONE,
+        ["socketFinalizeAccept"],
+        "A connection that is not this communicator's reached an NCCL port (another job on the same ports, a scanner).",
+    ),
+    _sig(
+        "nccl_no_interface",
+        # bootstrap.cc: WARN("Bootstrap : no socket interface found"), WARN("NET/Socket : No usable listening interface
+        # found"); transport/net_socket.cc: WARN("NET/Socket : no interface found"); misc/socket.cc (include/socket.h
+        # before 2.12): WARN("Net : No interface found in the same subnet as remote address %s"). NCCL_SOCKET_IFNAME
+        # (or the host's addressing) names no usable interface: configuration, no one host's fault.
+        r"Bootstrap : no socket interface found|NET/Socket : (?:no interface found|No usable listening interface found)"
+        r"|Net : No interface found in the same subnet as remote address",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["no socket interface found", "no interface found", "no usable listening interface"],
+        "NCCL found no usable network interface (NCCL_SOCKET_IFNAME, or no interface in the peer's subnet).",
+    ),
+    _sig(
+        "nccl_socket_progress_error",
+        # transport/net_socket.cc persistentSocketThread: WARN("NET/Socket : socket progress error") when a socket
+        # send/recv of the socket transport failed (the reason is the WARN before it).
+        r"NET/Socket : socket progress error",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socket progress error"],
+        "NCCL's socket transport failed a send or receive.",
+    ),
+    _sig(
+        "nccl_bootstrap_truncated",
+        # bootstrap.cc bootstrapNetRecv: WARN("Message truncated : received %d bytes instead of %d"): two ranks'
+        # bootstrap messages differ in size (mixed NCCL versions, or a connection from another job).
+        r"\bMessage truncated : received (?P<got>\d+)(?:,\d+)? bytes instead of (?P<want>\d+)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["message truncated : received"],
+        "NCCL's bootstrap got a message of the wrong size: ranks disagree (NCCL versions) or a stray peer connected.",
+    ),
+    _sig(
+        "nccl_bootstrap_root_mismatch",
+        # bootstrap.cc bootstrapRoot: WARN("Bootstrap Root : mismatch in rank count from procs %d : %d") (2.2x;
+        # 2.2x+: "mismatch in info from procs, nranks %d vs %d, ..."): ranks were started with different world sizes
+        # for one unique id.
+        r"Bootstrap Root : mismatch in (?:rank count|info) from procs",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Bootstrap Root : mismatch"],
+        "Ranks joined one NCCL communicator with different world sizes (a launch configuration error).",
+    ),
+    _sig(
+        "nccl_ib_open_device",
+        # transport/net_ib.cc ncclIbInit: WARN("NET/IB : Unable to open device %s"), WARN("NET/IB : Unable to query
+        # device %s"): an HCA of this host does not answer its verbs; NCCL goes on without it.
+        r"NET/IB : Unable to (?:open|query) device (?P<nic>\S+)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.SELF,
+        ["Unable to open device", "Unable to query device"],
+        "An InfiniBand HCA of this host could not be opened or queried (driver, firmware or the card).",
+    ),
+    _sig(
+        "nccl_cuda_failure",
+        # src/include/checks.h CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)); cudawrap.h CUCHECK
+        # (driver API, 2.19+): WARN("Cuda failure %d '%s'", err, errStr); transport/nvls.cc: "Failed to bind NVLink
+        # SHARP (NVLS) Multicast memory of size %ld : CUDA error %d '%s'". A CUDA call of this process failed.
+        r"(?:Cuda failure|CUDA error)(?: (?P<cuda_errno>\d+))? '(?P<cuda_error>[^'\n]{1,200})'",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Cuda failure", "CUDA error "],
+        "A CUDA call inside NCCL failed in this process ('out of memory' is an OOM, ECC a faulty GPU).",
+        post=_cuda_post,
+    ),
+    _sig(
+        "nccl_shm_failed",
+        # misc/shmutils.cc (2.12+): WARN("Error while %s shared memory segment %s (size %ld)"), WARN("Error: failed
+        # to extend %s to %ld bytes") (ftruncate of /dev/shm/nccl-*); before 2.12 include/shm.h: SYSCHECK
+        # "Call to posix_fallocate failed : %s". /dev/shm is too small for NCCL's buffers (a container's 64 MB
+        # default) on this host: NCCL's SHM transport cannot start (an NCCL error, as the corpus labels it, x3a-002).
+        r"Error while (?:creating|attaching to) shared memory segment (?P<shm>\S+)|Error: failed to extend (?P<shm__2>\S+)"
+        r" to \d+ bytes|Call to posix_fallocate failed",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["shared memory segment", "failed to extend", "posix_fallocate"],
+        "NCCL could not create its shared-memory segment: /dev/shm is full or too small on this host.",
+    ),
+    _sig(
+        "nccl_duplicate_gpu",
+        # init.cc: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx") then ncclInvalidUsage:
+        # two ranks of one communicator picked the same GPU (LOCAL_RANK / CUDA_VISIBLE_DEVICES misconfigured).
+        r"Duplicate GPU detected : rank (?P<dup_rank>\d+) and rank (?P<dup_rank_b>\d+) both on CUDA device",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Duplicate GPU detected"],
+        "Two ranks of one NCCL communicator use the same GPU: a launch configuration error.",
+    ),
+    _sig(
+        "nccl_no_transport",
+        # transport.cc selectTransport: WARN("No transport found for rank %d[%lx] -> rank %d[%lx]"): no P2P, SHM or
+        # network path between two ranks (no NIC usable, NCCL_*_DISABLE everywhere).
+        r"No transport found for rank (?P<from_rank>\d+)\[\w+\] -> rank (?P<to_rank>\d+)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["No transport found"],
+        "NCCL found no way to connect two ranks (network transport unavailable or disabled).",
+    ),
+    _sig(
+        "nccl_p2p_disabled_nvlink",
+        # graph/paths.cc (2.14+): WARN("P2P is disabled between NVLINK connected GPUs %d and %d. This should not be
+        # the case given their connectivity, and is probably due to a hardware issue. ...").
+        r"P2P is disabled between NVLINK connected GPUs (?P<gpu_a>\d+) and (?P<gpu_b>\d+)",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["P2P is disabled between NVLINK"],
+        "NCCL sees two NVLink-connected GPUs of this host without P2P access: NVLink or GPU trouble on this host.",
+    ),
+    _sig(
+        "nccl_nvml_failed",
+        # misc/nvmlwrap.cc: WARN("nvmlDeviceGetHandleByIndex(%d) failed: %s"), WARN("nvmlInit%s() failed: %s"), ...
+        # with nvmlErrorString: "GPU is lost" (NVML_ERROR_GPU_IS_LOST), "Driver/library version mismatch" (the loaded
+        # kernel module is not the installed driver's: an upgrade without a reboot).
+        r"nvml\w+\([^()\n]{0,20}\) failed: (?P<nvml_error>GPU is lost|Driver/library version mismatch)",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["GPU is lost", "Driver/library version mismatch"],
+        "NVML (through NCCL) reports a lost GPU or a driver/kernel-module mismatch on this host.",
+        post=lambda ev: _nvml_post(ev),
+    ),
+    # ---- torch c10d and gloo, from the sources ------------------------------------------------------------------
+    _sig(
+        "monitored_barrier_failed",
+        # torch/csrc/distributed/c10d/ProcessGroupGloo.cpp monitoredBarrier: rank 0 waits for every rank and throws
+        # "[Rank 0]: Rank {r} failed to pass monitoredBarrier in {ms} ms" (wait_all_ranks: "[Rank 0]: Ranks {r1, r2}
+        # failed to pass ..."). The rank named never reached the barrier: it is the one stuck or gone.
+        r"\bRank (?P<self_rank>\d+) failed to pass monitoredBarrier in (?P<timeout_ms>\d+) ms"
+        r"|\bRanks (?P<failed_ranks>\d+(?:, \d+){1,1000}) failed to pass monitoredBarrier",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.SELF,
+        ["failed to pass monitoredBarrier"],
+        "torch.distributed.monitored_barrier: rank 0 names the rank(s) that never reached the barrier.",
+        post=lambda ev: _barrier_post(ev),
+    ),
+    _sig(
+        "nccl_aborted_comm_key",
+        # torch 1.9-1.13 ProcessGroupNCCL.cpp ncclCommWatchdog: LOG(WARNING) "[Rank R] Found key in store:
+        # NCCLABORTEDCOMM:<id>, from rank: S. This means that rank has aborted its NCCL communicators previously ...":
+        # rank S aborted first (it timed out or hit an error): who saw the failure first, not who caused it.
+        r"Found key in store: NCCLABORTEDCOMM:\S+, from rank: (?P<aborted_rank>\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["NCCLABORTEDCOMM"],
+        "torch <= 1.13: another rank aborted its NCCL communicators (a timeout or error seen there first).",
+        generic=True,
+    ),
+    _sig(
+        "gloo_size_mismatch",
+        # gloo/transport/tcp/pair.cc: GLOO_ENFORCE_LE(op.preamble.length, op.nbytes) -> "[enforce fail at
+        # .../pair.cc:446] op.preamble.length <= op.nbytes. 6232 vs 4": a peer sent more than the buffer this rank
+        # posted: the two ranks are in different collectives (or the same one with different sizes).
+        r"op\.preamble\.length <= op\.nbytes\. (?P<sent_bytes>\d+) vs (?P<posted_bytes>\d+)",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["op.preamble.length"],
+        "Gloo received a larger message than the buffer posted: ranks called different collectives or sizes.",
+    ),
+    _sig(
+        "gloo_device_config",
+        # gloo/transport/tcp/device.cc (lookupAddrForIface): GLOO_ENFORCE(ifa != nullptr, "Unable to find address
+        # for: ", iface): GLOO_SOCKET_IFNAME names an interface this host does not have (or has no address on).
+        r"Unable to find address for: (?P<iface>\S+)",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Unable to find address for"],
+        "Gloo's network interface (GLOO_SOCKET_IFNAME) has no address: configuration.",
+    ),
+    # ---- launchers: an exit seen by the process that started the workers ----------------------------------------
+    _sig(
+        "elastic_exit_barrier",
+        # torch/distributed/elastic/agent/server/api.py _exit_barrier: logger.exception("Error waiting on exit barrier.
+        # Elapsed: %s seconds"): this node's workers finished, another node's agent never reached the barrier (it
+        # hung, or died before the store saw it).
+        r"Error waiting on exit barrier\. Elapsed: (?P<elapsed_s>[\d.]+) seconds",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["exit barrier"],
+        "The torchrun agent finished but another node's agent never reached the exit barrier.",
+    ),
+    _sig(
+        "launcher_child_exit",
+        # DeepSpeed deepspeed/launcher/launch.py sigkill_handler: logger.error(f"{cmd} exits with return code =
+        # {last_return_code}") (negative: killed by that signal); CPython Lib/subprocess.py CalledProcessError.__str__
+        # (raised by `accelerate launch`, the deepspeed runner): "Command '%s' died with %r." (a <Signals.SIGKILL: 9>)
+        # and "Command '%s' returned non-zero exit status %d.". The launcher names its command, not a global rank.
+        r"\] exits with return code = (?P<exit_code>-?\d+)"
+        r"|Command '[^\n]{0,4000}?' (?:died with <Signals\.(?P<signal>SIG\w+): \d+>|returned non-zero exit status "
+        r"(?P<exit_code__2>\d+))\.",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["exits with return code", "died with <signals.", "returned non-zero exit status"],
+        "A launcher (DeepSpeed's, accelerate's subprocess) saw its worker exit non-zero or die on a signal.",
+        post=lambda ev: _launcher_exit_post(ev),
     ),
     _sig(
         "nvrm_init_adapter_failed",
@@ -1940,6 +2222,10 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kernel_tag", re.compile(r"^kernel:\s*")),
     ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
     ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
+    # Lightning (lightning_fabric/utilities/rank_zero.py rank_prefixed_message): "[rank: N] " with the global rank.
+    ("lightning_rank", re.compile(r"^\[rank: (?P<rank>\d{1,6})\] ")),
+    # kubectl logs --prefix: "[pod/NAME/CONTAINER] "; the pod is where the process ran.
+    ("kubectl_prefix", re.compile(r"^\[pod/(?P<host>[\w.-]{1,253})/[\w.-]{1,63}\] ")),
     # Open MPI mpirun --tag-output (orte/mca/iof/base/iof_base_output.c): "[jobid,rank]<stdout>:".
     ("mpi_tag", re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     # A launcher's per-stream tag ("<name> [stderr] "): the name is a job/host label, not used as a host.
@@ -1949,6 +2235,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Slurm's step daemon names itself after its node on stderr ("slurmstepd-<node>: error: ..."; a bare
     # "slurmstepd:" names none).
     ("slurmstepd", re.compile(r"^slurmstepd-(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
+    # srun --label: "%*d: " (the task id, right-aligned). Kept as a field: a task index is neither a host nor,
+    # under a per-node launcher (torchrun), a rank.
+    ("srun_label", re.compile(r"^(?P<task>\d{1,6}): (?=\S)")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
 )
 _NOT_HOSTS = re.compile(
@@ -2087,7 +2376,11 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.host, rec.host_basis = g["host"], f"{name}"
             elif name == "slurmstepd":
                 rec.host, rec.host_basis = g["host"], "host_tag"
-            elif name in ("rank_prefix", "rank_world", "mpi_tag"):
+            elif name == "kubectl_prefix":
+                rec.host, rec.host_basis = g["host"], name
+            elif name == "srun_label":
+                rec.fields["slurm_task"] = int(g["task"])
+            elif name in ("rank_prefix", "rank_world", "mpi_tag", "lightning_rank"):
                 rec.rank, rec.rank_basis = int(g["rank"]), name
                 if g.get("world"):
                     rec.fields["world_size"] = int(g["world"])
