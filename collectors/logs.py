@@ -1438,27 +1438,29 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached"
         # DeepSpeed runtime/fp16/fused_optimizer.py, unfused_optimizer.py step: "[deepspeed] fp16 dynamic loss scale
         # overflow! Skipping step. Attempted loss scale: {}, reducing to {}", _update_scale: "Grad overflow on
-        # iteration: {}"; Megatron-LM training.py training_log: "number of skipped iterations: {:3d} |" (> 0 in fp16:
-        # steps skipped for an overflow).
-        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration: \d+"
-        r"|number of skipped iterations:\s*(?P<skipped_iters>[1-9]\d*)",
+        # iteration: {}".
+        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration: \d+",
         K.NUMERICAL,
         C.OVERFLOW,
         S.INFO,
         Blame.NONE,
-        [
-            "OVERFLOW!",
-            "Gradient overflow",
-            "already at minimum",
-            "overflow detected",
-            "minimum loss scale",
-            "loss scale overflow",
-            "Grad overflow on iteration",
-            "skipped iterations",
-        ],
+        ["overflow", "already at minimum", "minimum loss scale"],
         "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex, fairseq). Normal while "
         "the scale calibrates; critical once the scale is at its minimum.",
         post=_overflow_post,
+    ),
+    _sig(
+        "megatron_skipped_iterations",
+        # Megatron-LM megatron/training/training.py training_log: "number of skipped iterations: {:3d} |", above 0 in
+        # fp16 when steps were skipped for an overflow. Its own small pattern: every iteration line carries the
+        # counter, so the long overflow alternation above does not run on each of them.
+        r"number of skipped iterations:\s*(?P<skipped_iters>[1-9]\d*)",
+        K.NUMERICAL,
+        C.OVERFLOW,
+        S.INFO,
+        Blame.NONE,
+        ["skipped iterations"],
+        "Megatron skipped iterations (fp16 overflows while the loss scale settles).",
     ),
     # ---- kernel: Xid, ECC, lost GPU, PCIe, thermal ----------------------------------------------
     _sig(
@@ -1592,7 +1594,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.SOCKET,
         S.CRITICAL,
         Blame.NONE,
-        ["exceeded retries", "exceeded timeouts"],
+        ["socketStartConnect", "socketPollConnect"],
         "NCCL gave up connecting a socket after its retries (refused or timed out every time).",
     ),
     _sig(
@@ -1619,7 +1621,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.SOCKET,
         S.CRITICAL,
         Blame.NONE,
-        ["no socket interface found", "no interface found", "no usable listening interface"],
+        ["interface found"],
         "NCCL found no usable network interface (NCCL_SOCKET_IFNAME, or no interface in the peer's subnet).",
     ),
     _sig(
@@ -1643,7 +1645,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.NCCL,
         S.CRITICAL,
         Blame.NONE,
-        ["message truncated : received"],
+        ["message truncated"],
         "NCCL's bootstrap got a message of the wrong size: ranks disagree (NCCL versions) or a stray peer connected.",
     ),
     _sig(
@@ -1668,7 +1670,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.IB,
         S.WARNING,
         Blame.SELF,
-        ["Unable to open device", "Unable to query device"],
+        ["NET/IB : Unable to"],
         "An InfiniBand HCA of this host could not be opened or queried (driver, firmware or the card).",
     ),
     _sig(
@@ -1746,7 +1748,7 @@ SIGNATURES: tuple[Signature, ...] = (
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["GPU is lost", "Driver/library version mismatch"],
+        ["nvml"],
         "NVML (through NCCL) reports a lost GPU or a driver/kernel-module mismatch on this host.",
         post=lambda ev: _nvml_post(ev),
     ),
@@ -1832,7 +1834,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.EXIT_CODE,
         S.CRITICAL,
         Blame.NONE,
-        ["exits with return code", "died with <signals.", "returned non-zero exit status"],
+        ["exits with return code", "command '"],
         "A launcher (DeepSpeed's, accelerate's subprocess) saw its worker exit non-zero or die on a signal.",
         post=lambda ev: _launcher_exit_post(ev),
     ),
@@ -2188,6 +2190,13 @@ SIGNATURES: tuple[Signature, ...] = (
 _BY_NAME = {s.name: s for s in SIGNATURES}
 # Keyword gate: a signature's regex runs only on lines holding one of its keywords (lower case).
 _KEYWORDS = tuple(sorted({k for s in SIGNATURES for k in s.keywords}))
+# Every ordinary line is tested against each keyword, so only the keywords that contain no other one are
+# tested first; a keyword containing another ("nan iterations" holds "nan") can only be on a line where that
+# one is, so it is tested on those lines alone. The hits are the same; the per-line tests are fewer.
+_FIRST_KEYWORDS = tuple(k for k in _KEYWORDS if not any(o != k and o in k for o in _KEYWORDS))
+_KEYWORDS_WITHIN: dict[str, tuple[str, ...]] = {
+    a: tuple(k for k in _KEYWORDS if k != a and a in k) for a in _FIRST_KEYWORDS
+}
 _BY_KEYWORD: dict[str, list[Signature]] = {}
 for _s in SIGNATURES:
     for _k in _s.keywords:
@@ -2527,9 +2536,10 @@ _COLUMN_FIELDS = ("seq", "op", "xid", "gpu_pci", "exit_code", "peer")
 def classify_line(rec: _Record, default_rank: int | None = None, default_host: str | None = None) -> list[Event]:
     """All signature matches in one cleaned record, as events (possibly none)."""
     low = rec.text.lower()
-    hits = [k for k in _KEYWORDS if k in low]  # plain substring tests: far faster than one big alternation
+    hits = [k for k in _FIRST_KEYWORDS if k in low]  # plain substring tests: far faster than one big alternation
     if not hits:
         return []
+    hits += {k for h in hits for k in _KEYWORDS_WITHIN[h] if k in low}
     cands: list[Signature] = []
     for h in hits:
         for s in _BY_KEYWORD.get(h, ()):
