@@ -328,6 +328,16 @@ def _launcher_exit_post(ev: Event) -> None:
         ev.severity, ev.generic = S.WARNING, True  # CalledProcessError re-raises the child's failure: a consequence
 
 
+def _slurm_cancel_post(ev: Event) -> None:
+    if ev.fields.get("cancel_reason") == "NODE FAILURE":  # a node of the job died; slurmctld's log names it
+        ev.kind, ev.category = K.FAULTY_HOST, None
+
+
+def _srun_exit_post(ev: Event) -> None:
+    if ev.exit_code is not None:
+        ev.category = C.EXIT_CODE
+
+
 def _ray_node_post(ev: Event) -> None:
     """The node Ray names (its IP) is the host that ran out of memory, whoever printed the line."""
     ip = ev.fields.pop("node_ip", None)
@@ -1677,13 +1687,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "nccl_cuda_failure",
         # src/include/checks.h CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)); cudawrap.h CUCHECK
         # (driver API, 2.19+): WARN("Cuda failure %d '%s'", err, errStr); transport/nvls.cc: "Failed to bind NVLink
-        # SHARP (NVLS) Multicast memory of size %ld : CUDA error %d '%s'". A CUDA call of this process failed.
-        r"(?:Cuda failure|CUDA error)(?: (?P<cuda_errno>\d+))? '(?P<cuda_error>[^'\n]{1,200})'",
+        # SHARP (NVLS) Multicast memory of size %ld : CUDA error %d '%s'"; transport/p2p.cc: "failed to peer with
+        # device %d(=%lx): %d %s", "cudaIpcGetMemHandle failed : %s". A CUDA call of this process failed.
+        r"(?:Cuda failure|CUDA error)(?: (?P<cuda_errno>\d+))? '(?P<cuda_error>[^'\n]{1,200})'"
+        r"|failed to peer with device \d+\(=\w+\): (?P<cuda_errno__2>\d+) (?P<cuda_error__2>[^\n]{1,200})"
+        r"|cudaIpcGetMemHandle failed : (?P<cuda_error__3>[^\n]{1,200})",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,
         Blame.SELF,
-        ["Cuda failure", "CUDA error "],
+        ["Cuda failure", "CUDA error ", "failed to peer with device", "cudaIpcGetMemHandle failed"],
         "A CUDA call inside NCCL failed in this process ('out of memory' is an OOM, ECC a faulty GPU).",
         post=_cuda_post,
     ),
@@ -1837,6 +1850,144 @@ SIGNATURES: tuple[Signature, ...] = (
         ["exits with return code", "command '"],
         "A launcher (DeepSpeed's, accelerate's subprocess) saw its worker exit non-zero or die on a signal.",
         post=lambda ev: _launcher_exit_post(ev),
+    ),
+    _sig(
+        "nccl_net_not_found",
+        # src/net.cc ncclNetInit: WARN("Error: network %s not found.", netName) when NCCL_NET names a network (a
+        # plugin such as "AWS Libfabric", or "IB") that did not load: configuration, then ncclInvalidUsage.
+        r"Error: network (?P<net_name>[^\n]{1,80}?) not found\.",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["error: network"],
+        "The network NCCL_NET asks for is not available (its plugin did not load).",
+    ),
+    _sig(
+        "store_based_barrier_timeout",
+        # torch/distributed/distributed_c10d.py _store_based_barrier: RuntimeError("Timed out initializing process
+        # group in store based barrier on rank: {}, for key: {} (world_size={}, worker_count={}, timeout={})")
+        # (1.7-1.13; one release lost the space: "store basedbarrier"), 2.x DistStoreError "... on rank {}, for key:
+        # {} (world_size={}, num_workers_joined={}, timeout={} error={})". The rank that says it is one that arrived.
+        r"Timed out initializing process group in store based ?barrier on rank:? (?P<barrier_rank>\d+), for key: "
+        r"(?P<key>\S+) \(world_size=(?P<world_size>\d+), (?:worker_count|num_workers_joined)=(?P<worker_count>\d+)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Timed out initializing process group"],
+        "torch's init barrier timed out: some ranks never joined the process group.",
+    ),
+    _sig(
+        "ddp_unused_parameters",
+        # torch/csrc/distributed/c10d/reducer.cpp (Reducer::prepare_for_backward / ensure_prior_reduction_finished):
+        # "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates
+        # that your module has parameters that were not used in producing loss. ...": the model's code, on every rank.
+        r"Expected to have finished reduction in the prior iteration before starting a new one",
+        K.CRASH,
+        C.EXCEPTION,
+        S.CRITICAL,
+        Blame.NONE,
+        ["finished reduction in the prior iteration"],
+        "DDP found parameters that took no part in the loss (find_unused_parameters): the training code, no rank's fault.",
+    ),
+    _sig(
+        "ddp_model_mismatch",
+        # torch c10d verify_params_across_processes (comm.cpp / reducer): "DDP expects same model across all ranks, but
+        # Rank {} has {} params, while rank {} has inconsistent {} params." Ranks disagree on the model, or (often) a
+        # straggling rank's allgather returned garbage after a timeout: no side is named.
+        r"DDP expects same model across all ranks, but Rank (?P<rank_a>\d+) has (?P<params_a>\d+) params, while rank "
+        r"(?P<rank_b>\d+) has inconsistent (?P<params_b>\d+) params",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["DDP expects same model"],
+        "DDP's start-up check found ranks with different parameter counts (a different model, or a rank that lagged).",
+    ),
+    _sig(
+        "dataloader_worker_exited",
+        # torch/utils/data/dataloader.py _try_get_data: RuntimeError(f"DataLoader worker (pid(s) {pids_str}) exited
+        # unexpectedly"): the reason (a signal, a bus error) is on the worker's own line.
+        r"DataLoader worker \(pid\(s\) (?P<pids>[\d, ]{1,200})\) exited unexpectedly",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["exited unexpectedly"],
+        "A DataLoader worker process died; its own line (killed by signal, bus error) says why.",
+        generic=True,
+    ),
+    _sig(
+        "dataloader_worker_signal",
+        # torch/csrc/DataLoader.cpp SIGNAL_HANDLER: "ERROR: Unexpected bus error encountered in worker. This might be
+        # caused by insufficient shared memory (shm).", "ERROR: Unexpected segmentation fault encountered in worker.",
+        # "ERROR: Unexpected floating-point exception encountered in worker.": SIGBUS is /dev/shm running out.
+        r"ERROR: Unexpected (?P<signal_text>bus error|segmentation fault|floating-point exception) encountered in worker",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["encountered in worker"],
+        "A DataLoader worker crashed on a signal (a bus error: shared memory exhausted, an out-of-memory).",
+        post=lambda ev: _dataloader_post(ev),
+    ),
+    _sig(
+        "lightning_sigterm",
+        # Lightning src/lightning/pytorch/trainer/connectors/signal_connector.py _sigterm_notifier_fn:
+        # log.info(rank_prefixed_message(f"Received SIGTERM: {signum}", local_rank)): stopped from outside.
+        r"Received SIGTERM: (?P<signal_no>\d+)",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Received SIGTERM"],
+        "Lightning's trainer got SIGTERM (the scheduler, a preemption or a user stopped the run).",
+        post=_death_signal_post,
+    ),
+    _sig(
+        "slurm_cancelled",
+        # Slurm src/slurmd/slurmstepd (mgr.c / req.c): error("*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***"),
+        # "... DUE TO PREEMPTION ***", "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***", "*** %s ON %s
+        # CANCELLED AT %s ***" (scancel); older releases without "ON %s". The node named is the one whose slurmstepd
+        # printed it; for a node failure, the failed node is in slurmctld's log, not here.
+        r"\*\*\* (?:JOB|STEP) [\w.+]{1,40} (?:ON \S{1,253} )?CANCELLED AT \S{1,40}"
+        r"(?: DUE TO (?P<cancel_reason>TIME LIMIT|PREEMPTION|NODE FAILURE))?",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["CANCELLED AT"],
+        "Slurm cancelled the job or step (time limit, preemption, scancel; a node failure names no node here).",
+        post=lambda ev: _slurm_cancel_post(ev),
+    ),
+    _sig(
+        "srun_task_exit",
+        # Slurm srun (its task-exit report): "srun: error: NODE: task N: Exited with exit code C", "srun: error: NODE:
+        # tasks 4-7: Killed" (also Terminated, Segmentation fault, Aborted, Bus error): srun reports what it saw;
+        # after one task fails it kills the rest, so these are consequences ("Out Of Memory" is slurm_oom_kill).
+        r"srun: error: (?P<srun_node>[\w.-]{1,253}): tasks? [\d,-]{1,200}: (?:Exited with exit code (?P<exit_code>\d+)"
+        r"|(?P<signal_text>Killed|Terminated|Segmentation fault|Aborted|Bus error))",
+        K.CRASH,
+        C.SIGNAL,
+        S.WARNING,
+        Blame.NONE,
+        ["srun: error:"],
+        "srun reports tasks that exited or were killed (a consequence of the failure that ended the step).",
+        generic=True,
+        post=lambda ev: _srun_exit_post(ev),
+    ),
+    _sig(
+        "k8s_oom_killed",
+        # Kubernetes: a container terminated by the kernel's OOM killer under its memory limit has reason "OOMKilled"
+        # (kubectl describe pod "Reason: OOMKilled", kubectl get pods STATUS).
+        r"\bOOMKilled\b",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["OOMKilled"],
+        "A Kubernetes container was killed at its memory limit (OOMKilled).",
     ),
     _sig(
         "nvrm_init_adapter_failed",
