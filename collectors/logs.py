@@ -1089,7 +1089,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.SIGNAL,
         S.CRITICAL,
         Blame.NONE,
-        ["death signal", "SignalException"],
+        ["signal"],  # also gates "closing signal", "is killed by signal", "received a dump signal", ...
         "The torchrun agent itself got a signal (SIGHUP from a closed terminal, SIGTERM from the scheduler or a "
         "user) and stopped its workers: the run was stopped from outside; no worker is to blame.",
         post=_death_signal_post,
@@ -1696,7 +1696,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.CUDA_ERROR,
         S.CRITICAL,
         Blame.SELF,
-        ["Cuda failure", "CUDA error ", "failed to peer with device", "cudaIpcGetMemHandle failed"],
+        ["Cuda failure", "CUDA error", "failed to peer with device", "cudaIpcGetMemHandle failed"],
         "A CUDA call inside NCCL failed in this process ('out of memory' is an OOM, ECC a faulty GPU).",
         post=_cuda_post,
     ),
@@ -1712,7 +1712,8 @@ SIGNATURES: tuple[Signature, ...] = (
         C.NCCL,
         S.CRITICAL,
         Blame.SELF,
-        ["shared memory segment", "failed to extend", "posix_fallocate"],
+        # "failed to" also gates the other "failed to ..." keywords (only lines holding it test them)
+        ["shared memory segment", "failed to", "posix_fallocate"],
         "NCCL could not create its shared-memory segment: /dev/shm is full or too small on this host.",
     ),
     _sig(
@@ -1847,7 +1848,10 @@ SIGNATURES: tuple[Signature, ...] = (
         C.EXIT_CODE,
         S.CRITICAL,
         Blame.NONE,
-        ["exits with return code", "command '"],
+        [
+            "exit",
+            "command '",
+        ],  # "exit" also gates "exited unexpectedly", "exiting process", "remote process exited", ...
         "A launcher (DeepSpeed's, accelerate's subprocess) saw its worker exit non-zero or die on a signal.",
         post=lambda ev: _launcher_exit_post(ev),
     ),
@@ -1875,7 +1879,7 @@ SIGNATURES: tuple[Signature, ...] = (
         None,
         S.CRITICAL,
         Blame.NONE,
-        ["Timed out initializing process group"],
+        ["timed out"],  # also gates "timed out waiting", "client socket has timed out", ...
         "torch's init barrier timed out: some ranks never joined the process group.",
     ),
     _sig(
@@ -2348,10 +2352,12 @@ _FIRST_KEYWORDS = tuple(k for k in _KEYWORDS if not any(o != k and o in k for o 
 _KEYWORDS_WITHIN: dict[str, tuple[str, ...]] = {
     a: tuple(k for k in _KEYWORDS if k != a and a in k) for a in _FIRST_KEYWORDS
 }
-_BY_KEYWORD: dict[str, list[Signature]] = {}
-for _s in SIGNATURES:
+# keyword -> positions in SIGNATURES (ints: a Signature's dataclass __eq__ compares every field, which made
+# the candidates' dedupe and SIGNATURES.index the costliest part of classifying an ordinary metric line)
+_BY_KEYWORD: dict[str, list[int]] = {}
+for _i, _s in enumerate(SIGNATURES):
     for _k in _s.keywords:
-        _BY_KEYWORD.setdefault(_k, []).append(_s)
+        _BY_KEYWORD.setdefault(_k, []).append(_i)
 
 # ---------------------------------------------------------------------------------------------
 # Noise removal and line prefixes
@@ -2695,12 +2701,7 @@ def classify_line(rec: _Record, default_rank: int | None = None, default_host: s
     hits = _keyword_hits(rec.text.lower())
     if not hits:
         return []
-    cands: list[Signature] = []
-    for h in hits:
-        for s in _BY_KEYWORD.get(h, ()):
-            if s not in cands:
-                cands.append(s)
-    cands.sort(key=lambda s: SIGNATURES.index(s))
+    cands = [SIGNATURES[i] for i in sorted({i for h in hits for i in _BY_KEYWORD[h]})]
     rank, rank_basis = (
         (rec.rank, rec.rank_basis)
         if rec.rank is not None
