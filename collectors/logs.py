@@ -448,13 +448,14 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_dump_signal",
+        # (2.4+: "Observed flight recorder dump signal from another rank via TCPStore." from a rank that did not detect it)
         r"Received a (?:timeout signal from this local rank|dump signal due to a collective timeout from\s+"
-        r"(?:this local rank|rank (?P<detector_rank>\d+)))",
+        r"(?:this local rank|rank (?P<detector_rank>\d+)))|Observed flight recorder dump signal from another rank",
         K.HUNG_COLLECTIVE,
         C.COLLECTIVE_TIMEOUT,
         S.WARNING,
         Blame.NONE,
-        ["Received a timeout signal", "Received a dump signal"],
+        ["Received a timeout signal", "Received a dump signal", "flight recorder dump signal"],
         "Cross-rank debug dump (2.3 dev wording, then 2.6+ with 'from  rank N'); N is the detector, not the culprit.",
         generic=True,
     ),
@@ -1992,6 +1993,33 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["OOMKilled"],
         "A Kubernetes container was killed at its memory limit (OOMKilled).",
+    ),
+    _sig(
+        "store_wait_timeout",
+        # torch/csrc/distributed/c10d/TCPStore.cpp doWait (2.x): DistStoreError "wait timeout after {}ms, keys: {}":
+        # a rank waited in the c10d store for keys another rank or agent never set (it died, hung or never started).
+        r"wait timeout after (?P<timeout_ms>\d+)ms, keys: (?P<keys>[^\n]{1,200})",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["wait timeout after"],
+        "A c10d store wait timed out: the keys another rank should have set never came.",
+    ),
+    _sig(
+        "cuda_init_failed",
+        # c10/cuda/CUDAFunctions.cpp device_count_impl: "Unexpected error from cudaGetDeviceCount(). Did you run some
+        # cuda functions before calling NumCudaDevices() that might have already set an error? Error {}: {}" (a
+        # UserWarning "CUDA initialization: ..." or a RuntimeError): 802 system not yet initialized (the NVSwitch
+        # fabric manager), 803/804 driver and CUDA mismatch: the host's driver stack; "out of memory" an OOM.
+        r"Unexpected error from cudaGetDeviceCount\(\)\.[^\n]{0,200}?Error (?P<cuda_errno>\d+): (?P<cuda_error>[^\n(]{1,120})",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["cudaGetDeviceCount"],
+        "CUDA could not start on this host (fabric manager down, driver/CUDA mismatch, a GPU in a bad state).",
+        post=_cuda_post,
     ),
     _sig(
         "nvrm_init_adapter_failed",
