@@ -57,7 +57,9 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "syslog": 0.85,
     "host_tag": 0.8,
     "rank_world": 0.8,
-    "mpi_tag": 0.85,  # Open MPI --tag-output "[job,rank]<stdout>:": the MPI rank of the printing process
+    "mpi_tag": 0.85,
+    "lightning_rank": 0.9,  # Lightning's "[rank: N] " prefix: the global rank of the process that logged
+    "kubectl_prefix": 0.85,  # kubectl logs --prefix "[pod/NAME/CONTAINER] ": the pod that printed it  # Open MPI --tag-output "[job,rank]<stdout>:": the MPI rank of the printing process
     "text": 0.9,  # the line itself names its own rank/node (Megatron's "Rank R ... node: N" checks)
     "elastic_single_host": 0.7,  # every failure of the banner on one host
     "peer": 0.6,  # a remote end named by the side that saw the failure

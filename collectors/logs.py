@@ -207,10 +207,12 @@ def _exit_post(ev: Event) -> None:
     code = ev.exit_code
     if code is None and ev.signature == "elastic_agent_failed":
         ev.generic = True  # "[ERROR] failed" with no exit code: the agent noticed, nothing more
-    if code is not None and code < 0:  # torchelastic reports death by signal N as exitcode -N
+    if ev.fields.get("signal"):  # spawn's "terminated with signal SIGKILL": named, no exit code
+        ev.category = C.SIGNAL
+    elif code is not None and code < 0:  # torchelastic reports death by signal N as exitcode -N
         ev.category = C.SIGNAL
         try:
-            ev.fields.setdefault("signal", _signal.Signals(-code).name)
+            ev.fields["signal"] = _signal.Signals(-code).name
         except ValueError:
             pass
 
@@ -303,6 +305,37 @@ def _named_self_post(ev: Event) -> None:
     node = ev.fields.pop("self_node", None)
     if node and _plausible_host(node):
         ev.host, ev.host_basis = node, "text"
+
+
+def _nvml_post(ev: Event) -> None:
+    if ev.fields.get("nvml_error") == "GPU is lost":
+        ev.category = C.GPU_LOST
+
+
+def _barrier_post(ev: Event) -> None:
+    """monitored_barrier: the rank named is the one that never arrived (rank 0 printed the line, on its host)."""
+    if ev.fields.get("self_rank") is None:  # several ranks named: no single culprit
+        ev.blame = Blame.NONE
+        return
+    ev.fields["reporter_host"] = ev.host
+    ev.host = None
+    _named_self_post(ev)
+
+
+def _launcher_exit_post(ev: Event) -> None:
+    _exit_post(ev)
+    if ev.signature == "launcher_child_exit" and "non-zero exit status" in ev.message:
+        ev.severity, ev.generic = S.WARNING, True  # CalledProcessError re-raises the child's failure: a consequence
+
+
+def _slurm_cancel_post(ev: Event) -> None:
+    if ev.fields.get("cancel_reason") == "NODE FAILURE":  # a node of the job died; slurmctld's log names it
+        ev.kind, ev.category = K.FAULTY_HOST, None
+
+
+def _srun_exit_post(ev: Event) -> None:
+    if ev.exit_code is not None:
+        ev.category = C.EXIT_CODE
 
 
 def _ray_node_post(ev: Event) -> None:
@@ -415,13 +448,14 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_dump_signal",
+        # (2.4+: "Observed flight recorder dump signal from another rank via TCPStore." from a rank that did not detect it)
         r"Received a (?:timeout signal from this local rank|dump signal due to a collective timeout from\s+"
-        r"(?:this local rank|rank (?P<detector_rank>\d+)))",
+        r"(?:this local rank|rank (?P<detector_rank>\d+)))|Observed flight recorder dump signal from another rank",
         K.HUNG_COLLECTIVE,
         C.COLLECTIVE_TIMEOUT,
         S.WARNING,
         Blame.NONE,
-        ["Received a timeout signal", "Received a dump signal"],
+        ["Received a timeout signal", "Received a dump signal", "flight recorder dump signal"],
         "Cross-rank debug dump (2.3 dev wording, then 2.6+ with 'from  rank N'); N is the detector, not the culprit.",
         generic=True,
     ),
@@ -601,17 +635,20 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- NCCL / IB / socket / gloo network errors ------------------------------------------
     _sig(
         "nccl_error_unhandled_cuda",
-        r"NCCL error(?: in: \S+)?[,:]?\s*unhandled cuda error",
+        # torch c10d NCCLUtils (C10D_NCCL_CHECK) "NCCL error in: FILE:LINE, unhandled cuda error ..."; torch/csrc/cuda/
+        # nccl.cpp throw_nccl_error "NCCL Error %d: %s" (torch.cuda.nccl, DataParallel); NCCLUtils.cpp
+        # getNcclErrorDetailStr "ncclUnhandledCudaError: Call to CUDA function failed."
+        r"NCCL [Ee]rror(?: in: \S+| \d+)?[,:]?\s*unhandled cuda error|ncclUnhandledCudaError: Call to CUDA function failed",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,
         Blame.SELF,
-        ["unhandled cuda error"],
+        ["unhandled cuda error", "ncclUnhandledCudaError"],
         "NCCL hit a CUDA error in this process.",
     ),
     _sig(
         "nccl_error",
-        r"NCCL error(?: in: (?P<nccl_src>\S+?))?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
+        r"NCCL [Ee]rror(?: in: (?P<nccl_src>\S+?)| \d+)?[,:]\s*(?P<nccl_reason>remote process exited or there was a network error|"
         r"unhandled system error|internal error|invalid usage|invalid argument)[^,]*?(?:, NCCL version (?P<nccl_version>[\w.+-]+))?",
         K.NETWORK_ERROR,
         C.NCCL,
@@ -622,32 +659,37 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_result_code",
-        r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError):",
+        # torch NCCLUtils.cpp getNcclErrorDetailStr ("ncclInvalidUsage: This usually reflects invalid usage of NCCL
+        # library.", "ncclInvalidArgument: Invalid value for an argument.", ...)
+        r"\b(?P<nccl_result>ncclRemoteError|ncclSystemError|ncclInternalError|ncclInvalidUsage|ncclInvalidArgument):",
         K.NETWORK_ERROR,
         C.NCCL,
         S.CRITICAL,
         Blame.NONE,
-        ["ncclRemoteError", "ncclSystemError", "ncclInternalError"],
+        ["ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclInvalidArgument"],
         "NCCL result code explanation line.",
     ),
     _sig(
         "nccl_socket_connect_failed",
-        rf"socketStartConnect: Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+        # misc/socket.cc socketStartConnect (2.12+); include/socket.h "Net : Connect to %s failed : %s" (2.10-2.11)
+        # and "Connect to %s failed : %s" (2.4-2.9)
+        rf"(?:socketStartConnect: |Net : )?Connect to {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
         Blame.NONE,
-        ["socketStartConnect"],
+        ["socketStartConnect", "connect to"],
         "Bootstrap/socket connect failure. 'No route to host' is local routing (NCCL_SOCKET_IFNAME), so no blame.",
     ),
     _sig(
         "nccl_socket_io_failed",
-        rf"socketProgress(?:Opt)?: Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
+        # (2.10-2.14: "Net : Call to recv from %s failed : %s")
+        rf"(?:socketProgress(?:Opt)?:|Net :) Call to (?:recv|send) (?:from|to) {_ADDR}<(?P<peer_port>\d+)> failed\s*:\s*(?P<reason>[^\n]+)",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
         Blame.NONE,
-        ["socketProgress"],
+        ["socketProgress", "Net : Call to"],
         "Socket I/O failure; 'Connection reset by peer' names the peer.",
         post=_reset_by_peer_post,
     ),
@@ -689,14 +731,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_ib_completion_error",
-        rf"NET/IB\s*:\s*Got completion from peer {_ADDR}<(?P<peer_port>\d+)> with "
+        # (2.4-2.9 net_ib.cc: "NET/IB : Got completion with error %d, opcode %d, len %d, vendor err %d": no peer)
+        rf"NET/IB\s*:\s*Got completion (?:from peer {_ADDR}<(?P<peer_port>\d+)> )?with "
         r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
         r".*?vendor err (?P<vendor_err>\d+)",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
         Blame.NONE,
-        ["Got completion from peer"],
+        ["Got completion"],
         "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
         "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.",
         post=_ib_completion_post,
@@ -735,12 +778,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # NCCL src/misc/ibvwrap.cc: WARN("Call to ibv_%s failed ...") for a failed verbs call of this process
         # (older ibvwrap.cu: "Call to ibv_create_qp failed"). A local resource/HCA/config failure of the host
         # that logs it; ibv_modify_qp fails on what the peer sent too, so it names nobody.
-        r"NCCL WARN Call to ibv_(?P<ibv_call>\w+) failed",
+        # include/ibvwrap.h wrap_ibv_post_send/recv: WARN("ibv_post_send() failed with error %s, Bad WR %p, ...").
+        r"NCCL WARN (?:Call to ibv_(?P<ibv_call>\w+) failed|ibv_post_(?:send|recv)\(\) failed with error)",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
         Blame.SELF,
-        ["call to ibv_"],
+        ["call to ibv_", "ibv_post_"],
         "An InfiniBand verbs call of this process failed (queue pair, memory registration, device).",
         post=lambda ev: _ibv_post(ev),
     ),
@@ -1038,12 +1082,15 @@ SIGNATURES: tuple[Signature, ...] = (
         # torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal, shutting down
         # workers", e.sigval) (an int, or "Signals.SIGTERM" on Pythons before 3.11); then per worker
         # multiprocessing/api.py: "Sending process %s closing signal %s".
-        r"Received (?:(?P<signal_no>\d+)|Signals\.(?P<signal>SIG\w+)) death signal, shutting down workers",
+        # The agent's own handler (multiprocessing/api.py _terminate_process_handler) raises it first:
+        # SignalException(f"Process {os.getpid()} got signal: {sigval}") (sigval formats as its number).
+        r"Received (?:(?P<signal_no>\d+)|Signals\.(?P<signal>SIG\w+)) death signal, shutting down workers"
+        r"|SignalException: Process \d+ got signal: (?:(?P<signal_no__2>\d+)|(?:Signals\.)?(?P<signal__2>SIG\w+))",
         K.CRASH,
         C.SIGNAL,
         S.CRITICAL,
         Blame.NONE,
-        ["death signal"],
+        ["signal"],  # also gates "closing signal", "is killed by signal", "received a dump signal", ...
         "The torchrun agent itself got a signal (SIGHUP from a closed terminal, SIGTERM from the scheduler or a "
         "user) and stopped its workers: the run was stopped from outside; no worker is to blame.",
         post=_death_signal_post,
@@ -1138,7 +1185,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "cuda_error_oom",
-        r"CUDA error: out of memory|Cuda failure 'out of memory'",
+        r"CUDA error: out of memory",
         K.OOM,
         None,
         S.CRITICAL,
@@ -1278,12 +1325,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # NCCL src/include/alloc.h: WARN("Failed to CUDA calloc %ld bytes"), "Failed to CUDA calloc async %ld
         # bytes", "Failed to CUDA malloc %ld bytes", "Failed to CUDA host alloc %ld bytes" (ncclCuda*Debug);
         # surfaces in torch as ncclUnhandledCudaError with this as its "Last error".
-        r"Failed to CUDA (?P<alloc>calloc(?: async)?|malloc|host alloc) (?P<alloc_bytes>\d+) bytes",
+        # (and ncclCalloc/ncclRealloc of host memory: "Failed to malloc %ld bytes")
+        r"Failed to (?:CUDA (?P<alloc>calloc(?: async)?|malloc|host alloc)|malloc) (?P<alloc_bytes>\d+) bytes",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["Failed to CUDA"],
+        ["Failed to CUDA", "Failed to malloc"],
         "NCCL could not allocate its buffers: the GPU (or pinned host memory) is full in this process.",
     ),
     _sig(
@@ -1398,15 +1446,32 @@ SIGNATURES: tuple[Signature, ...] = (
         # fairseq optim/fp16_optimizer.py: "NOTE: overflow detected, setting loss scale to: {scale}" (older
         # "| WARNING: overflow detected, ..."); its DynamicLossScaler raises FloatingPointError("Minimum loss
         # scale reached ({min}). Your loss is probably exploding. ...").
-        r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached",
+        r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached"
+        # DeepSpeed runtime/fp16/fused_optimizer.py, unfused_optimizer.py step: "[deepspeed] fp16 dynamic loss scale
+        # overflow! Skipping step. Attempted loss scale: {}, reducing to {}", _update_scale: "Grad overflow on
+        # iteration: {}".
+        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration: \d+",
         K.NUMERICAL,
         C.OVERFLOW,
         S.INFO,
         Blame.NONE,
-        ["OVERFLOW!", "Gradient overflow", "already at minimum", "overflow detected", "minimum loss scale"],
+        ["overflow", "already at minimum", "minimum loss scale"],
         "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex, fairseq). Normal while "
         "the scale calibrates; critical once the scale is at its minimum.",
         post=_overflow_post,
+    ),
+    _sig(
+        "megatron_skipped_iterations",
+        # Megatron-LM megatron/training/training.py training_log: "number of skipped iterations: {:3d} |", above 0 in
+        # fp16 when steps were skipped for an overflow. Its own small pattern: every iteration line carries the
+        # counter, so the long overflow alternation above does not run on each of them.
+        r"number of skipped iterations:\s*(?P<skipped_iters>[1-9]\d*)",
+        K.NUMERICAL,
+        C.OVERFLOW,
+        S.INFO,
+        Blame.NONE,
+        ["skipped iterations"],
+        "Megatron skipped iterations (fp16 overflows while the loss scale settles).",
     ),
     # ---- kernel: Xid, ECC, lost GPU, PCIe, thermal ----------------------------------------------
     _sig(
@@ -1475,7 +1540,8 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "nccl_socket_truncated",
         # net_socket.cc: WARN("NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. ...")
-        r"NET/Socket : peer (?P<peer>\S+?) message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
+        # (2.4-2.9: "NET/Socket : message truncated : ..." without the peer)
+        r"NET/Socket : (?:peer (?P<peer>\S+?) )?message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
@@ -1486,14 +1552,17 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_proxy_failed",
-        # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d")
+        # proxy.cc: WARN("[Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d"),
+        # WARN("[Service thread] Error encountered progressing operation=%s, res=%d, closing connection") (2.19+),
+        # WARN("Proxy Call to rank %d failed (%s)") (2.12-2.18, the client side)
         r"\[Proxy Service (?P<proxy_rank>\d+)\] Failed to execute operation (?P<proxy_op>\w+) from rank (?P<from_rank>\d+), "
-        r"retcode (?P<retcode>\d+)",
+        r"retcode (?P<retcode>\d+)|\[Service thread\] Error encountered progressing operation=(?P<proxy_op__2>\w+), "
+        r"res=(?P<retcode__2>\d+)|Proxy Call to rank (?P<to_rank>\d+) failed \((?P<proxy_op__3>\w+)\)",
         K.NETWORK_ERROR,
         C.NCCL,
         S.CRITICAL,
         Blame.NONE,
-        ["Failed to execute operation"],
+        ["Failed to execute operation", "Error encountered progressing", "Proxy Call to rank"],
         "NCCL proxy thread could not set up or run a network operation (retcode is an ncclResult_t).",
     ),
     _sig(
@@ -1515,13 +1584,442 @@ SIGNATURES: tuple[Signature, ...] = (
         # never inside a collective, so an orderly close there is the peer's process exiting (the
         # kernel closes a dead process's sockets): the peer is where the failure started, as seen
         # from this rank. (Shutdown closes are not logged: the communicator is torn down first.)
-        rf"socketProgress: Connection closed by remote peer {_ADDR}<(?P<peer_port>\d+)>",
+        # (2.10-2.14 include/socket.h, misc/socket.cc: "Net : Connection closed by remote peer %s"; before 2.10
+        # without the address: the peer is then not named)
+        rf"(?:socketProgress:|Net :) Connection closed by remote peer(?: {_ADDR}<(?P<peer_port>\d+)>)?",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
         Blame.PEER,
         ["Connection closed by remote peer"],
         "NCCL socket: the peer's process closed the connection mid-operation (it exited or aborted first).",
+    ),
+    # ---- NCCL set-up and transports, from the sources (src/misc/socket.cc, bootstrap.cc, shmutils.cc, ...) -----
+    _sig(
+        "nccl_socket_retries_exceeded",
+        # src/misc/socket.cc (2.19+): WARN("socketStartConnect: exceeded retries (%d)") after NCCL_SOCKET_RETRY_CNT
+        # refused connects, WARN("socketPollConnect: exceeded timeouts (%d)") after timed-out ones: the listener
+        # never came up or the path drops SYNs; the destination is in the lines before.
+        r"socket(?:StartConnect|PollConnect): exceeded (?:retries|timeouts) \((?P<retries>\d+)\)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socketStartConnect", "socketPollConnect"],
+        "NCCL gave up connecting a socket after its retries (refused or timed out every time).",
+    ),
+    _sig(
+        "nccl_socket_wrong_magic",
+        # src/misc/socket.cc socketFinalizeAccept: WARN("socketFinalizeAccept: wrong magic %lx != %lx") (and "wrong
+        # type"): something that is not this communicator's NCCL connected to its port (another job, a scanner).
+        r"socketFinalizeAccept: wrong (?:magic|type)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.WARNING,
+        Blame.NONE,
+        ["socketFinalizeAccept"],
+        "A connection that is not this communicator's reached an NCCL port (another job on the same ports, a scanner).",
+    ),
+    _sig(
+        "nccl_no_interface",
+        # bootstrap.cc: WARN("Bootstrap : no socket interface found"), WARN("NET/Socket : No usable listening interface
+        # found"); transport/net_socket.cc: WARN("NET/Socket : no interface found"); misc/socket.cc (include/socket.h
+        # before 2.12): WARN("Net : No interface found in the same subnet as remote address %s"). NCCL_SOCKET_IFNAME
+        # (or the host's addressing) names no usable interface: configuration, no one host's fault.
+        r"Bootstrap : no socket interface found|NET/Socket : (?:no interface found|No usable listening interface found)"
+        r"|Net : No interface found in the same subnet as remote address",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["interface found"],
+        "NCCL found no usable network interface (NCCL_SOCKET_IFNAME, or no interface in the peer's subnet).",
+    ),
+    _sig(
+        "nccl_socket_progress_error",
+        # transport/net_socket.cc persistentSocketThread: WARN("NET/Socket : socket progress error") when a socket
+        # send/recv of the socket transport failed (the reason is the WARN before it).
+        r"NET/Socket : socket progress error",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socket progress error"],
+        "NCCL's socket transport failed a send or receive.",
+    ),
+    _sig(
+        "nccl_bootstrap_truncated",
+        # bootstrap.cc bootstrapNetRecv: WARN("Message truncated : received %d bytes instead of %d"): two ranks'
+        # bootstrap messages differ in size (mixed NCCL versions, or a connection from another job).
+        r"\bMessage truncated : received (?P<got>\d+)(?:,\d+)? bytes instead of (?P<want>\d+)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["message truncated"],
+        "NCCL's bootstrap got a message of the wrong size: ranks disagree (NCCL versions) or a stray peer connected.",
+    ),
+    _sig(
+        "nccl_bootstrap_root_mismatch",
+        # bootstrap.cc bootstrapRoot: WARN("Bootstrap Root : mismatch in rank count from procs %d : %d") (2.2x;
+        # 2.2x+: "mismatch in info from procs, nranks %d vs %d, ..."): ranks were started with different world sizes
+        # for one unique id.
+        r"Bootstrap Root : mismatch in (?:rank count|info) from procs",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Bootstrap Root : mismatch"],
+        "Ranks joined one NCCL communicator with different world sizes (a launch configuration error).",
+    ),
+    _sig(
+        "nccl_ib_open_device",
+        # transport/net_ib.cc ncclIbInit: WARN("NET/IB : Unable to open device %s"), WARN("NET/IB : Unable to query
+        # device %s"): an HCA of this host does not answer its verbs; NCCL goes on without it.
+        r"NET/IB : Unable to (?:open|query) device (?P<nic>\S+)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.SELF,
+        ["NET/IB : Unable to"],
+        "An InfiniBand HCA of this host could not be opened or queried (driver, firmware or the card).",
+    ),
+    _sig(
+        "nccl_cuda_failure",
+        # src/include/checks.h CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)); cudawrap.h CUCHECK
+        # (driver API, 2.19+): WARN("Cuda failure %d '%s'", err, errStr); transport/nvls.cc: "Failed to bind NVLink
+        # SHARP (NVLS) Multicast memory of size %ld : CUDA error %d '%s'"; transport/p2p.cc: "failed to peer with
+        # device %d(=%lx): %d %s", "cudaIpcGetMemHandle failed : %s". A CUDA call of this process failed.
+        r"(?:Cuda failure|CUDA error)(?: (?P<cuda_errno>\d+))? '(?P<cuda_error>[^'\n]{1,200})'"
+        r"|failed to peer with device \d+\(=\w+\): (?P<cuda_errno__2>\d+) (?P<cuda_error__2>[^\n]{1,200})"
+        r"|cudaIpcGetMemHandle failed : (?P<cuda_error__3>[^\n]{1,200})",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Cuda failure", "CUDA error", "failed to peer with device", "cudaIpcGetMemHandle failed"],
+        "A CUDA call inside NCCL failed in this process ('out of memory' is an OOM, ECC a faulty GPU).",
+        post=_cuda_post,
+    ),
+    _sig(
+        "nccl_shm_failed",
+        # misc/shmutils.cc (2.12+): WARN("Error while %s shared memory segment %s (size %ld)"), WARN("Error: failed
+        # to extend %s to %ld bytes") (ftruncate of /dev/shm/nccl-*); before 2.12 include/shm.h: SYSCHECK
+        # "Call to posix_fallocate failed : %s". /dev/shm is too small for NCCL's buffers (a container's 64 MB
+        # default) on this host: NCCL's SHM transport cannot start (an NCCL error, as the corpus labels it, x3a-002).
+        r"Error while (?:creating|attaching to) shared memory segment (?P<shm>\S+)|Error: failed to extend (?P<shm__2>\S+)"
+        r" to \d+ bytes|Call to posix_fallocate failed",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.SELF,
+        # "failed to" also gates the other "failed to ..." keywords (only lines holding it test them)
+        ["shared memory segment", "failed to", "posix_fallocate"],
+        "NCCL could not create its shared-memory segment: /dev/shm is full or too small on this host.",
+    ),
+    _sig(
+        "nccl_duplicate_gpu",
+        # init.cc: WARN("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx") then ncclInvalidUsage:
+        # two ranks of one communicator picked the same GPU (LOCAL_RANK / CUDA_VISIBLE_DEVICES misconfigured).
+        r"Duplicate GPU detected : rank (?P<dup_rank>\d+) and rank (?P<dup_rank_b>\d+) both on CUDA device",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Duplicate GPU detected"],
+        "Two ranks of one NCCL communicator use the same GPU: a launch configuration error.",
+    ),
+    _sig(
+        "nccl_no_transport",
+        # transport.cc selectTransport: WARN("No transport found for rank %d[%lx] -> rank %d[%lx]"): no P2P, SHM or
+        # network path between two ranks (no NIC usable, NCCL_*_DISABLE everywhere).
+        r"No transport found for rank (?P<from_rank>\d+)\[\w+\] -> rank (?P<to_rank>\d+)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["No transport found"],
+        "NCCL found no way to connect two ranks (network transport unavailable or disabled).",
+    ),
+    _sig(
+        "nccl_p2p_disabled_nvlink",
+        # graph/paths.cc (2.14+): WARN("P2P is disabled between NVLINK connected GPUs %d and %d. This should not be
+        # the case given their connectivity, and is probably due to a hardware issue. ...").
+        r"P2P is disabled between NVLINK connected GPUs (?P<gpu_a>\d+) and (?P<gpu_b>\d+)",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["P2P is disabled between NVLINK"],
+        "NCCL sees two NVLink-connected GPUs of this host without P2P access: NVLink or GPU trouble on this host.",
+    ),
+    _sig(
+        "nccl_nvml_failed",
+        # misc/nvmlwrap.cc: WARN("nvmlDeviceGetHandleByIndex(%d) failed: %s"), WARN("nvmlInit%s() failed: %s"), ...
+        # with nvmlErrorString: "GPU is lost" (NVML_ERROR_GPU_IS_LOST), "Driver/library version mismatch" (the loaded
+        # kernel module is not the installed driver's: an upgrade without a reboot).
+        r"nvml\w+\([^()\n]{0,20}\) failed: (?P<nvml_error>GPU is lost|Driver/library version mismatch)",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["nvml"],
+        "NVML (through NCCL) reports a lost GPU or a driver/kernel-module mismatch on this host.",
+        post=lambda ev: _nvml_post(ev),
+    ),
+    # ---- torch c10d and gloo, from the sources ------------------------------------------------------------------
+    _sig(
+        "monitored_barrier_failed",
+        # torch/csrc/distributed/c10d/ProcessGroupGloo.cpp monitoredBarrier: rank 0 waits for every rank and throws
+        # "[Rank 0]: Rank {r} failed to pass monitoredBarrier in {ms} ms" (wait_all_ranks: "[Rank 0]: Ranks {r1, r2}
+        # failed to pass ..."). The rank named never reached the barrier: it is the one stuck or gone.
+        r"\bRank (?P<self_rank>\d+) failed to pass monitoredBarrier in (?P<timeout_ms>\d+) ms"
+        r"|\bRanks (?P<failed_ranks>\d+(?:, \d+){1,1000}) failed to pass monitoredBarrier",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.SELF,
+        ["failed to pass monitoredBarrier"],
+        "torch.distributed.monitored_barrier: rank 0 names the rank(s) that never reached the barrier.",
+        post=lambda ev: _barrier_post(ev),
+    ),
+    _sig(
+        "nccl_aborted_comm_key",
+        # torch 1.9-1.13 ProcessGroupNCCL.cpp ncclCommWatchdog: LOG(WARNING) "[Rank R] Found key in store:
+        # NCCLABORTEDCOMM:<id>, from rank: S. This means that rank has aborted its NCCL communicators previously ...":
+        # rank S aborted first (it timed out or hit an error): who saw the failure first, not who caused it.
+        r"Found key in store: NCCLABORTEDCOMM:\S+, from rank: (?P<aborted_rank>\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["NCCLABORTEDCOMM"],
+        "torch <= 1.13: another rank aborted its NCCL communicators (a timeout or error seen there first).",
+        generic=True,
+    ),
+    _sig(
+        "gloo_size_mismatch",
+        # gloo/transport/tcp/pair.cc: GLOO_ENFORCE_LE(op.preamble.length, op.nbytes) -> "[enforce fail at
+        # .../pair.cc:446] op.preamble.length <= op.nbytes. 6232 vs 4": a peer sent more than the buffer this rank
+        # posted: the two ranks are in different collectives (or the same one with different sizes).
+        r"op\.preamble\.length <= op\.nbytes\. (?P<sent_bytes>\d+) vs (?P<posted_bytes>\d+)",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["op.preamble.length"],
+        "Gloo received a larger message than the buffer posted: ranks called different collectives or sizes.",
+    ),
+    _sig(
+        "gloo_device_config",
+        # gloo/transport/tcp/device.cc (lookupAddrForIface): GLOO_ENFORCE(ifa != nullptr, "Unable to find address
+        # for: ", iface): GLOO_SOCKET_IFNAME names an interface this host does not have (or has no address on).
+        r"Unable to find address for: (?P<iface>\S+)",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Unable to find address for"],
+        "Gloo's network interface (GLOO_SOCKET_IFNAME) has no address: configuration.",
+    ),
+    # ---- launchers: an exit seen by the process that started the workers ----------------------------------------
+    _sig(
+        "elastic_exit_barrier",
+        # torch/distributed/elastic/agent/server/api.py _exit_barrier: logger.exception("Error waiting on exit barrier.
+        # Elapsed: %s seconds"): this node's workers finished, another node's agent never reached the barrier (it
+        # hung, or died before the store saw it).
+        r"Error waiting on exit barrier\. Elapsed: (?P<elapsed_s>[\d.]+) seconds",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["exit barrier"],
+        "The torchrun agent finished but another node's agent never reached the exit barrier.",
+    ),
+    _sig(
+        "launcher_child_exit",
+        # DeepSpeed deepspeed/launcher/launch.py sigkill_handler: logger.error(f"{cmd} exits with return code =
+        # {last_return_code}") (negative: killed by that signal); CPython Lib/subprocess.py CalledProcessError.__str__
+        # (raised by `accelerate launch`, the deepspeed runner): "Command '%s' died with %r." (a <Signals.SIGKILL: 9>)
+        # and "Command '%s' returned non-zero exit status %d.". The launcher names its command, not a global rank.
+        r"\] exits with return code = (?P<exit_code>-?\d+)"
+        r"|Command '[^\n]{0,4000}?' (?:died with <Signals\.(?P<signal>SIG\w+): \d+>|returned non-zero exit status "
+        r"(?P<exit_code__2>\d+))\.",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        [
+            "exit",
+            "command '",
+        ],  # "exit" also gates "exited unexpectedly", "exiting process", "remote process exited", ...
+        "A launcher (DeepSpeed's, accelerate's subprocess) saw its worker exit non-zero or die on a signal.",
+        post=lambda ev: _launcher_exit_post(ev),
+    ),
+    _sig(
+        "nccl_net_not_found",
+        # src/net.cc ncclNetInit: WARN("Error: network %s not found.", netName) when NCCL_NET names a network (a
+        # plugin such as "AWS Libfabric", or "IB") that did not load: configuration, then ncclInvalidUsage.
+        r"Error: network (?P<net_name>[^\n]{1,80}?) not found\.",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["error: network"],
+        "The network NCCL_NET asks for is not available (its plugin did not load).",
+    ),
+    _sig(
+        "store_based_barrier_timeout",
+        # torch/distributed/distributed_c10d.py _store_based_barrier: RuntimeError("Timed out initializing process
+        # group in store based barrier on rank: {}, for key: {} (world_size={}, worker_count={}, timeout={})")
+        # (1.7-1.13; one release lost the space: "store basedbarrier"), 2.x DistStoreError "... on rank {}, for key:
+        # {} (world_size={}, num_workers_joined={}, timeout={} error={})". The rank that says it is one that arrived.
+        r"Timed out initializing process group in store based ?barrier on rank:? (?P<barrier_rank>\d+), for key: "
+        r"(?P<key>\S+) \(world_size=(?P<world_size>\d+), (?:worker_count|num_workers_joined)=(?P<worker_count>\d+)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["timed out"],  # also gates "timed out waiting", "client socket has timed out", ...
+        "torch's init barrier timed out: some ranks never joined the process group.",
+    ),
+    _sig(
+        "ddp_unused_parameters",
+        # torch/csrc/distributed/c10d/reducer.cpp (Reducer::prepare_for_backward / ensure_prior_reduction_finished):
+        # "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates
+        # that your module has parameters that were not used in producing loss. ...": the model's code, on every rank.
+        r"Expected to have finished reduction in the prior iteration before starting a new one",
+        K.CRASH,
+        C.EXCEPTION,
+        S.CRITICAL,
+        Blame.NONE,
+        ["finished reduction in the prior iteration"],
+        "DDP found parameters that took no part in the loss (find_unused_parameters): the training code, no rank's fault.",
+    ),
+    _sig(
+        "ddp_model_mismatch",
+        # torch c10d verify_params_across_processes (comm.cpp / reducer): "DDP expects same model across all ranks, but
+        # Rank {} has {} params, while rank {} has inconsistent {} params." Ranks disagree on the model, or (often) a
+        # straggling rank's allgather returned garbage after a timeout: no side is named.
+        r"DDP expects same model across all ranks, but Rank (?P<rank_a>\d+) has (?P<params_a>\d+) params, while rank "
+        r"(?P<rank_b>\d+) has inconsistent (?P<params_b>\d+) params",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["DDP expects same model"],
+        "DDP's start-up check found ranks with different parameter counts (a different model, or a rank that lagged).",
+    ),
+    _sig(
+        "dataloader_worker_exited",
+        # torch/utils/data/dataloader.py _try_get_data: RuntimeError(f"DataLoader worker (pid(s) {pids_str}) exited
+        # unexpectedly"): the reason (a signal, a bus error) is on the worker's own line.
+        r"DataLoader worker \(pid\(s\) (?P<pids>[\d, ]{1,200})\) exited unexpectedly",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["exited unexpectedly"],
+        "A DataLoader worker process died; its own line (killed by signal, bus error) says why.",
+        generic=True,
+    ),
+    _sig(
+        "dataloader_worker_signal",
+        # torch/csrc/DataLoader.cpp SIGNAL_HANDLER: "ERROR: Unexpected bus error encountered in worker. This might be
+        # caused by insufficient shared memory (shm).", "ERROR: Unexpected segmentation fault encountered in worker.",
+        # "ERROR: Unexpected floating-point exception encountered in worker.": SIGBUS is /dev/shm running out.
+        r"ERROR: Unexpected (?P<signal_text>bus error|segmentation fault|floating-point exception) encountered in worker",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["encountered in worker"],
+        "A DataLoader worker crashed on a signal (a bus error: shared memory exhausted, an out-of-memory).",
+        post=lambda ev: _dataloader_post(ev),
+    ),
+    _sig(
+        "lightning_sigterm",
+        # Lightning src/lightning/pytorch/trainer/connectors/signal_connector.py _sigterm_notifier_fn:
+        # log.info(rank_prefixed_message(f"Received SIGTERM: {signum}", local_rank)): stopped from outside.
+        r"Received SIGTERM: (?P<signal_no>\d+)",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Received SIGTERM"],
+        "Lightning's trainer got SIGTERM (the scheduler, a preemption or a user stopped the run).",
+        post=_death_signal_post,
+    ),
+    _sig(
+        "slurm_cancelled",
+        # Slurm src/slurmd/slurmstepd (mgr.c / req.c): error("*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***"),
+        # "... DUE TO PREEMPTION ***", "... DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***", "*** %s ON %s
+        # CANCELLED AT %s ***" (scancel); older releases without "ON %s". The node named is the one whose slurmstepd
+        # printed it; for a node failure, the failed node is in slurmctld's log, not here.
+        r"\*\*\* (?:JOB|STEP) [\w.+]{1,40} (?:ON \S{1,253} )?CANCELLED AT \S{1,40}"
+        r"(?: DUE TO (?P<cancel_reason>TIME LIMIT|PREEMPTION|NODE FAILURE))?",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["CANCELLED AT"],
+        "Slurm cancelled the job or step (time limit, preemption, scancel; a node failure names no node here).",
+        post=lambda ev: _slurm_cancel_post(ev),
+    ),
+    _sig(
+        "srun_task_exit",
+        # Slurm srun (its task-exit report): "srun: error: NODE: task N: Exited with exit code C", "srun: error: NODE:
+        # tasks 4-7: Killed" (also Terminated, Segmentation fault, Aborted, Bus error): srun reports what it saw;
+        # after one task fails it kills the rest, so these are consequences ("Out Of Memory" is slurm_oom_kill).
+        r"srun: error: (?P<srun_node>[\w.-]{1,253}): tasks? [\d,-]{1,200}: (?:Exited with exit code (?P<exit_code>\d+)"
+        r"|(?P<signal_text>Killed|Terminated|Segmentation fault|Aborted|Bus error))",
+        K.CRASH,
+        C.SIGNAL,
+        S.WARNING,
+        Blame.NONE,
+        ["srun: error:"],
+        "srun reports tasks that exited or were killed (a consequence of the failure that ended the step).",
+        generic=True,
+        post=lambda ev: _srun_exit_post(ev),
+    ),
+    _sig(
+        "k8s_oom_killed",
+        # Kubernetes: a container terminated by the kernel's OOM killer under its memory limit has reason "OOMKilled"
+        # (kubectl describe pod "Reason: OOMKilled", kubectl get pods STATUS).
+        r"\bOOMKilled\b",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["OOMKilled"],
+        "A Kubernetes container was killed at its memory limit (OOMKilled).",
+    ),
+    _sig(
+        "store_wait_timeout",
+        # torch/csrc/distributed/c10d/TCPStore.cpp doWait (2.x): DistStoreError "wait timeout after {}ms, keys: {}":
+        # a rank waited in the c10d store for keys another rank or agent never set (it died, hung or never started).
+        r"wait timeout after (?P<timeout_ms>\d+)ms, keys: (?P<keys>[^\n]{1,200})",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["wait timeout after"],
+        "A c10d store wait timed out: the keys another rank should have set never came.",
+    ),
+    _sig(
+        "cuda_init_failed",
+        # c10/cuda/CUDAFunctions.cpp device_count_impl: "Unexpected error from cudaGetDeviceCount(). Did you run some
+        # cuda functions before calling NumCudaDevices() that might have already set an error? Error {}: {}" (a
+        # UserWarning "CUDA initialization: ..." or a RuntimeError): 802 system not yet initialized (the NVSwitch
+        # fabric manager), 803/804 driver and CUDA mismatch: the host's driver stack; "out of memory" an OOM.
+        r"Unexpected error from cudaGetDeviceCount\(\)\.[^\n]{0,200}?Error (?P<cuda_errno>\d+): (?P<cuda_error>[^\n(]{1,120})",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["cudaGetDeviceCount"],
+        "CUDA could not start on this host (fabric manager down, driver/CUDA mismatch, a GPU in a bad state).",
+        post=_cuda_post,
     ),
     _sig(
         "nvrm_init_adapter_failed",
@@ -1875,10 +2373,19 @@ SIGNATURES: tuple[Signature, ...] = (
 _BY_NAME = {s.name: s for s in SIGNATURES}
 # Keyword gate: a signature's regex runs only on lines holding one of its keywords (lower case).
 _KEYWORDS = tuple(sorted({k for s in SIGNATURES for k in s.keywords}))
-_BY_KEYWORD: dict[str, list[Signature]] = {}
-for _s in SIGNATURES:
+# Every ordinary line is tested against each keyword, so only the keywords that contain no other one are
+# tested first; a keyword containing another ("nan iterations" holds "nan") can only be on a line where that
+# one is, so it is tested on those lines alone. The hits are the same; the per-line tests are fewer.
+_FIRST_KEYWORDS = tuple(k for k in _KEYWORDS if not any(o != k and o in k for o in _KEYWORDS))
+_KEYWORDS_WITHIN: dict[str, tuple[str, ...]] = {
+    a: tuple(k for k in _KEYWORDS if k != a and a in k) for a in _FIRST_KEYWORDS
+}
+# keyword -> positions in SIGNATURES (ints: a Signature's dataclass __eq__ compares every field, which made
+# the candidates' dedupe and SIGNATURES.index the costliest part of classifying an ordinary metric line)
+_BY_KEYWORD: dict[str, list[int]] = {}
+for _i, _s in enumerate(SIGNATURES):
     for _k in _s.keywords:
-        _BY_KEYWORD.setdefault(_k, []).append(_s)
+        _BY_KEYWORD.setdefault(_k, []).append(_i)
 
 # ---------------------------------------------------------------------------------------------
 # Noise removal and line prefixes
@@ -1909,6 +2416,10 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kernel_tag", re.compile(r"^kernel:\s*")),
     ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
     ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
+    # Lightning (lightning_fabric/utilities/rank_zero.py rank_prefixed_message): "[rank: N] " with the global rank.
+    ("lightning_rank", re.compile(r"^\[rank: (?P<rank>\d{1,6})\] ")),
+    # kubectl logs --prefix: "[pod/NAME/CONTAINER] "; the pod is where the process ran.
+    ("kubectl_prefix", re.compile(r"^\[pod/(?P<host>[\w.-]{1,253})/[\w.-]{1,63}\] ")),
     # Open MPI mpirun --tag-output (orte/mca/iof/base/iof_base_output.c): "[jobid,rank]<stdout>:".
     ("mpi_tag", re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
     # A launcher's per-stream tag ("<name> [stderr] "): the name is a job/host label, not used as a host.
@@ -1918,6 +2429,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Slurm's step daemon names itself after its node on stderr ("slurmstepd-<node>: error: ..."; a bare
     # "slurmstepd:" names none).
     ("slurmstepd", re.compile(r"^slurmstepd-(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
+    # srun --label: "%*d: " (the task id, right-aligned). Kept as a field: a task index is neither a host nor,
+    # under a per-node launcher (torchrun), a rank.
+    ("srun_label", re.compile(r"^(?P<task>\d{1,6}): (?=\S)")),
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
 )
 _NOT_HOSTS = re.compile(
@@ -2056,7 +2570,11 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.host, rec.host_basis = g["host"], f"{name}"
             elif name == "slurmstepd":
                 rec.host, rec.host_basis = g["host"], "host_tag"
-            elif name in ("rank_prefix", "rank_world", "mpi_tag"):
+            elif name == "kubectl_prefix":
+                rec.host, rec.host_basis = g["host"], name
+            elif name == "srun_label":
+                rec.fields["slurm_task"] = int(g["task"])
+            elif name in ("rank_prefix", "rank_world", "mpi_tag", "lightning_rank"):
                 rec.rank, rec.rank_basis = int(g["rank"]), name
                 if g.get("world"):
                     rec.fields["world_size"] = int(g["world"])
@@ -2200,18 +2718,18 @@ _INT_FIELDS = {
 _COLUMN_FIELDS = ("seq", "op", "xid", "gpu_pci", "exit_code", "peer")
 
 
+def _keyword_hits(low: str) -> list[str]:
+    """The keywords (of _KEYWORDS) in a lower-cased line."""
+    hits = [k for k in _FIRST_KEYWORDS if k in low]  # plain substring tests: far faster than one big alternation
+    return hits + [k for h in hits for k in _KEYWORDS_WITHIN[h] if k in low] if hits else hits
+
+
 def classify_line(rec: _Record, default_rank: int | None = None, default_host: str | None = None) -> list[Event]:
     """All signature matches in one cleaned record, as events (possibly none)."""
-    low = rec.text.lower()
-    hits = [k for k in _KEYWORDS if k in low]  # plain substring tests: far faster than one big alternation
+    hits = _keyword_hits(rec.text.lower())
     if not hits:
         return []
-    cands: list[Signature] = []
-    for h in hits:
-        for s in _BY_KEYWORD.get(h, ()):
-            if s not in cands:
-                cands.append(s)
-    cands.sort(key=lambda s: SIGNATURES.index(s))
+    cands = [SIGNATURES[i] for i in sorted({i for h in hits for i in _BY_KEYWORD[h]})]
     rank, rank_basis = (
         (rec.rank, rec.rank_basis)
         if rec.rank is not None
