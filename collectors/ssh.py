@@ -139,7 +139,8 @@ class SshTarget:
     proxy_jump: str | None = None
     connect_timeout_s: float | None = None
     proxy_command: str | None = None  # OpenSSH's ProxyCommand, tokens not yet expanded
-    resolved_by: str = "paramiko"  # ssh -G | paramiko: which parser read the config
+    # ssh -G | paramiko: resolved as OpenSSH does (by ssh -G, or evaluated as it, ssh_config_shape) or by paramiko
+    resolved_by: str = "paramiko"
 
     @property
     def known_hosts_name(self) -> str:
@@ -545,6 +546,8 @@ def _unlink_quietly(name: str) -> None:
 
 
 _STRICT = {"ask": "yes", "off": "no", "false": "no", "true": "yes", "on": "yes"}
+# What _target_from_G reads.
+_G_READ = frozenset(ssh_config_shape.EVALUATED) | {"proxyjump", "proxycommand"}
 
 
 def _target_from_G(alias: str, g: dict[str, list[str]]) -> SshTarget:
@@ -633,6 +636,10 @@ class SshClient:
         )
         self._class_G: dict[tuple, dict[str, list[str]] | None] = {}
         self._class_locks: dict[tuple, threading.Lock] = {}
+        # An exact config (ssh_config_shape.resolve) is evaluated here, no process per host, once
+        # the first host's real `ssh -G` agrees (_evaluated); None until then, {} when it did not.
+        self._G_defaults: dict[str, list[str]] | None = None if self._shape is not None and self._shape.exact else {}
+        self._witness_lock = threading.Lock()
 
     def target(self, alias: str) -> SshTarget:
         cached = self._targets.get(alias)
@@ -668,7 +675,11 @@ class SshClient:
         )
 
     def _resolve_G(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
-        """`ssh -G` for `host`, or its class's answer with the name put in (see ssh_config_shape)."""
+        """`ssh -G` for `host`: evaluated from the config where it is exact, else its class's answer
+        with the name put in, else its own (see ssh_config_shape)."""
+        evaluated = self._evaluated(host, port, user)
+        if evaluated is not None:
+            return evaluated
         cls = self._shape.host_class(host, user, port) if self._shape is not None else None
         if cls is None:
             return ssh_G(host, self._G_config, port=port, user=user)
@@ -683,6 +694,31 @@ class SshClient:
         if not self._shape.sets_hostname(cls):  # type: ignore[union-attr]
             named["hostname"] = [host]
         return named
+
+    def _evaluated(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
+        """What ssh -G prints for `host` (the keywords trainctl reads), from the config; None where
+        it cannot be evaluated. The first host is also resolved by the real `ssh -G`, with OpenSSH's
+        defaults from `ssh -G` of an empty config: where the two differ (another OpenSSH, a config
+        ssh refuses), every host of this client goes to ssh -G."""
+        if self._shape is None or self._G_defaults == {}:
+            return None
+        if self._G_defaults is None:
+            with self._witness_lock:
+                if self._G_defaults is None:
+                    if self._shape.resolve(host, user, port, {}) is None:
+                        return None  # no witness: this host is not evaluated anyway
+                    return self._witness(host, port, user)
+        return self._shape.resolve(host, user, port, self._G_defaults) if self._G_defaults else None
+
+    def _witness(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
+        defaults = ssh_G(host, Path(os.devnull)) or {}
+        theirs = ssh_G(host, self._G_config, port=port, user=user)
+        ours = self._shape.resolve(host, user, port, defaults) if self._shape is not None else None
+        said = {k: v for k, v in (theirs or {}).items() if k in _G_READ}
+        self._G_defaults = defaults if theirs is not None and defaults and said == ours else {}
+        if not self._G_defaults:
+            logger.info("ssh -G %s: %s, the config evaluated: %s; every host gets ssh -G", host, said, ours)
+        return theirs
 
     def connect(self, alias: str) -> SshSession:
         """A verified, authenticated session; transient failures are retried with jittered backoff."""
