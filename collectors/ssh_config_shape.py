@@ -28,10 +28,12 @@ for the rest (the caller passes them: `ssh -G` of an empty config).
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import pwd
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,16 +186,22 @@ def _applies(block: _Block, host: str) -> bool:
     hit = False
     for p in block.patterns:
         negated = p.startswith("!")
-        if _glob(p[1:] if negated else p).fullmatch(host):
+        if _matcher(p[1:] if negated else p)(host):
             if negated:
                 return False
             hit = True
     return hit
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    # match.c match_pattern: `*` any run, `?` one character, everything else literal, case-sensitive.
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+@functools.cache
+def _matcher(pattern: str) -> Callable[[str], object]:
+    """match.c match_pattern: `*` any run, `?` one character, everything else literal, case-sensitive.
+    Made once per pattern: every host is checked against every block, and one pattern per host
+    (a Host block per host) overflowed re's 512-entry cache past ~250 hosts, a compile per check."""
+    if "*" not in pattern and "?" not in pattern:
+        return pattern.__eq__
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(regex, re.DOTALL).fullmatch
 
 
 def read_files(paths: list[Path], *, home: Path) -> ConfigShape | None:
