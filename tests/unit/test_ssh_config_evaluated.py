@@ -141,3 +141,18 @@ def test_where_ssh_G_disagrees_with_the_evaluation_every_host_gets_ssh_G(tmp_pat
     client = ssh.SshClient(ssh_config=cfg, use_agent=False)
     assert [client.target(f"node0{i}").port for i in (1, 2, 3)] == [2999, 2999, 2999]
     assert runs == ["node01", "node01", "node02", "node03"]
+
+
+def test_a_relative_include_is_read_under_HOME_as_ssh_reads_it(tmp_path, monkeypatch) -> None:
+    # ssh globs Include with GLOB_TILDE (~ is $HOME) but expands UserKnownHostsFile's ~ from the
+    # passwd entry: with $HOME elsewhere, both must still be what ssh -G says
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".ssh" / "conf.d").mkdir(parents=True)
+    (tmp_path / ".ssh" / "conf.d" / "t.conf").write_text("Host node02\n  User impostor\n  UserKnownHostsFile ~/kh\n")
+    cfg = tmp_path / "config"
+    cfg.write_text("Include conf.d/t.conf\n" + CONFIG)
+    client = ssh.SshClient(ssh_config=cfg, use_agent=False)
+    for host in ("node01", "node02"):  # node01 is the witness; node02 is evaluated
+        assert _said(client._resolve_G(host, None, None)) == _said(ssh.ssh_G(host, cfg)), host
+    t = client.target("node02")
+    assert (t.user, t.known_hosts_files) == ("impostor", (ssh_config_shape.passwd_home() + "/kh",))
