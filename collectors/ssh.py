@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import binascii
+import collections
 import contextlib
 import logging
 import os
@@ -323,6 +324,57 @@ def _nothing() -> None:
     pass
 
 
+class _Pieces:
+    """The bytes a channel received, as the pieces they came in (BufferedPipe's buffer for _PiecesPipe):
+    `len`, and `del buf[:n]` / `del buf[:]`, the only edits BufferedPipe makes to its buffer."""
+
+    def __init__(self) -> None:
+        self.parts: collections.deque[bytes] = collections.deque()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __delitem__(self, span: slice) -> None:
+        n = self.size if span.stop is None else min(span.stop, self.size)
+        self.size -= n
+        while n:
+            head = self.parts.popleft()
+            if len(head) > n:
+                self.parts.appendleft(head[n:])
+                return
+            n -= len(head)
+
+    def prefix(self, n: int | None) -> bytes:
+        """The first `n` bytes (all: None), copied once at most (a join of one piece is that piece)."""
+        n = self.size if n is None else min(n, self.size)
+        taken: list[bytes] = []
+        for part in self.parts:
+            if n <= len(part):
+                taken.append(part if n == len(part) else part[:n])
+                break
+            taken.append(part)
+            n -= len(part)
+        return b"".join(taken)
+
+
+class _PiecesPipe(paramiko.buffered_pipe.BufferedPipe):
+    """paramiko's channel buffer, its locking and wake-ups unchanged, keeping each packet's bytes as
+    they arrive: BufferedPipe copies every byte three times (into an array.array, a slice of it,
+    `tobytes`); here a read of what one packet brought returns that packet's bytes object."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer = _Pieces()
+
+    def _buffer_frombytes(self, data: bytes) -> None:
+        self._buffer.parts.append(data)
+        self._buffer.size += len(data)
+
+    def _buffer_tobytes(self, limit: int | None = None) -> bytes:
+        return self._buffer.prefix(limit)
+
+
 class SshSession:
     """One authenticated connection to one host, reused for all its commands and transfers."""
 
@@ -344,6 +396,7 @@ class SshSession:
 
     def _open(self, command: str, stdin: bytes | None, *, keep_stdin_open: bool = False) -> paramiko.Channel:
         chan = self.transport.open_session(timeout=self.target.connect_timeout_s or 10)
+        chan.in_buffer = _PiecesPipe()  # before the exec: nothing can have arrived yet
         chan.exec_command(command)
         if stdin is not None:
             chan.sendall(stdin)
