@@ -13,7 +13,9 @@ Speed (shared/research/fanout-baseline.md, measured on this kind of box): TCP_NO
 (paramiko leaves Nagle on: +49 ms per handshake, stalls in bulk reads), keys loaded once per process
 (an RSA key costs ~94 ms to load), at most 16 worker threads whatever the host count (more threads
 thrash the GIL), aes128-gcm preferred (1.4-3x less CPU per MiB), files streamed over exec channels
-(`tar`/`cat`) rather than SFTP, and one connection per host reused for every command.
+(`tar`/`cat`) rather than SFTP, and one connection per host reused for every command. Per host
+on top (bench/collect_cpu_ab.py): no `ssh -G` process where the config can be evaluated exactly
+(ssh_config_shape), no per-packet handshake-timer cancel, no copies in the channel's buffer.
 
 Fan-out returns a GroupResult (fabric's shape): every host maps to its value or the exception it
 raised, so one bad host never hides the others' results.
