@@ -13,7 +13,9 @@ Speed (shared/research/fanout-baseline.md, measured on this kind of box): TCP_NO
 (paramiko leaves Nagle on: +49 ms per handshake, stalls in bulk reads), keys loaded once per process
 (an RSA key costs ~94 ms to load), at most 16 worker threads whatever the host count (more threads
 thrash the GIL), aes128-gcm preferred (1.4-3x less CPU per MiB), files streamed over exec channels
-(`tar`/`cat`) rather than SFTP, and one connection per host reused for every command.
+(`tar`/`cat`) rather than SFTP, and one connection per host reused for every command. Per host
+on top (bench/collect_cpu_ab.py): no `ssh -G` process where the config can be evaluated exactly
+(ssh_config_shape), no per-packet handshake-timer cancel, no copies in the channel's buffer.
 
 Fan-out returns a GroupResult (fabric's shape): every host maps to its value or the exception it
 raised, so one bad host never hides the others' results.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import binascii
+import collections
 import contextlib
 import logging
 import os
@@ -139,7 +142,8 @@ class SshTarget:
     proxy_jump: str | None = None
     connect_timeout_s: float | None = None
     proxy_command: str | None = None  # OpenSSH's ProxyCommand, tokens not yet expanded
-    resolved_by: str = "paramiko"  # ssh -G | paramiko: which parser read the config
+    # ssh -G | paramiko: resolved as OpenSSH does (by ssh -G, or evaluated as it, ssh_config_shape) or by paramiko
+    resolved_by: str = "paramiko"
 
     @property
     def known_hosts_name(self) -> str:
@@ -309,6 +313,70 @@ def _prefer_gcm(t: paramiko.Transport) -> None:
     opts.ciphers = tuple(gcm + [c for c in opts.ciphers if c not in gcm])
 
 
+def _handshake_done(t: paramiko.Transport) -> None:
+    """paramiko's transport thread calls Packetizer.complete_handshake after every packet it
+    reads, and each call cancels the long finished handshake timer again (an Event.set: lock,
+    notify_all), ~0.5 ms of CPU per host of 4 MiB (bench/collect_cpu_ab.py). Called once here,
+    after the handshake and authentication, its work is done; later calls would only repeat it."""
+    t.packetizer.complete_handshake()
+    t.packetizer.complete_handshake = _nothing  # type: ignore[method-assign]
+
+
+def _nothing() -> None:
+    pass
+
+
+class _Pieces:
+    """The bytes a channel received, as the pieces they came in (BufferedPipe's buffer for _PiecesPipe):
+    `len`, and `del buf[:n]` / `del buf[:]`, the only edits BufferedPipe makes to its buffer."""
+
+    def __init__(self) -> None:
+        self.parts: collections.deque[bytes] = collections.deque()
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __delitem__(self, span: slice) -> None:
+        n = self.size if span.stop is None else min(span.stop, self.size)
+        self.size -= n
+        while n:
+            head = self.parts.popleft()
+            if len(head) > n:
+                self.parts.appendleft(head[n:])
+                return
+            n -= len(head)
+
+    def prefix(self, n: int | None) -> bytes:
+        """The first `n` bytes (all: None), copied once at most (a join of one piece is that piece)."""
+        n = self.size if n is None else min(n, self.size)
+        taken: list[bytes] = []
+        for part in self.parts:
+            if n <= len(part):
+                taken.append(part if n == len(part) else part[:n])
+                break
+            taken.append(part)
+            n -= len(part)
+        return b"".join(taken)
+
+
+class _PiecesPipe(paramiko.buffered_pipe.BufferedPipe):
+    """paramiko's channel buffer, its locking and wake-ups unchanged, keeping each packet's bytes as
+    they arrive: BufferedPipe copies every byte three times (into an array.array, a slice of it,
+    `tobytes`); here a read of what one packet brought returns that packet's bytes object."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._buffer = _Pieces()
+
+    def _buffer_frombytes(self, data: bytes) -> None:
+        self._buffer.parts.append(data)
+        self._buffer.size += len(data)
+
+    def _buffer_tobytes(self, limit: int | None = None) -> bytes:
+        return self._buffer.prefix(limit)
+
+
 class SshSession:
     """One authenticated connection to one host, reused for all its commands and transfers."""
 
@@ -330,6 +398,7 @@ class SshSession:
 
     def _open(self, command: str, stdin: bytes | None, *, keep_stdin_open: bool = False) -> paramiko.Channel:
         chan = self.transport.open_session(timeout=self.target.connect_timeout_s or 10)
+        chan.in_buffer = _PiecesPipe()  # before the exec: nothing can have arrived yet
         chan.exec_command(command)
         if stdin is not None:
             chan.sendall(stdin)
@@ -545,6 +614,8 @@ def _unlink_quietly(name: str) -> None:
 
 
 _STRICT = {"ask": "yes", "off": "no", "false": "no", "true": "yes", "on": "yes"}
+# What _target_from_G reads.
+_G_READ = frozenset(ssh_config_shape.EVALUATED) | {"proxyjump", "proxycommand"}
 
 
 def _target_from_G(alias: str, g: dict[str, list[str]]) -> SshTarget:
@@ -633,6 +704,10 @@ class SshClient:
         )
         self._class_G: dict[tuple, dict[str, list[str]] | None] = {}
         self._class_locks: dict[tuple, threading.Lock] = {}
+        # An exact config (ssh_config_shape.resolve) is evaluated here, no process per host, once
+        # the first host's real `ssh -G` agrees (_evaluated); None until then, {} when it did not.
+        self._G_defaults: dict[str, list[str]] | None = None if self._shape is not None and self._shape.exact else {}
+        self._witness_lock = threading.Lock()
 
     def target(self, alias: str) -> SshTarget:
         cached = self._targets.get(alias)
@@ -668,7 +743,11 @@ class SshClient:
         )
 
     def _resolve_G(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
-        """`ssh -G` for `host`, or its class's answer with the name put in (see ssh_config_shape)."""
+        """`ssh -G` for `host`: evaluated from the config where it is exact, else its class's answer
+        with the name put in, else its own (see ssh_config_shape)."""
+        evaluated = self._evaluated(host, port, user)
+        if evaluated is not None:
+            return evaluated
         cls = self._shape.host_class(host, user, port) if self._shape is not None else None
         if cls is None:
             return ssh_G(host, self._G_config, port=port, user=user)
@@ -683,6 +762,31 @@ class SshClient:
         if not self._shape.sets_hostname(cls):  # type: ignore[union-attr]
             named["hostname"] = [host]
         return named
+
+    def _evaluated(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
+        """What ssh -G prints for `host` (the keywords trainctl reads), from the config; None where
+        it cannot be evaluated. The first host is also resolved by the real `ssh -G`, with OpenSSH's
+        defaults from `ssh -G` of an empty config: where the two differ (another OpenSSH, a config
+        ssh refuses), every host of this client goes to ssh -G."""
+        if self._shape is None or self._G_defaults == {}:
+            return None
+        if self._G_defaults is None:
+            with self._witness_lock:
+                if self._G_defaults is None:
+                    if self._shape.resolve(host, user, port, {}) is None:
+                        return None  # no witness: this host is not evaluated anyway
+                    return self._witness(host, port, user)
+        return self._shape.resolve(host, user, port, self._G_defaults) if self._G_defaults else None
+
+    def _witness(self, host: str, port: str | None, user: str | None) -> dict[str, list[str]] | None:
+        defaults = ssh_G(host, Path(os.devnull)) or {}
+        theirs = ssh_G(host, self._G_config, port=port, user=user)
+        ours = self._shape.resolve(host, user, port, defaults) if self._shape is not None else None
+        said = {k: v for k, v in (theirs or {}).items() if k in _G_READ}
+        self._G_defaults = defaults if theirs is not None and defaults and said == ours else {}
+        if not self._G_defaults:
+            logger.info("ssh -G %s: %s, the config evaluated: %s; every host gets ssh -G", host, said, ours)
+        return theirs
 
     def connect(self, alias: str) -> SshSession:
         """A verified, authenticated session; transient failures are retried with jittered backoff."""
@@ -768,6 +872,7 @@ class SshClient:
                 raise HostUnreachable(f"{target.alias}: SSH handshake failed ({exc})") from exc
             self._host_keys.verify(target, t.get_remote_server_key(), accept_new=self.accept_new_host_keys)
             self._auth(t, target)
+            _handshake_done(t)
             return SshSession(target, t, via)
         except BaseException:
             t.close()

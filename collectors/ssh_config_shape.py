@@ -17,16 +17,27 @@ references anywhere (expanded per host), quoted or `keyword=value` lines (parsed
 than this reader splits them), and Host patterns with characters this reader does not match
 exactly as OpenSSH's match_pattern does. A name with upper case or anything but [a-z0-9._-] gets
 no class (OpenSSH lower-cases `hostname`, but matches Host patterns on the name as given).
+
+Where the config is also *exact* (`ConfigShape.exact`: no ProxyJump/ProxyCommand, which ssh -G
+rewrites, and every value of the keywords trainctl reads in a form whose meaning is fixed here),
+`ConfigShape.resolve` evaluates it for a host in Python, as `ssh -G` would print those keywords,
+without a process per host: OpenSSH takes the first value obtained for a keyword (readconf.c; `-l`
+and `-p` come before the config), every distinct IdentityFile in order, and its built-in defaults
+for the rest (the caller passes them: `ssh -G` of an empty config).
 """
 
 from __future__ import annotations
 
+import functools
 import glob
+import os
+import pwd
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ConfigShape", "parse", "read_files"]
+__all__ = ["EVALUATED", "ConfigShape", "parse", "read_files"]
 
 _MAX_INCLUDE_DEPTH = 16  # readconf.c READCONF_MAX_DEPTH
 
@@ -35,19 +46,63 @@ _REFUSED_KEYWORDS |= {"canonicalizefallbacklocal", "canonicalizepermittedcnames"
 _PATTERN_OK = re.compile(r"!?[A-Za-z0-9._*?:@-]+")
 _NAME_OK = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
+# The keywords `resolve` evaluates: what trainctl reads from `ssh -G` (ssh._target_from_G) but the
+# proxies, whose lines make a config inexact (ssh -G prints a ProxyJump as a generated ProxyCommand).
+EVALUATED = (
+    "hostname",
+    "port",
+    "user",
+    "identityfile",
+    "identitiesonly",
+    "userknownhostsfile",
+    "stricthostkeychecking",
+    "hostkeyalias",
+    "connecttimeout",
+)
+_INEXACT_KEYWORDS = {"proxyjump", "proxycommand"}
+# readconf.c multistate_flag and multistate_strict_hostkey; ssh -G prints a value's first name in the table.
+_FLAG = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
+_STRICT = {"true": "true", "yes": "true", "false": "false", "no": "false", "off": "false", "ask": "ask"}
+_STRICT |= {"accept-new": "accept-new"}
+_NUMBER = re.compile(r"[0-9]{1,5}")
+
+
+def _value(key: str, args: list[str], home: str) -> list[str] | None:
+    """What ssh -G prints for one config line of an evaluated keyword; None: a form not evaluated
+    here (a time like `1m`, `none`, `~user`, a service name as Port, ...), so the config is inexact."""
+    if key == "userknownhostsfile":  # several files on one line, `~/` expanded with the passwd home
+        if any(a.lower() == "none" or (a.startswith("~") and not a.startswith("~/")) for a in args):
+            return None
+        return [" ".join(home + a[1:] if a.startswith("~/") else a for a in args)]
+    if len(args) != 1 or args[0].lower() == "none":
+        return None
+    arg = args[0]
+    if key in ("port", "connecttimeout"):
+        n = int(arg) if _NUMBER.fullmatch(arg) else 0
+        return [str(n)] if 0 < n <= (65535 if key == "port" else 99999) else None
+    if key == "identitiesonly":
+        return [_FLAG[arg.lower()]] if arg.lower() in _FLAG else None
+    if key == "stricthostkeychecking":
+        return [_STRICT[arg.lower()]] if arg.lower() in _STRICT else None
+    return [arg.lower() if key in ("hostname", "hostkeyalias") else arg]
+
 
 @dataclass(frozen=True)
 class _Block:
     patterns: tuple[str, ...]  # `!` kept on negated ones
-    sets_hostname: bool
+    settings: tuple[tuple[str, tuple[str, ...]], ...]  # (keyword, what ssh -G prints) of EVALUATED, in order
+
+    @property
+    def sets_hostname(self) -> bool:
+        return any(key == "hostname" for key, _ in self.settings)
 
 
 @dataclass(frozen=True)
 class ConfigShape:
     """The Host blocks of a config whose settings depend on nothing but which blocks match."""
 
-    global_hostname: bool  # HostName before the first Host line (applies to every host)
-    blocks: tuple[_Block, ...]
+    blocks: tuple[_Block, ...]  # the lines before the first Host line are a `Host *` block
+    exact: bool  # `resolve` may evaluate it
 
     def host_class(self, host: str, user: str | None, port: str | None) -> tuple | None:
         """The hosts with an equal class get one resolution; None: resolve this host on its own."""
@@ -57,14 +112,50 @@ class ConfigShape:
 
     def sets_hostname(self, host_class: tuple) -> bool:
         """Whether the class's HostName comes from the config (else it is the host's own name)."""
-        return self.global_hostname or any(self.blocks[i].sets_hostname for i in host_class[0])
+        return any(self.blocks[i].sets_hostname for i in host_class[0])
+
+    def resolve(
+        self, host: str, user: str | None, port: str | None, defaults: dict[str, list[str]]
+    ) -> dict[str, list[str]] | None:
+        """What `ssh -G [-l user] [-p port] host` prints for the EVALUATED keywords (hostkeyalias
+        only when set, as ssh prints it); `defaults`: ssh -G's output for an empty config. None: not
+        evaluated here (an inexact config or a name without a class), ask ssh -G."""
+        given_port = _value("port", [port], "") if port else None
+        if not self.exact or not _NAME_OK.fullmatch(host) or (port and given_port is None):
+            return None
+        got: dict[str, list[str]] = {}
+        if user:
+            got["user"] = [user]
+        if given_port:
+            got["port"] = given_port
+        for block in self.blocks:
+            if not _applies(block, host):
+                continue
+            for key, value in block.settings:
+                if key != "identityfile":
+                    got.setdefault(key, list(value))
+                elif value[0] not in got.setdefault(key, []):
+                    got[key].append(value[0])
+        got.setdefault("hostname", [host])
+        for key in EVALUATED:
+            if key not in got and key in defaults:
+                got[key] = defaults[key]
+        return got
 
 
-def parse(text: str) -> ConfigShape | None:
-    """The config's shape, or None where one host's resolution cannot stand for another's."""
+def passwd_home() -> str:
+    """Where ssh's `~` is: the passwd entry's home directory (misc.c tilde_expand), not $HOME."""
+    return pwd.getpwuid(os.getuid()).pw_dir
+
+
+def parse(text: str, *, home: str | None = None) -> ConfigShape | None:
+    """The config's shape, or None where one host's resolution cannot stand for another's.
+    `home`: for `~` in UserKnownHostsFile, default passwd_home()."""
+    home = passwd_home() if home is None else home
     blocks: list[_Block] = []
-    patterns: tuple[str, ...] | None = None
-    global_hostname = sets_hostname = False
+    patterns: tuple[str, ...] = ("*",)
+    settings: list[tuple[str, tuple[str, ...]]] = []
+    exact = True
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -76,18 +167,18 @@ def parse(text: str) -> ConfigShape | None:
         if "=" in keyword or key in _REFUSED_KEYWORDS:
             return None
         if key == "host":
-            if patterns is not None:
-                blocks.append(_Block(patterns, sets_hostname))
+            blocks.append(_Block(patterns, tuple(settings)))
             if not args or not all(_PATTERN_OK.fullmatch(a) for a in args):
                 return None
-            patterns, sets_hostname = tuple(args), False
-        elif key == "hostname":
-            if patterns is None:
-                global_hostname = True
-            sets_hostname = True
-    if patterns is not None:
-        blocks.append(_Block(patterns, sets_hostname))
-    return ConfigShape(global_hostname, tuple(blocks))
+            patterns, settings = tuple(args), []
+        elif key in EVALUATED:
+            value = _value(key, args, home)
+            exact = exact and value is not None
+            settings.append((key, tuple(value or [""])))
+        elif key in _INEXACT_KEYWORDS:
+            exact = False
+    blocks.append(_Block(patterns, tuple(settings)))
+    return ConfigShape(tuple(blocks), exact)
 
 
 def _applies(block: _Block, host: str) -> bool:
@@ -95,16 +186,22 @@ def _applies(block: _Block, host: str) -> bool:
     hit = False
     for p in block.patterns:
         negated = p.startswith("!")
-        if _glob(p[1:] if negated else p).fullmatch(host):
+        if _matcher(p[1:] if negated else p)(host):
             if negated:
                 return False
             hit = True
     return hit
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    # match.c match_pattern: `*` any run, `?` one character, everything else literal, case-sensitive.
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+@functools.cache
+def _matcher(pattern: str) -> Callable[[str], object]:
+    """match.c match_pattern: `*` any run, `?` one character, everything else literal, case-sensitive.
+    Made once per pattern: every host is checked against every block, and one pattern per host
+    (a Host block per host) overflowed re's 512-entry cache past ~250 hosts, a compile per check."""
+    if "*" not in pattern and "?" not in pattern:
+        return pattern.__eq__
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(regex, re.DOTALL).fullmatch
 
 
 def read_files(paths: list[Path], *, home: Path) -> ConfigShape | None:

@@ -7,7 +7,11 @@ sessions take the same stream/send/close_stdin calls).
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trainctl.collectors import rundir_sync
 from trainctl.collectors.local_exec import LocalClient
@@ -69,3 +73,33 @@ def test_a_script_that_dies_before_the_handoff_is_finished_with_its_status_and_s
     probe = _read_probe(conv, NONCE, 1 << 20, "node01")
     assert probe.ended is not None and probe.ended.exit_code == 9 and b"gone" in probe.ended.stderr
     assert _end(conv, probe) is probe.ended
+
+
+# Pieces of a script's output: real markers, near misses (the nonce's prefix with a bad tail, another
+# nonce), and plain text, in any order: what the output of a host's commands could contain.
+_PIECES = st.sampled_from(
+    [
+        f"\n@@{NONCE} manifest 0\n",
+        f"\n@@{NONCE} facts 12\n",
+        f"\n@@{NONCE} Bad 1\n",
+        f"\n@@{NONCE} kernel x\n",
+        f"\n@@{NONCE} ",
+        "\n@@fedcba9876543210 ranks 0\n",
+        "\n",
+        "@@",
+        "a line of output",
+        "7\n",
+    ]
+)
+
+
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_sections_are_split_where_a_scan_for_the_whole_marker_splits_them(text) -> None:
+    output = text.encode()
+    want: dict[str, tuple[bytes, int]] = {}
+    pos = 0
+    for m in re.finditer(rb"\n@@" + NONCE.encode() + rb" ([a-z_]+) (\d+)\n", output):
+        want[m.group(1).decode()] = (output[pos : m.start()], int(m.group(2)))
+        pos = m.end()
+    got = split_sections(output, NONCE)
+    assert {k: (v.output, v.exit_code) for k, v in got.items()} == want

@@ -133,14 +133,16 @@ def test_without_ssh_config_ssh_G_reads_the_user_config_then_the_system_one(tmp_
     # an explicit --ssh-config is `ssh -F FILE`: the system config is skipped, as ssh skips it
     explicit = ssh.SshClient(ssh_config=tmp_path / ".ssh" / "config", use_agent=False)
     assert explicit._resolve_G("gpu-01", None, None)["gssapiauthentication"] == ["no"]
-    # and the classes span both files: one ssh -G for gpu-01 and gpu-02, each exactly ssh's answer
+    # and the evaluation spans both files: ssh -G only for the first host (OpenSSH's defaults and
+    # the host itself, the witness), each host what ssh says for the keywords trainctl reads
     runs: list[str] = []
     real = ssh.ssh_G
     monkeypatch.setattr(ssh, "ssh_G", lambda host, *a, **kw: runs.append(host) or real(host, *a, **kw))
     fresh = ssh.SshClient(use_agent=False)
     for h in ("gpu-01", "gpu-02", "login"):
-        assert fresh._resolve_G(h, None, None) == real(h, fresh._G_config), h
-    assert runs == ["gpu-01", "login"]
+        said = real(h, fresh._G_config)
+        assert fresh._resolve_G(h, None, None).items() >= {k: said[k] for k in said if k in ssh._G_READ}.items(), h
+    assert runs == ["gpu-01", "gpu-01"]
 
 
 def test_top_level_includes_are_spliced_and_conditional_ones_refused(tmp_path) -> None:
