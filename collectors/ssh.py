@@ -377,6 +377,14 @@ class _PiecesPipe(paramiko.buffered_pipe.BufferedPipe):
         return self._buffer.prefix(limit)
 
 
+# _PiecesPipe overrides the two hooks paramiko 3.x-5.x's BufferedPipe routes its buffer writes and
+# reads through (tests/unit/test_ssh_pieces_pipe.py checks it against the installed one); a paramiko
+# without them keeps its own buffer rather than a half-replaced one.
+_PIECES_FIT = all(
+    callable(getattr(paramiko.buffered_pipe.BufferedPipe, m, None)) for m in ("_buffer_frombytes", "_buffer_tobytes")
+)
+
+
 class SshSession:
     """One authenticated connection to one host, reused for all its commands and transfers."""
 
@@ -398,7 +406,8 @@ class SshSession:
 
     def _open(self, command: str, stdin: bytes | None, *, keep_stdin_open: bool = False) -> paramiko.Channel:
         chan = self.transport.open_session(timeout=self.target.connect_timeout_s or 10)
-        chan.in_buffer = _PiecesPipe()  # before the exec: nothing can have arrived yet
+        if _PIECES_FIT:
+            chan.in_buffer = _PiecesPipe()  # before the exec: nothing can have arrived yet
         chan.exec_command(command)
         if stdin is not None:
             chan.sendall(stdin)
