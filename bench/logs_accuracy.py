@@ -177,6 +177,9 @@ def main() -> int:
         for m in out[split]["misses"]:
             print(f"  {split} miss: {m}", file=sys.stderr)
     if args.json:
+        if not args.show_heldout_misses:  # the file is read too: it keeps the held-out rows unread
+            for split in splits[1:]:
+                out[split] = {k: v for k, v in out[split].items() if k != "misses"}
         args.json.write_text(json.dumps(out, indent=2))
     return 0
 
