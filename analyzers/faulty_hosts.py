@@ -78,7 +78,7 @@ from trainctl.nvml_codes import (
 )
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
-from trainctl.signals import Signals
+from trainctl.signals import Signals, read_columns
 
 __all__ = [
     "XidInfo",
@@ -229,7 +229,8 @@ def _as_table(t: Any, columns: Iterable[str]) -> pa.Table | None:
         t = pa.Table.from_pandas(t, preserve_index=False)
     if isinstance(t, pads.Dataset):
         names = set(t.schema.names)
-        return t.to_table(columns=[c for c in columns if c in names])
+        # Columns a file's footer proves constant (counters that never moved) are not read.
+        return read_columns(t, [c for c in columns if c in names])
     names = set(t.column_names)
     return t.select([c for c in columns if c in names])
 
