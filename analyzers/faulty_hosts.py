@@ -895,7 +895,9 @@ def _throttle_rules(
     thr = gt.column("throttle_reasons") if "throttle_reasons" in gt.column_names else None
     if thr is None or thr.null_count == len(thr):
         return
-    bits = pc.fill_null(thr.cast(pa.uint64()), 0).to_numpy().astype(np.uint64)
+    bits = pc.fill_null(thr.cast(pa.uint64()), 0).to_numpy().astype(np.uint64, copy=False)
+    # One pass tells which bits occur at all: a fleet without slowdowns skips each rule's passes.
+    seen = int(np.bitwise_or.reduce(bits))
     temp_g = None
 
     def temps(h: int, gi: int) -> dict[str, Any]:
@@ -913,9 +915,9 @@ def _throttle_rules(
         (Category.THERMAL, HW_THERMAL | SW_THERMAL, "thermal slowdown (clocks cut to hold the temperature)", temps),
         (Category.POWER, HW_POWER_BRAKE, "HW power brake slowdown (an external power brake: PSU or BMC)", None),
     ):
-        on = (bits & np.uint64(mask)) != 0
-        if not on.any():
+        if not seen & mask:
             continue
+        on = (bits & np.uint64(mask)) != 0
         _persist_rule(
             col,
             fr.names,
@@ -932,6 +934,8 @@ def _throttle_rules(
         )
     # HW slowdown alone (no thermal / brake bit): NVML says it means temperature too high, an
     # external power brake, or power above the fast-trigger limit; the temperature decides.
+    if not seen & HW_SLOWDOWN:
+        return
     alone = ((bits & np.uint64(HW_SLOWDOWN)) != 0) & ((bits & np.uint64(HW_THERMAL | SW_THERMAL | HW_POWER_BRAKE)) == 0)
     if alone.any():
         _persist_rule(
