@@ -753,7 +753,8 @@ class _GpuContext:
         gpu = gt.column("gpu").to_numpy().astype(np.int64)
         self.G = G = int(gpu.max()) + 1
         self.gpu = gpu
-        self.flat = (fr.g_host * G + gpu) * T + fr.g_tb
+        self.unit = unit = fr.g_host * G + gpu
+        self.flat = unit * T + fr.g_tb
         self.shape = (H, G, T)
         present = _grid(self.flat, True, self.shape, False, bool)
         self.present_any = present.any(-1)  # (H, G)
@@ -769,7 +770,6 @@ class _GpuContext:
             self.loaded = self.util >= th.load_util_pct
             self.working = self.util >= th.idle_util_pct
         # One row per GPU (any of its rows: they agree) for what is fixed per GPU: SKU, default limit.
-        self.unit = unit = fr.g_host * G + gpu
         self.row_of_unit = np.full(H * G, -1, np.int64)
         self.row_of_unit[unit] = np.arange(len(unit))
         self.sku = self._unit_strings(gt, "gpu_name")
@@ -1074,12 +1074,19 @@ def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame,
 def _pcie_rule(
     col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
 ) -> None:
-    gen, genmax = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_gen_max", np.float32)
-    wid, widmax = _np(gt, "pcie_link_width", np.float32), _np(gt, "pcie_link_width_max", np.float32)
-    loaded = g.loaded.reshape(-1)[g.flat]
-    down = ((gen < genmax) | (wid < widmax)) & loaded
+    # Below the maximum at all, compared in Arrow (null: not below): a fleet whose links all run
+    # at their maximum converts none of the four columns to numpy.
+    below = np.zeros(gt.num_rows, bool)
+    for cur, top in (("pcie_link_gen", "pcie_link_gen_max"), ("pcie_link_width", "pcie_link_width_max")):
+        if cur in gt.column_names and top in gt.column_names:
+            below |= pc.fill_null(pc.less(gt.column(cur), gt.column(top)), False).to_numpy(zero_copy_only=False)
+    if not below.any():
+        return
+    down = below & g.loaded.reshape(-1)[g.flat]
     if not down.any():
         return
+    gen, genmax = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_gen_max", np.float32)
+    wid, widmax = _np(gt, "pcie_link_width", np.float32), _np(gt, "pcie_link_width_max", np.float32)
     dg = _grid(g.flat, down, g.shape, False, bool)
     gen_g = _grid(g.flat[down], gen[down], g.shape, np.nan, np.float32)
     wid_g = _grid(g.flat[down], wid[down], g.shape, np.nan, np.float32)
@@ -1371,7 +1378,10 @@ def _peer_outliers(
         if m.table == "gpu":
             if gt is None or g is None or m.column not in gt.column_names:
                 continue
-            x = _grid(g.flat, _np(gt, m.column, np.float32), (H * g.G, T), np.nan, np.float32)
+            if m.column == "sm_util_pct":  # the same grid as the context's (read-only here)
+                x = g.util.reshape(H * g.G, T)
+            else:
+                x = _grid(g.flat, _np(gt, m.column, np.float32), (H * g.G, T), np.nan, np.float32)
             owner, sub, group, active, keys = (
                 np.arange(H * g.G) // g.G,
                 np.arange(H * g.G) % g.G,
