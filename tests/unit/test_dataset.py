@@ -92,3 +92,20 @@ def test_rewriting_a_named_part_replaces_it(tmp_path) -> None:
     dataset.write_table(tmp_path, "timeline", "n1", _timeline(), part="rank0")
     dataset.write_table(tmp_path, "timeline", "n1", _timeline(2), part="rank0")
     assert dataset.read_table(tmp_path, "timeline").num_rows == 2
+
+
+def test_open_dataset_checks_each_distinct_schema_even_after_a_valid_one(tmp_path) -> None:
+    # Footers whose schema was already checked are not checked again; a part that differs from
+    # them only in its kind metadata, or only in a column's type, is still refused by name.
+    dataset.write_table(tmp_path, "timeline", "node01", _timeline())
+    good = dataset.conform(_timeline(), "timeline")
+    wrong_kind = good.replace_schema_metadata({**good.schema.metadata, b"trainctl.kind": b"gpu_metrics"})
+    (tmp_path / "timeline" / "host=node02").mkdir()
+    pq.write_table(wrong_kind, tmp_path / "timeline" / "host=node02" / "part-x.parquet")
+    with pytest.raises(SchemaMismatch, match="node02.*holds kind 'gpu_metrics'"):
+        dataset.open_dataset(tmp_path, "timeline")
+    (tmp_path / "timeline" / "host=node02" / "part-x.parquet").unlink()
+    wrong_type = good.set_column(good.schema.get_field_index("step"), "step", good.column("step").cast(pa.float64()))
+    pq.write_table(wrong_type, tmp_path / "timeline" / "host=node02" / "part-x.parquet")
+    with pytest.raises(SchemaMismatch, match="node02.*'step' has type double"):
+        dataset.open_dataset(tmp_path, "timeline")
