@@ -69,6 +69,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.footer_reads import read_columns
 from trainctl.nvml_codes import (
     HW_POWER_BRAKE,
     HW_SLOWDOWN,
@@ -78,7 +79,7 @@ from trainctl.nvml_codes import (
 )
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
-from trainctl.signals import Signals, read_columns
+from trainctl.signals import Signals
 
 __all__ = [
     "XidInfo",

@@ -1,4 +1,4 @@
-"""trainctl.signals.read_columns: a dataset scan that fills from the footers what they prove."""
+"""trainctl.footer_reads.read_columns: a dataset scan that fills from the footers what they prove."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts
 from trainctl.dataset import conform, open_dataset, write_table
+from trainctl.footer_reads import _footer_fills, read_columns
 from trainctl.schemas import SignalKind
-from trainctl.signals import _footer_fills, read_columns
 from trainctl.simulation.fleet import FaultSpec, FleetScenario, QuirkSpec, simulate, write_fleet
 
 COLS = ["ts", "gpu", "host", "gpu_name", "power_limit_w", "ecc_dbe_total", "throttle_reasons", "xid", "retired_pages"]
