@@ -40,12 +40,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
-import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.schemas import Phase, SignalKind
-from trainctl.signals import Signals, TableLike
+from trainctl.signals import LazyTable, Signals, TableLike
 
 __all__ = [
     "PHASE_CATEGORY",
@@ -122,7 +121,7 @@ class _Extent:
 
 
 def window_stats(
-    timeline: TableLike,
+    timeline: TableLike | LazyTable,
     *,
     window_steps: int | None = None,
     samples_per_window: int | None = 12,
@@ -275,9 +274,11 @@ def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: 
     return stats[~partial]
 
 
-def timeline_extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: list[str] | None) -> _Extent:
+def timeline_extent(
+    con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable, files: list[str] | None
+) -> _Extent:
     """Step and rank range, longest duration and whether tokens vary: footers first, else a scan."""
-    ext = _footer_extent(timeline) if files else None
+    ext = _footer_extent(_local_parquet(timeline)[1]) if files else None
     if ext is not None:
         return ext
     lo, hi, rlo, rhi, dmax, tlo, thi = con.execute(
@@ -288,18 +289,31 @@ def timeline_extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: 
     return _Extent(int(lo), int(hi), int(rlo), int(rhi), int(dmax), tlo is not None and tlo != thi)
 
 
-def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
-    """The extent from the Parquet footers' statistics; None when a file lacks them.
+def _local_parquet(timeline: TableLike | LazyTable) -> tuple[list[str], list[pq.FileMetaData]] | None:
+    """The local Parquet files behind a lazy timeline and their footers; None for anything else.
 
-    The footers were read when the dataset was validated (trainctl.dataset.open_dataset) and
-    pyarrow keeps them on the fragments, so this reads no file.
+    The footers were read when the table was loaded (trainctl.dataset.open_lazy / open_dataset;
+    pyarrow keeps them on a Dataset's fragments), so this reads no file.
     """
+    if isinstance(timeline, LazyTable):
+        return list(timeline.files), list(timeline.footers)
+    if isinstance(timeline, pa.Table):
+        return None
+    import pyarrow.dataset as pads  # already imported: the timeline is a Dataset
+    import pyarrow.fs as pafs
+
+    if isinstance(timeline, pads.FileSystemDataset) and isinstance(timeline.filesystem, pafs.LocalFileSystem):
+        return [str(f) for f in timeline.files], [frag.metadata for frag in timeline.get_fragments()]
+    return None
+
+
+def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
+    """The extent from the Parquet footers' statistics; None when a file lacks them."""
     want = ("step", "rank", "duration_ns", "tokens")
     lo: dict[str, Any] = {}
     hi: dict[str, Any] = {}
     rows = 0
-    for frag in timeline.get_fragments():
-        meta = frag.metadata
+    for meta in footers:
         names = meta.schema.names
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
@@ -322,20 +336,24 @@ def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
     return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]), varying)
 
 
-def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
+def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable) -> list[str] | None:
     """Expose `timeline` to DuckDB as a view with the columns the query needs.
 
-    A Dataset over local Parquet files is read by DuckDB's own Parquet reader (parallel, with
-    projection and filter pushdown): scanning it through Arrow's dataset scanner took 4x longer
-    on the 49M-row benchmark. Files may omit the nullable `tokens` column (trainctl.schemas), so
-    columns are unioned by name when some file lacks it (reading every schema first costs time).
+    Local Parquet files (a LazyTable or a Dataset over them) are read by DuckDB's own Parquet
+    reader (parallel, with projection and filter pushdown): scanning them through Arrow's dataset
+    scanner took 4x longer on the 49M-row benchmark. Files may omit the nullable `tokens` column
+    (trainctl.schemas), so columns are unioned by name when some file lacks it (reading every
+    schema first costs time).
     """
-    if isinstance(timeline, pads.FileSystemDataset) and isinstance(timeline.filesystem, pafs.LocalFileSystem):
-        files = [str(f) for f in timeline.files]
+    if isinstance(timeline, LazyTable) and not timeline.files:
+        timeline = timeline.open()
+    local = _local_parquet(timeline)
+    if local is not None:
+        files, footers = local
         if not files:
             con.register("timeline", timeline.schema.empty_table())
             return None
-        has_tokens = ["tokens" in frag.metadata.schema.names for frag in timeline.get_fragments()]
+        has_tokens = ["tokens" in meta.schema.names for meta in footers]
         union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
         tokens = "tokens" if any(has_tokens) else "NULL::BIGINT AS tokens"
         con.execute(
@@ -343,14 +361,16 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> li
             f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
         )
         return files
-    if isinstance(timeline, pads.Dataset):
-        if "tokens" in timeline.schema.names:
-            con.register("timeline", timeline)
-            return None
-        timeline = timeline.to_table(columns=["rank", "step", "phase", "duration_ns"])
-    if "tokens" not in timeline.column_names:
-        timeline = timeline.append_column("tokens", pa.nulls(timeline.num_rows, pa.int64()))
-    con.register("timeline", timeline)
+    if isinstance(timeline, pa.Table):
+        table = timeline
+    elif "tokens" in timeline.schema.names:
+        con.register("timeline", timeline)
+        return None
+    else:
+        table = timeline.to_table(columns=["rank", "step", "phase", "duration_ns"])
+    if "tokens" not in table.column_names:
+        table = table.append_column("tokens", pa.nulls(table.num_rows, pa.int64()))
+    con.register("timeline", table)
     return None
 
 
@@ -463,7 +483,7 @@ def _fmt_phases(phases: Iterable[str]) -> str:
 
 
 def find_stragglers(
-    timeline: TableLike,
+    timeline: TableLike | LazyTable,
     *,
     rank_to_host: Mapping[int, str] | None = None,
     warn_factor: float = 1.2,
@@ -759,16 +779,18 @@ def _finding(
     )
 
 
-def _hosts_of(timeline: TableLike, ranks: set[int]) -> dict[int, str]:
+def _hosts_of(timeline: TableLike | LazyTable, ranks: set[int]) -> dict[int, str]:
     """rank -> host from the table's `host` column, for the few ranks that need naming."""
+    if isinstance(timeline, LazyTable):
+        timeline = timeline.open()  # a run without run.json's hosts: the host is the part's folder
     names = timeline.schema.names
     if "host" not in names:
         return {}
     want = pa.array(sorted(ranks), pa.int32())
-    if isinstance(timeline, pads.Dataset):
-        t = timeline.to_table(columns=["rank", "host"], filter=pads.field("rank").isin(want))
-    else:
+    if isinstance(timeline, pa.Table):
         t = timeline.select(["rank", "host"]).filter(pc.is_in(timeline["rank"], value_set=want))
+    else:
+        t = timeline.to_table(columns=["rank", "host"], filter=pc.field("rank").isin(want))
     out: dict[int, str] = {}
     for r, h in zip(t["rank"].to_pylist(), t["host"].to_pylist()):
         if h is not None:
@@ -777,13 +799,13 @@ def _hosts_of(timeline: TableLike, ranks: set[int]) -> dict[int, str]:
 
 
 def analyze(signals: Signals) -> list[Finding]:
-    timeline = signals.tables.get(SignalKind.TIMELINE)
+    timeline = signals.source(SignalKind.TIMELINE)
     if timeline is None:
         return []
     return find_stragglers(timeline, rank_to_host=signals.rank_to_host())
 
 
-def step_span(timeline: TableLike) -> int:
+def step_span(timeline: TableLike | LazyTable) -> int:
     """Steps the timeline covers (last - first + 1), 0 when it has none; footers first, else a scan."""
     con = duckdb.connect()
     try:
@@ -795,7 +817,7 @@ def step_span(timeline: TableLike) -> int:
 
 def notes(signals: Signals, *, min_steps: int = MIN_STEPS) -> list[str]:
     """Why there is no straggler verdict, when the reason is the run's length (for Report.notes)."""
-    timeline = signals.tables.get(SignalKind.TIMELINE)
+    timeline = signals.source(SignalKind.TIMELINE)
     if timeline is None:
         return []
     span = step_span(timeline)

@@ -23,7 +23,7 @@ from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_even
 from trainctl.ops.diagnose.window import TimeWindow, apply_window
 from trainctl.rundir import RunInfo, read_rank_files, read_run_info
 from trainctl.schemas import SignalKind
-from trainctl.signals import Signals, TableLike
+from trainctl.signals import LazyTable, Signals, TableLike
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class InputKind(str, Enum):
     LOG_FILE = "log_file"
 
 
-# Tables larger than this stay lazy (pyarrow Dataset) so analyzers can aggregate out of core.
+# Tables larger than this stay lazy (LazyTable, a pyarrow Dataset when read) so analyzers can aggregate out of core.
 LAZY_ROWS = 5_000_000
 
 # Parsers of raw artefacts in a run dir (or dataset) that are not tables yet: Flight Recorder
@@ -85,13 +85,11 @@ def detect_input(path: Path) -> InputKind:
     )
 
 
-def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
-    tables: dict[SignalKind, TableLike] = {}
+def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
+    tables: dict[SignalKind, TableLike | LazyTable] = {}
     for kind in dataset.kinds_present(root):
-        lazy = dataset.open_dataset(root, kind)  # every footer read once: schema check + row count
-        tables[kind] = (
-            lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
-        )
+        lazy = dataset.open_lazy(root, kind)  # every footer read once: schema check + row count
+        tables[kind] = lazy if lazy.num_rows > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
     return tables
 
 
