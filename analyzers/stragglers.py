@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -45,6 +44,9 @@ import pyarrow.parquet as pq
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.schemas import Phase, SignalKind
 from trainctl.signals import LazyTable, Signals, TableLike
+
+if TYPE_CHECKING:  # pandas costs ~0.25 s to import: the decision runs on numpy, pandas is imported where used
+    import pandas as pd
 
 __all__ = [
     "PHASE_CATEGORY",
@@ -120,6 +122,25 @@ class _Extent:
     varying_tokens: bool  # `tokens` holds more than one value: compare work per token
 
 
+@dataclass(frozen=True)
+class _Windows:
+    """One row per (rank, phase, window), as numpy columns: what `window_stats` returns as a
+    DataFrame. find_stragglers decides on these; pandas (~0.25 s to import, a fifth of the
+    diagnosis of the 49M-row benchmark) is imported only for the communication checks."""
+
+    rank: np.ndarray  # int64
+    phase: np.ndarray  # int64 index into _PHASE_NAMES
+    win: np.ndarray  # int64
+    n: np.ndarray  # int64: the window's rows (sampled steps)
+    v_ns: np.ndarray  # float64
+
+    def take(self, which: np.ndarray) -> _Windows:
+        return _Windows(*(getattr(self, f.name)[which] for f in fields(self)))
+
+
+_NO_WINDOWS = _Windows(*(np.empty(0, np.int64) for _ in range(4)), np.empty(0))
+
+
 def window_stats(
     timeline: TableLike | LazyTable,
     *,
@@ -147,12 +168,34 @@ def window_stats(
         tokens vary), v_ns is the quantile of duration / tokens times the job's mean tokens per
         step, so ranks are compared per token while the number still reads as a step's time.
     """
+    import pandas as pd
+
+    w, plan = _window_values(timeline, window_steps, samples_per_window, quantile)
+    first = plan.min_step + w.win * plan.window_steps
+    stats = pd.DataFrame(
+        {
+            "rank": w.rank,
+            "phase": pd.Categorical.from_codes(w.phase, categories=_PHASE_NAMES),
+            "win": w.win,
+            "n": w.n,
+            "first_step": first,
+            "last_step": np.minimum(first + plan.window_steps - 1, plan.max_step),
+            "v_ns": w.v_ns,
+        }
+    )
+    return stats, plan
+
+
+def _window_values(
+    timeline: TableLike | LazyTable, window_steps: int | None, samples_per_window: int | None, quantile: float
+) -> tuple[_Windows, WindowPlan]:
+    """`window_stats` as numpy columns."""
     con = duckdb.connect()
     try:
         files = register_timeline(con, timeline)
         ext = timeline_extent(con, timeline, files)
         if ext.min_step is None:
-            return _empty_stats(), WindowPlan(0, -1, window_steps or 1, 1)
+            return _NO_WINDOWS, WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
             n_steps = ext.max_step - ext.min_step + 1
             window_steps = int(min(_MAX_AUTO_WINDOW_STEPS, max(1, n_steps // _AUTO_WINDOWS)))
@@ -164,18 +207,14 @@ def window_stats(
         plan = WindowPlan(ext.min_step, ext.max_step, int(window_steps), stride)
         sample = f"AND (step - {plan.min_step}) % {stride} = 0" if stride > 1 else ""
         packed = None if ext.varying_tokens else _packed_stats(con, ext, plan, sample, quantile)
-        stats = packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)
+        return (packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)), plan
     finally:
         con.close()
-    stats["first_step"] = plan.min_step + stats["win"] * plan.window_steps
-    stats["last_step"] = np.minimum(stats["first_step"] + plan.window_steps - 1, plan.max_step)
-    cols = ["rank", "phase", "win", "n", "first_step", "last_step", "v_ns"]
-    return stats[cols].reset_index(drop=True), plan
 
 
 def _packed_stats(
     con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str, quantile: float
-) -> pd.DataFrame | None:
+) -> _Windows | None:
     """Quantiles by one sort of packed integers; None when the keys would not fit in 63 bits.
 
     DuckDB's holistic aggregates (quantile_cont over ~800k small groups) cost about as much as
@@ -205,7 +244,7 @@ def _packed_stats(
     ).fetchnumpy()["k"]
     keys = np.asarray(keys, dtype=np.int64)
     if len(keys) == 0:
-        return _empty_stats()
+        return _NO_WINDOWS
     if not keys.flags.writeable:
         keys = keys.copy()
     keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.2 s
@@ -228,24 +267,16 @@ def _packed_stats(
     mask = (1 << value_bits) - 1
     v_lo = (keys[starts + lo] & mask).astype(np.float64)
     v_hi = (keys[starts + np.minimum(lo + 1, n - 1)] & mask).astype(np.float64)
-    return pd.DataFrame(
-        {
-            "rank": rank,
-            "phase": pd.Categorical.from_codes(phase_code, categories=_PHASE_NAMES),
-            "win": win,
-            "n": n,
-            "v_ns": v_lo + (v_hi - v_lo) * frac,
-        }
-    )
+    return _Windows(rank=rank, phase=phase_code, win=win, n=n, v_ns=v_lo + (v_hi - v_lo) * frac)
 
 
-def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> pd.DataFrame:
+def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> _Windows:
     """Quantiles with DuckDB's quantile_cont: the path for per-token values (doubles)."""
     scaled = _sql_list(TOKEN_SCALED_PHASES)
     value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
     # One aggregate returns both quantiles (work phases use the low one, communication the
     # median): a second aggregate would cost a second per-group selection.
-    stats = con.execute(
+    res = con.execute(
         f"""
         SELECT * EXCLUDE (qs), qs[1] AS vq, qs[2] AS vm FROM (
         SELECT rank, phase, (step - {plan.min_step}) // {plan.window_steps} AS win, count(*) AS n,
@@ -255,23 +286,31 @@ def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: 
         WHERE phase IN ({_sql_list(_PHASE_NAMES)}) {sample}
         GROUP BY ALL)
         """
-    ).df()
-    stats["phase"] = pd.Categorical(stats["phase"], categories=_PHASE_NAMES)
-    stats["rank"] = stats["rank"].astype(np.int64)
-    stats["win"] = stats["win"].astype(np.int64)
-    v = np.where(stats["phase"].isin(WORK_PHASES), stats["vq"], stats["vm"])
+    ).fetchnumpy()
+    # NULL sums (no tokens in the group) come back masked; they are only read where tokens are set.
+    col = {k: np.ma.getdata(v) for k, v in res.items()}
+    code = {p: i for i, p in enumerate(_PHASE_NAMES)}
+    phase = np.array([code[p] for p in col["phase"]], dtype=np.int64)
+    n, nt = col["n"].astype(np.int64), col["nt"].astype(np.int64)
+    v = np.where(_PHASE_IS_WORK[phase], col["vq"], col["vm"])
     # Per-token quantiles are rescaled to the mean tokens per step of the scaled phases' rows.
-    is_scaled = stats["phase"].isin(TOKEN_SCALED_PHASES)
-    full = is_scaled & (stats["nt"] == stats["n"])
-    partial = is_scaled & (stats["nt"] > 0) & (stats["nt"] < stats["n"])
+    is_scaled = np.isin(phase, [code[p] for p in TOKEN_SCALED_PHASES])
+    full = is_scaled & (nt == n)
+    partial = is_scaled & (nt > 0) & (nt < n)
     if partial.any():
         # Mixed per-token and absolute values in one quantile mean nothing; leave those out.
         logger.warning(
             "timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum())
         )
-    mean_tokens = float(stats.loc[full, "tokens_sum"].sum()) / max(1, int(stats.loc[full, "nt"].sum()))
-    stats["v_ns"] = np.where(full, v * mean_tokens, v)
-    return stats[~partial]
+    mean_tokens = float(col["tokens_sum"][full].sum()) / max(1, int(nt[full].sum()))
+    keep = ~partial
+    return _Windows(
+        rank=col["rank"].astype(np.int64)[keep],
+        phase=phase[keep],
+        win=col["win"].astype(np.int64)[keep],
+        n=n[keep],
+        v_ns=np.where(full, v * mean_tokens, v)[keep],
+    )
 
 
 def timeline_extent(
@@ -374,30 +413,14 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | Lazy
     return None
 
 
-def _empty_stats() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "rank": pd.Series(dtype=np.int64),
-            "phase": pd.Categorical([], categories=_PHASE_NAMES),
-            "win": pd.Series(dtype=np.int64),
-            "n": pd.Series(dtype=np.int64),
-            "first_step": pd.Series(dtype=np.int64),
-            "last_step": pd.Series(dtype=np.int64),
-            "v_ns": pd.Series(dtype=np.float64),
-        }
-    )
-
-
-def _peer_median(stats: pd.DataFrame) -> np.ndarray:
-    """Median of v_ns over the *other* ranks of each (phase, win) group, aligned with `stats`.
+def _peer_median(w: _Windows) -> np.ndarray:
+    """Median of v_ns over the *other* ranks of each (phase, win) group, aligned with `w`.
 
     Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
     would otherwise be compared with a median that already contains half of its own slowness.
     """
-    phase_code = pd.Categorical(stats["phase"]).codes.astype(np.int64)
-    win = stats["win"].to_numpy(dtype=np.int64)
-    group_key = phase_code * (int(win.max()) + 1) + win
-    v = stats["v_ns"].to_numpy(dtype=np.float64)
+    group_key = w.phase * (int(w.win.max()) + 1) + w.win
+    v = w.v_ns
     # Order by (group, value): a value sort, then a stable sort by group, which numpy does as a
     # radix sort when the key fits 16 bits (phases x windows); 3x faster than np.lexsort.
     by_value = np.argsort(v)
@@ -442,11 +465,12 @@ class _Episode:
     peer_ms: float
 
 
-def _episodes(g: pd.DataFrame, *, min_windows: int, persistence: float) -> list[_Episode]:
-    """Group one (rank, phase)'s slow windows into episodes that are `persistence` dense."""
-    slow = g[g["slow"]].sort_values("win")
+def _episodes(
+    rank: int, phase: str, slow: _SlowWindows, plan: WindowPlan, *, min_windows: int, persistence: float
+) -> list[_Episode]:
+    """Group one (rank, phase)'s slow windows (in window order) into episodes that are `persistence` dense."""
     runs: list[list[int]] = []
-    for w in slow["win"].tolist():
+    for w in slow.win.tolist():
         if runs:
             cur = runs[-1]
             if (len(cur) + 1) / (w - cur[0] + 1) >= persistence:
@@ -457,21 +481,33 @@ def _episodes(g: pd.DataFrame, *, min_windows: int, persistence: float) -> list[
     for run in runs:
         if len(run) < min_windows:
             continue
-        rows = slow[slow["win"].isin(run)]
+        rows = np.isin(slow.win, run)
+        first = plan.min_step + int(slow.win[rows].min()) * plan.window_steps
+        last = min(plan.min_step + int(slow.win[rows].max()) * plan.window_steps + plan.window_steps - 1, plan.max_step)
         out.append(
             _Episode(
-                rank=int(g["rank"].iloc[0]),
-                phase=str(g["phase"].iloc[0]),
+                rank=rank,
+                phase=phase,
                 wins=tuple(run),
-                first_step=int(rows["first_step"].min()),
-                last_step=int(rows["last_step"].max()),
+                first_step=first,
+                last_step=last,
                 span_windows=run[-1] - run[0] + 1,
-                ratio=float(rows["ratio"].median()),
-                rank_ms=float(rows["v_ns"].median() / 1e6),
-                peer_ms=float(rows["peer_ns"].median() / 1e6),
+                ratio=float(np.median(slow.ratio[rows])),
+                rank_ms=float(np.median(slow.v_ns[rows]) / 1e6),
+                peer_ms=float(np.median(slow.peer_ns[rows]) / 1e6),
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class _SlowWindows:
+    """One (rank, phase)'s slow windows, in window order."""
+
+    win: np.ndarray
+    ratio: np.ndarray
+    v_ns: np.ndarray
+    peer_ns: np.ndarray
 
 
 def _overlaps(a: _Episode, b: _Episode) -> bool:
@@ -549,28 +585,33 @@ def find_stragglers(
         raise ValueError(f"persistence must be in (0, 1], got {persistence}")
     if not 0.0 <= quantile <= 0.5:
         raise ValueError(f"quantile must be in [0, 0.5], got {quantile}")
-    stats, plan = window_stats(
-        timeline, window_steps=window_steps, samples_per_window=samples_per_window, quantile=quantile
-    )
+    w, plan = _window_values(timeline, window_steps, samples_per_window, quantile)
     window_steps = plan.window_steps
-    if stats.empty or plan.max_step - plan.min_step + 1 < min_steps:
+    if len(w.v_ns) == 0 or plan.max_step - plan.min_step + 1 < min_steps:
         return []
-    stats = stats[stats["v_ns"] > 0].copy()
-    stats["peer_ns"] = _peer_median(stats)
-    stats = stats[stats["peer_ns"] > 0]
-    stats["ratio"] = stats["v_ns"] / stats["peer_ns"]
-    stats["slow"] = stats["ratio"] >= warn_factor
+    w = w.take(w.v_ns > 0)
+    peer_ns = _peer_median(w)
+    keep = peer_ns > 0  # NaN (no peer) is dropped too
+    w, peer_ns = w.take(keep), peer_ns[keep]
+    ratio = w.v_ns / peer_ns
+    slow = ratio >= warn_factor
     # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below.
-    slow_counts = stats[stats["slow"]].groupby(["rank", "phase"], observed=True).size()
-    candidates = slow_counts[slow_counts >= min_windows].index
+    pair = w.rank * len(_PHASE_NAMES) + w.phase
+    slow_pairs, slow_counts = np.unique(pair[slow], return_counts=True)
+    candidates = slow_pairs[slow_counts >= min_windows]  # ascending: by rank, then phase
     if len(candidates) == 0:
         return []
-    cand = stats.set_index(["rank", "phase"]).loc[candidates].reset_index()
+    rows = np.flatnonzero(slow & np.isin(pair, candidates))
+    rows = rows[np.lexsort((w.win[rows], pair[rows]))]
     episodes: list[_Episode] = []
-    for _, g in cand.groupby(["rank", "phase"], sort=True, observed=True):
-        episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
-    step_ms = _typical_step_ms(stats)
-    typical_ms = {e: float(np.median([step_ms.get(w, 0.0) for w in e.wins])) for e in episodes}
+    for group in np.split(rows, np.flatnonzero(np.diff(pair[rows])) + 1):
+        slow_windows = _SlowWindows(w.win[group], ratio[group], w.v_ns[group], peer_ns[group])
+        rank, code = divmod(int(pair[group[0]]), len(_PHASE_NAMES))
+        episodes.extend(
+            _episodes(rank, _PHASE_NAMES[code], slow_windows, plan, min_windows=min_windows, persistence=persistence)
+        )
+    step_ms = _typical_step_ms(w)
+    typical_ms = {e: float(np.median([step_ms.get(x, 0.0) for x in e.wins])) for e in episodes}
 
     def effect_at_least(e: _Episode, share: float) -> bool:
         return e.rank_ms - e.peer_ms >= share * typical_ms[e]
@@ -586,7 +627,8 @@ def find_stragglers(
     # A rank with long collectives is a suspect only if nobody's work was slow at those steps
     # (otherwise it is waiting for them) and its own work was not short (a fast rank waits longer).
     comm_suspects: dict[int, list[_Episode]] = {}
-    work_total = _work_total_ns(stats) if comm else None
+    stats = _frame(w, peer_ns) if comm else None
+    work_total = _work_total_ns(stats) if stats is not None else None
     for e in comm:
         if e.rank in by_rank or any(_overlaps(e, w) for w in work):
             continue
@@ -637,15 +679,51 @@ def find_stragglers(
     return findings
 
 
-def _typical_step_ms(stats: pd.DataFrame) -> dict[int, float]:
+def _typical_step_ms(w: _Windows) -> dict[int, float]:
     """Per window: the sum over phases of the median rank's time (a typical step), in ms.
 
     `data` is left out when `compute` is timed, because the script's `compute` contains it.
     """
-    phases = set(stats["phase"].unique())
-    use = stats if Phase.COMPUTE.value not in phases else stats[stats["phase"] != Phase.DATA.value]
-    per_phase = use.groupby(["phase", "win"], observed=True)["v_ns"].median()
-    return (per_phase.groupby(level="win").sum() / 1e6).to_dict()
+    codes = set(np.unique(w.phase).tolist())
+    compute, data = _PHASE_NAMES.index(Phase.COMPUTE.value), _PHASE_NAMES.index(Phase.DATA.value)
+    if compute in codes:
+        w = w.take(w.phase != data)
+    # Median per (phase, window): sort by (phase, window, value), read the middle of each group.
+    n_win = int(w.win.max()) + 1 if len(w.win) else 1
+    key = w.phase * n_win + w.win
+    order = np.lexsort((w.v_ns, key))
+    key, v = key[order], w.v_ns[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sizes = np.diff(np.r_[starts, len(v)])
+    median = (v[starts + (sizes - 1) // 2] + v[starts + sizes // 2]) / 2.0
+    # Summed over phases in phase order with Kahan's compensation, as pandas' groupby sum does, so
+    # the numbers are the ones the pandas version of this function gave.
+    win = key[starts] % n_win
+    total = np.zeros(n_win)
+    comp = np.zeros(n_win)
+    for code in np.unique(key[starts] // n_win):
+        at = key[starts] // n_win == code
+        wi = win[at]
+        y = median[at] - comp[wi]
+        t = total[wi] + y
+        comp[wi] = t - total[wi] - y
+        total[wi] = t
+    return {int(x): float(total[x] / 1e6) for x in np.unique(win)}
+
+
+def _frame(w: _Windows, peer_ns: np.ndarray) -> pd.DataFrame:
+    """The windows as a DataFrame, for the communication checks (rare: pandas is imported here)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "rank": w.rank,
+            "phase": pd.Categorical.from_codes(w.phase, categories=_PHASE_NAMES),
+            "win": w.win,
+            "v_ns": w.v_ns,
+            "peer_ns": peer_ns,
+        }
+    )
 
 
 def _work_total_ns(stats: pd.DataFrame) -> pd.DataFrame:
@@ -676,6 +754,8 @@ def _other_rank_explains(work_total: pd.DataFrame | None, e: _Episode) -> bool:
 
 def _work_deficit_explains(stats: pd.DataFrame, e: _Episode, window_steps: int) -> bool:
     """True when the rank's extra collective time is mostly time its short work left it waiting."""
+    import pandas as pd
+
     rows = stats[(stats["rank"] == e.rank) & stats["win"].isin(e.wins)]
     work = rows[rows["phase"].isin(WORK_PHASES)].assign(short_ns=lambda d: (d["peer_ns"] - d["v_ns"]).clip(lower=0))
     if work.empty:
