@@ -419,14 +419,9 @@ def _peer_median(w: _Windows) -> np.ndarray:
     Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
     would otherwise be compared with a median that already contains half of its own slowness.
     """
-    group_key = w.phase * (int(w.win.max()) + 1) + w.win
-    v = w.v_ns
-    # Order by (group, value): a value sort, then a stable sort by group, which numpy does as a
-    # radix sort when the key fits 16 bits (phases x windows); 3x faster than np.lexsort.
-    by_value = np.argsort(v)
-    key = group_key[by_value]
-    order = by_value[np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")]
-    v = v[order]
+    group_key = _phase_window_key(w)
+    order = _by_group_then_value(group_key, w.v_ns)
+    v = w.v_ns[order]
     key = group_key[order]
     new_group = np.r_[True, key[1:] != key[:-1]]
     group_id = np.cumsum(new_group) - 1
@@ -448,6 +443,18 @@ def _peer_median(w: _Windows) -> np.ndarray:
     out = np.empty(len(v))
     out[order] = med
     return out
+
+
+def _phase_window_key(w: _Windows) -> np.ndarray:
+    return w.phase * (int(w.win.max()) + 1) + w.win
+
+
+def _by_group_then_value(key: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The order that sorts rows by (key, v): a value sort, then a stable sort by key, which numpy
+    does as a radix sort when the key fits 16 bits (phases x windows); 3x faster than np.lexsort."""
+    by_value = np.argsort(v)
+    k = key[by_value]
+    return by_value[np.argsort(k.astype(np.uint16) if k.max() < 1 << 16 else k, kind="stable")]
 
 
 @dataclass(frozen=True)
@@ -689,9 +696,9 @@ def _typical_step_ms(w: _Windows) -> dict[int, float]:
     if compute in codes:
         w = w.take(w.phase != data)
     # Median per (phase, window): sort by (phase, window, value), read the middle of each group.
-    n_win = int(w.win.max()) + 1 if len(w.win) else 1
-    key = w.phase * n_win + w.win
-    order = np.lexsort((w.v_ns, key))
+    n_win = int(w.win.max()) + 1
+    key = _phase_window_key(w)
+    order = _by_group_then_value(key, w.v_ns)
     key, v = key[order], w.v_ns[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     sizes = np.diff(np.r_[starts, len(v)])
