@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from trainctl.findings import Category, Finding, FindingKind, Severity
@@ -873,6 +872,8 @@ def _hosts_of(timeline: TableLike | LazyTable, ranks: set[int]) -> dict[int, str
     names = timeline.schema.names
     if "host" not in names:
         return {}
+    import pyarrow.compute as pc  # ~0.05 s to import; only this rare path needs it
+
     want = pa.array(sorted(ranks), pa.int32())
     if isinstance(timeline, pa.Table):
         t = timeline.select(["rank", "host"]).filter(pc.is_in(timeline["rank"], value_set=want))
