@@ -185,7 +185,7 @@ def _throughput(p: Path, signals: Signals) -> dict:
     model FLOPs per token, peak FLOP/s, where the trainer wrote them)."""
     from trainctl.analyzers.throughput import summarize
 
-    t = signals.tables.get(SignalKind.TIMELINE)
+    t = signals.source(SignalKind.TIMELINE)  # a LazyTable stays unopened: DuckDB reads its files
     if t is None:
         return {}
     return summarize(t, read_rank_files(p) if p.is_dir() else {}) or {}
