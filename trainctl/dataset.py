@@ -293,6 +293,7 @@ def open_lazy(root: str | os.PathLike[str], kind: SignalKind | str) -> LazyTable
     parts = list_parts(root, kind)
     return LazyTable(
         files=tuple(str(p.path) for p in parts),
+        hosts=tuple(p.host for p in parts),
         footers=tuple(_checked_footer(p) for p in parts),
         open=functools.partial(open_dataset, root, kind),
     )

@@ -34,6 +34,7 @@ class LazyTable:
     the contract by the loader) and how to open them as a pyarrow Dataset. No data is read."""
 
     files: tuple[str, ...]
+    hosts: tuple[str, ...]  # the host of each file (its hive folder: the `host` column of the Dataset)
     footers: tuple[pq.FileMetaData, ...]
     open: Callable[[], pads.FileSystemDataset] = field(repr=False, compare=False)
 
