@@ -44,7 +44,11 @@ class LazyTable:
 
 
 def to_table(t: TableLike) -> pa.Table:
-    return t if isinstance(t, pa.Table) else t.to_table()
+    if isinstance(t, pa.Table):
+        return t
+    import pyarrow.dataset as pads  # already imported when t is a Dataset
+
+    return t.to_table() if isinstance(t, pads.Dataset) else t
 
 
 class _OpenOnRead(Mapping[SignalKind, "TableLike"]):
