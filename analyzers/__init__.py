@@ -7,6 +7,7 @@ thresholds as documented keyword arguments, plus an `analyze(signals)` adapter r
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,40 +34,30 @@ class Analyzer:
     notes: Callable[[Signals], list[str]] | None = None
 
 
-def _registry() -> list[Analyzer]:
-    # Imported here so that importing one analyzer does not import them all.
-    analyzers: list[Analyzer] = []
-    from trainctl.analyzers import stragglers
+def _on_call(module: str, function: str) -> Callable[[Signals], list]:
+    """`trainctl.analyzers.<module>.<function>`, imported at its first call: importing one analyzer
+    (the straggler analysis alone imports DuckDB and numpy) does not import them all (pandas)."""
 
-    analyzers.append(Analyzer("stragglers", (SignalKind.TIMELINE,), stragglers.analyze, stragglers.notes))
-    from trainctl.analyzers import logs as _logs
+    def call(signals: Signals) -> list:
+        return getattr(importlib.import_module(f"trainctl.analyzers.{module}"), function)(signals)
 
-    analyzers.append(Analyzer("logs", (SignalKind.LOG_EVENTS,), _logs.analyze))
-    from trainctl.analyzers import hangs
-
-    analyzers.append(Analyzer("hangs", (SignalKind.COLLECTIVES,), hangs.analyze))
-    from trainctl.analyzers import stack_hangs
-
-    analyzers.append(Analyzer("stack_hangs", (SignalKind.STACKS,), stack_hangs.analyze))
-    from trainctl.analyzers import faulty_hosts
-
-    analyzers.append(
-        Analyzer(
-            "faulty_hosts",
-            (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS),
-            faulty_hosts.analyze,
-        )
-    )
-    from trainctl.analyzers import nccl
-
-    analyzers.append(Analyzer("nccl", (SignalKind.NCCL_PROCS,), nccl.analyze))
-    from trainctl.analyzers import coverage
-
-    analyzers.append(Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), coverage.analyze))
-    return analyzers
+    call.__qualname__ = f"{module}.{function}"
+    return call
 
 
-ANALYZERS: list[Analyzer] = _registry()
+ANALYZERS: list[Analyzer] = [
+    Analyzer("stragglers", (SignalKind.TIMELINE,), _on_call("stragglers", "analyze"), _on_call("stragglers", "notes")),
+    Analyzer("logs", (SignalKind.LOG_EVENTS,), _on_call("logs", "analyze")),
+    Analyzer("hangs", (SignalKind.COLLECTIVES,), _on_call("hangs", "analyze")),
+    Analyzer("stack_hangs", (SignalKind.STACKS,), _on_call("stack_hangs", "analyze")),
+    Analyzer(
+        "faulty_hosts",
+        (SignalKind.GPU_METRICS, SignalKind.HOST_METRICS, SignalKind.LOG_EVENTS),
+        _on_call("faulty_hosts", "analyze"),
+    ),
+    Analyzer("nccl", (SignalKind.NCCL_PROCS,), _on_call("nccl", "analyze")),
+    Analyzer("coverage", (SignalKind.COLLECTION_STATUS,), _on_call("coverage", "analyze")),
+]
 
 
 @dataclass(frozen=True)

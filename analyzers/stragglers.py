@@ -32,20 +32,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as pads
-import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.schemas import Phase, SignalKind
-from trainctl.signals import Signals, TableLike
+from trainctl.signals import LazyTable, Signals, TableLike
+
+if TYPE_CHECKING:  # pandas costs ~0.25 s to import: the decision runs on numpy, pandas is imported where used
+    import pandas as pd
 
 __all__ = [
     "PHASE_CATEGORY",
@@ -121,8 +121,27 @@ class _Extent:
     varying_tokens: bool  # `tokens` holds more than one value: compare work per token
 
 
+@dataclass(frozen=True)
+class _Windows:
+    """One row per (rank, phase, window), as numpy columns: what `window_stats` returns as a
+    DataFrame. find_stragglers decides on these; pandas (~0.25 s to import, a fifth of the
+    diagnosis of the 49M-row benchmark) is imported only for the communication checks."""
+
+    rank: np.ndarray  # int64
+    phase: np.ndarray  # int64 index into _PHASE_NAMES
+    win: np.ndarray  # int64
+    n: np.ndarray  # int64: the window's rows (sampled steps)
+    v_ns: np.ndarray  # float64
+
+    def take(self, which: np.ndarray) -> _Windows:
+        return _Windows(*(getattr(self, f.name)[which] for f in fields(self)))
+
+
+_NO_WINDOWS = _Windows(*(np.empty(0, np.int64) for _ in range(4)), np.empty(0))
+
+
 def window_stats(
-    timeline: TableLike,
+    timeline: TableLike | LazyTable,
     *,
     window_steps: int | None = None,
     samples_per_window: int | None = 12,
@@ -148,12 +167,34 @@ def window_stats(
         tokens vary), v_ns is the quantile of duration / tokens times the job's mean tokens per
         step, so ranks are compared per token while the number still reads as a step's time.
     """
+    import pandas as pd
+
+    w, plan = _window_values(timeline, window_steps, samples_per_window, quantile)
+    first = plan.min_step + w.win * plan.window_steps
+    stats = pd.DataFrame(
+        {
+            "rank": w.rank,
+            "phase": pd.Categorical.from_codes(w.phase, categories=_PHASE_NAMES),
+            "win": w.win,
+            "n": w.n,
+            "first_step": first,
+            "last_step": np.minimum(first + plan.window_steps - 1, plan.max_step),
+            "v_ns": w.v_ns,
+        }
+    )
+    return stats, plan
+
+
+def _window_values(
+    timeline: TableLike | LazyTable, window_steps: int | None, samples_per_window: int | None, quantile: float
+) -> tuple[_Windows, WindowPlan]:
+    """`window_stats` as numpy columns."""
     con = duckdb.connect()
     try:
         files = register_timeline(con, timeline)
         ext = timeline_extent(con, timeline, files)
         if ext.min_step is None:
-            return _empty_stats(), WindowPlan(0, -1, window_steps or 1, 1)
+            return _NO_WINDOWS, WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
             n_steps = ext.max_step - ext.min_step + 1
             window_steps = int(min(_MAX_AUTO_WINDOW_STEPS, max(1, n_steps // _AUTO_WINDOWS)))
@@ -165,18 +206,14 @@ def window_stats(
         plan = WindowPlan(ext.min_step, ext.max_step, int(window_steps), stride)
         sample = f"AND (step - {plan.min_step}) % {stride} = 0" if stride > 1 else ""
         packed = None if ext.varying_tokens else _packed_stats(con, ext, plan, sample, quantile)
-        stats = packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)
+        return (packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)), plan
     finally:
         con.close()
-    stats["first_step"] = plan.min_step + stats["win"] * plan.window_steps
-    stats["last_step"] = np.minimum(stats["first_step"] + plan.window_steps - 1, plan.max_step)
-    cols = ["rank", "phase", "win", "n", "first_step", "last_step", "v_ns"]
-    return stats[cols].reset_index(drop=True), plan
 
 
 def _packed_stats(
     con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str, quantile: float
-) -> pd.DataFrame | None:
+) -> _Windows | None:
     """Quantiles by one sort of packed integers; None when the keys would not fit in 63 bits.
 
     DuckDB's holistic aggregates (quantile_cont over ~800k small groups) cost about as much as
@@ -206,7 +243,7 @@ def _packed_stats(
     ).fetchnumpy()["k"]
     keys = np.asarray(keys, dtype=np.int64)
     if len(keys) == 0:
-        return _empty_stats()
+        return _NO_WINDOWS
     if not keys.flags.writeable:
         keys = keys.copy()
     keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.2 s
@@ -229,24 +266,16 @@ def _packed_stats(
     mask = (1 << value_bits) - 1
     v_lo = (keys[starts + lo] & mask).astype(np.float64)
     v_hi = (keys[starts + np.minimum(lo + 1, n - 1)] & mask).astype(np.float64)
-    return pd.DataFrame(
-        {
-            "rank": rank,
-            "phase": pd.Categorical.from_codes(phase_code, categories=_PHASE_NAMES),
-            "win": win,
-            "n": n,
-            "v_ns": v_lo + (v_hi - v_lo) * frac,
-        }
-    )
+    return _Windows(rank=rank, phase=phase_code, win=win, n=n, v_ns=v_lo + (v_hi - v_lo) * frac)
 
 
-def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> pd.DataFrame:
+def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> _Windows:
     """Quantiles with DuckDB's quantile_cont: the path for per-token values (doubles)."""
     scaled = _sql_list(TOKEN_SCALED_PHASES)
     value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
     # One aggregate returns both quantiles (work phases use the low one, communication the
     # median): a second aggregate would cost a second per-group selection.
-    stats = con.execute(
+    res = con.execute(
         f"""
         SELECT * EXCLUDE (qs), qs[1] AS vq, qs[2] AS vm FROM (
         SELECT rank, phase, (step - {plan.min_step}) // {plan.window_steps} AS win, count(*) AS n,
@@ -256,28 +285,38 @@ def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: 
         WHERE phase IN ({_sql_list(_PHASE_NAMES)}) {sample}
         GROUP BY ALL)
         """
-    ).df()
-    stats["phase"] = pd.Categorical(stats["phase"], categories=_PHASE_NAMES)
-    stats["rank"] = stats["rank"].astype(np.int64)
-    stats["win"] = stats["win"].astype(np.int64)
-    v = np.where(stats["phase"].isin(WORK_PHASES), stats["vq"], stats["vm"])
+    ).fetchnumpy()
+    # NULL sums (no tokens in the group) come back masked; they are only read where tokens are set.
+    col = {k: np.ma.getdata(v) for k, v in res.items()}
+    code = {p: i for i, p in enumerate(_PHASE_NAMES)}
+    phase = np.array([code[p] for p in col["phase"]], dtype=np.int64)
+    n, nt = col["n"].astype(np.int64), col["nt"].astype(np.int64)
+    v = np.where(_PHASE_IS_WORK[phase], col["vq"], col["vm"])
     # Per-token quantiles are rescaled to the mean tokens per step of the scaled phases' rows.
-    is_scaled = stats["phase"].isin(TOKEN_SCALED_PHASES)
-    full = is_scaled & (stats["nt"] == stats["n"])
-    partial = is_scaled & (stats["nt"] > 0) & (stats["nt"] < stats["n"])
+    is_scaled = np.isin(phase, [code[p] for p in TOKEN_SCALED_PHASES])
+    full = is_scaled & (nt == n)
+    partial = is_scaled & (nt > 0) & (nt < n)
     if partial.any():
         # Mixed per-token and absolute values in one quantile mean nothing; leave those out.
         logger.warning(
             "timeline: %d (rank, phase, window) groups have tokens on only some rows; skipped", int(partial.sum())
         )
-    mean_tokens = float(stats.loc[full, "tokens_sum"].sum()) / max(1, int(stats.loc[full, "nt"].sum()))
-    stats["v_ns"] = np.where(full, v * mean_tokens, v)
-    return stats[~partial]
+    mean_tokens = float(col["tokens_sum"][full].sum()) / max(1, int(nt[full].sum()))
+    keep = ~partial
+    return _Windows(
+        rank=col["rank"].astype(np.int64)[keep],
+        phase=phase[keep],
+        win=col["win"].astype(np.int64)[keep],
+        n=n[keep],
+        v_ns=np.where(full, v * mean_tokens, v)[keep],
+    )
 
 
-def timeline_extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: list[str] | None) -> _Extent:
+def timeline_extent(
+    con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable, files: list[str] | None
+) -> _Extent:
     """Step and rank range, longest duration and whether tokens vary: footers first, else a scan."""
-    ext = _footer_extent(timeline) if files else None
+    ext = _footer_extent(_local_parquet(timeline)[1]) if files else None
     if ext is not None:
         return ext
     lo, hi, rlo, rhi, dmax, tlo, thi = con.execute(
@@ -288,18 +327,31 @@ def timeline_extent(con: duckdb.DuckDBPyConnection, timeline: TableLike, files: 
     return _Extent(int(lo), int(hi), int(rlo), int(rhi), int(dmax), tlo is not None and tlo != thi)
 
 
-def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
-    """The extent from the Parquet footers' statistics; None when a file lacks them.
+def _local_parquet(timeline: TableLike | LazyTable) -> tuple[list[str], list[pq.FileMetaData]] | None:
+    """The local Parquet files behind a lazy timeline and their footers; None for anything else.
 
-    The footers were read when the dataset was validated (trainctl.dataset.open_dataset) and
-    pyarrow keeps them on the fragments, so this reads no file.
+    The footers were read when the table was loaded (trainctl.dataset.open_lazy / open_dataset;
+    pyarrow keeps them on a Dataset's fragments), so this reads no file.
     """
+    if isinstance(timeline, LazyTable):
+        return list(timeline.files), list(timeline.footers)
+    if isinstance(timeline, pa.Table):
+        return None
+    import pyarrow.dataset as pads  # already imported: the timeline is a Dataset
+    import pyarrow.fs as pafs
+
+    if isinstance(timeline, pads.FileSystemDataset) and isinstance(timeline.filesystem, pafs.LocalFileSystem):
+        return [str(f) for f in timeline.files], [frag.metadata for frag in timeline.get_fragments()]
+    return None
+
+
+def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
+    """The extent from the Parquet footers' statistics; None when a file lacks them."""
     want = ("step", "rank", "duration_ns", "tokens")
     lo: dict[str, Any] = {}
     hi: dict[str, Any] = {}
     rows = 0
-    for frag in timeline.get_fragments():
-        meta = frag.metadata
+    for meta in footers:
         names = meta.schema.names
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
@@ -322,20 +374,24 @@ def _footer_extent(timeline: pads.FileSystemDataset) -> _Extent | None:
     return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]), varying)
 
 
-def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> list[str] | None:
+def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable) -> list[str] | None:
     """Expose `timeline` to DuckDB as a view with the columns the query needs.
 
-    A Dataset over local Parquet files is read by DuckDB's own Parquet reader (parallel, with
-    projection and filter pushdown): scanning it through Arrow's dataset scanner took 4x longer
-    on the 49M-row benchmark. Files may omit the nullable `tokens` column (trainctl.schemas), so
-    columns are unioned by name when some file lacks it (reading every schema first costs time).
+    Local Parquet files (a LazyTable or a Dataset over them) are read by DuckDB's own Parquet
+    reader (parallel, with projection and filter pushdown): scanning them through Arrow's dataset
+    scanner took 4x longer on the 49M-row benchmark. Files may omit the nullable `tokens` column
+    (trainctl.schemas), so columns are unioned by name when some file lacks it (reading every
+    schema first costs time).
     """
-    if isinstance(timeline, pads.FileSystemDataset) and isinstance(timeline.filesystem, pafs.LocalFileSystem):
-        files = [str(f) for f in timeline.files]
+    if isinstance(timeline, LazyTable) and not timeline.files:
+        timeline = timeline.open()
+    local = _local_parquet(timeline)
+    if local is not None:
+        files, footers = local
         if not files:
             con.register("timeline", timeline.schema.empty_table())
             return None
-        has_tokens = ["tokens" in frag.metadata.schema.names for frag in timeline.get_fragments()]
+        has_tokens = ["tokens" in meta.schema.names for meta in footers]
         union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
         tokens = "tokens" if any(has_tokens) else "NULL::BIGINT AS tokens"
         con.execute(
@@ -343,47 +399,27 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike) -> li
             f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
         )
         return files
-    if isinstance(timeline, pads.Dataset):
-        if "tokens" in timeline.schema.names:
-            con.register("timeline", timeline)
-            return None
-        timeline = timeline.to_table(columns=["rank", "step", "phase", "duration_ns"])
-    if "tokens" not in timeline.column_names:
-        timeline = timeline.append_column("tokens", pa.nulls(timeline.num_rows, pa.int64()))
-    con.register("timeline", timeline)
+    if isinstance(timeline, pa.Table):
+        table = timeline
+    elif "tokens" in timeline.schema.names:
+        con.register("timeline", timeline)
+        return None
+    else:
+        table = timeline.to_table(columns=["rank", "step", "phase", "duration_ns"])
+    if "tokens" not in table.column_names:
+        table = table.append_column("tokens", pa.nulls(table.num_rows, pa.int64()))
+    con.register("timeline", table)
     return None
 
 
-def _empty_stats() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "rank": pd.Series(dtype=np.int64),
-            "phase": pd.Categorical([], categories=_PHASE_NAMES),
-            "win": pd.Series(dtype=np.int64),
-            "n": pd.Series(dtype=np.int64),
-            "first_step": pd.Series(dtype=np.int64),
-            "last_step": pd.Series(dtype=np.int64),
-            "v_ns": pd.Series(dtype=np.float64),
-        }
-    )
-
-
-def _peer_median(stats: pd.DataFrame) -> np.ndarray:
-    """Median of v_ns over the *other* ranks of each (phase, win) group, aligned with `stats`.
+def _peer_median(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Median of v_ns over the *other* ranks of each (phase, win) group, aligned with `w`
+    (`group_key`, `order`: from _phase_window_order).
 
     Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
     would otherwise be compared with a median that already contains half of its own slowness.
     """
-    phase_code = pd.Categorical(stats["phase"]).codes.astype(np.int64)
-    win = stats["win"].to_numpy(dtype=np.int64)
-    group_key = phase_code * (int(win.max()) + 1) + win
-    v = stats["v_ns"].to_numpy(dtype=np.float64)
-    # Order by (group, value): a value sort, then a stable sort by group, which numpy does as a
-    # radix sort when the key fits 16 bits (phases x windows); 3x faster than np.lexsort.
-    by_value = np.argsort(v)
-    key = group_key[by_value]
-    order = by_value[np.argsort(key.astype(np.uint16) if key.max() < 1 << 16 else key, kind="stable")]
-    v = v[order]
+    v = w.v_ns[order]
     key = group_key[order]
     new_group = np.r_[True, key[1:] != key[:-1]]
     group_id = np.cumsum(new_group) - 1
@@ -407,6 +443,17 @@ def _peer_median(stats: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def _phase_window_order(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's (phase, window) group key, and the order that sorts the rows by (group, v_ns):
+    a value sort, then a stable sort by group, which numpy does as a radix sort when the key fits
+    16 bits (phases x windows); 3x faster than np.lexsort. Computed once for the peer medians and
+    the typical step (0.05 CPU s per sort on the benchmark's 0.8M windows)."""
+    key = w.phase * (int(w.win.max()) + 1) + w.win
+    by_value = np.argsort(w.v_ns)
+    k = key[by_value]
+    return key, by_value[np.argsort(k.astype(np.uint16) if k.max() < 1 << 16 else k, kind="stable")]
+
+
 @dataclass(frozen=True)
 class _Episode:
     """A run of slow windows of one (rank, phase)."""
@@ -422,11 +469,12 @@ class _Episode:
     peer_ms: float
 
 
-def _episodes(g: pd.DataFrame, *, min_windows: int, persistence: float) -> list[_Episode]:
-    """Group one (rank, phase)'s slow windows into episodes that are `persistence` dense."""
-    slow = g[g["slow"]].sort_values("win")
+def _episodes(
+    rank: int, phase: str, slow: _SlowWindows, plan: WindowPlan, *, min_windows: int, persistence: float
+) -> list[_Episode]:
+    """Group one (rank, phase)'s slow windows (in window order) into episodes that are `persistence` dense."""
     runs: list[list[int]] = []
-    for w in slow["win"].tolist():
+    for w in slow.win.tolist():
         if runs:
             cur = runs[-1]
             if (len(cur) + 1) / (w - cur[0] + 1) >= persistence:
@@ -437,21 +485,33 @@ def _episodes(g: pd.DataFrame, *, min_windows: int, persistence: float) -> list[
     for run in runs:
         if len(run) < min_windows:
             continue
-        rows = slow[slow["win"].isin(run)]
+        rows = np.isin(slow.win, run)
+        first = plan.min_step + int(slow.win[rows].min()) * plan.window_steps
+        last = min(plan.min_step + int(slow.win[rows].max()) * plan.window_steps + plan.window_steps - 1, plan.max_step)
         out.append(
             _Episode(
-                rank=int(g["rank"].iloc[0]),
-                phase=str(g["phase"].iloc[0]),
+                rank=rank,
+                phase=phase,
                 wins=tuple(run),
-                first_step=int(rows["first_step"].min()),
-                last_step=int(rows["last_step"].max()),
+                first_step=first,
+                last_step=last,
                 span_windows=run[-1] - run[0] + 1,
-                ratio=float(rows["ratio"].median()),
-                rank_ms=float(rows["v_ns"].median() / 1e6),
-                peer_ms=float(rows["peer_ns"].median() / 1e6),
+                ratio=float(np.median(slow.ratio[rows])),
+                rank_ms=float(np.median(slow.v_ns[rows]) / 1e6),
+                peer_ms=float(np.median(slow.peer_ns[rows]) / 1e6),
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class _SlowWindows:
+    """One (rank, phase)'s slow windows, in window order."""
+
+    win: np.ndarray
+    ratio: np.ndarray
+    v_ns: np.ndarray
+    peer_ns: np.ndarray
 
 
 def _overlaps(a: _Episode, b: _Episode) -> bool:
@@ -463,7 +523,7 @@ def _fmt_phases(phases: Iterable[str]) -> str:
 
 
 def find_stragglers(
-    timeline: TableLike,
+    timeline: TableLike | LazyTable,
     *,
     rank_to_host: Mapping[int, str] | None = None,
     warn_factor: float = 1.2,
@@ -529,28 +589,35 @@ def find_stragglers(
         raise ValueError(f"persistence must be in (0, 1], got {persistence}")
     if not 0.0 <= quantile <= 0.5:
         raise ValueError(f"quantile must be in [0, 0.5], got {quantile}")
-    stats, plan = window_stats(
-        timeline, window_steps=window_steps, samples_per_window=samples_per_window, quantile=quantile
-    )
+    w, plan = _window_values(timeline, window_steps, samples_per_window, quantile)
     window_steps = plan.window_steps
-    if stats.empty or plan.max_step - plan.min_step + 1 < min_steps:
+    if len(w.v_ns) == 0 or plan.max_step - plan.min_step + 1 < min_steps:
         return []
-    stats = stats[stats["v_ns"] > 0].copy()
-    stats["peer_ns"] = _peer_median(stats)
-    stats = stats[stats["peer_ns"] > 0]
-    stats["ratio"] = stats["v_ns"] / stats["peer_ns"]
-    stats["slow"] = stats["ratio"] >= warn_factor
+    w = w.take(w.v_ns > 0)
+    group_key, order = _phase_window_order(w)
+    peer_ns = _peer_median(w, group_key, order)
+    keep = peer_ns > 0  # NaN (no peer) is dropped too
+    w, peer_ns, group_key = w.take(keep), peer_ns[keep], group_key[keep]
+    order = (np.cumsum(keep) - 1)[order[keep[order]]]  # the kept rows, still by (group, value)
+    ratio = w.v_ns / peer_ns
+    slow = ratio >= warn_factor
     # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below.
-    slow_counts = stats[stats["slow"]].groupby(["rank", "phase"], observed=True).size()
-    candidates = slow_counts[slow_counts >= min_windows].index
+    pair = w.rank * len(_PHASE_NAMES) + w.phase
+    slow_pairs, slow_counts = np.unique(pair[slow], return_counts=True)
+    candidates = slow_pairs[slow_counts >= min_windows]  # ascending: by rank, then phase
     if len(candidates) == 0:
         return []
-    cand = stats.set_index(["rank", "phase"]).loc[candidates].reset_index()
+    rows = np.flatnonzero(slow & np.isin(pair, candidates))
+    rows = rows[np.lexsort((w.win[rows], pair[rows]))]
     episodes: list[_Episode] = []
-    for _, g in cand.groupby(["rank", "phase"], sort=True, observed=True):
-        episodes.extend(_episodes(g, min_windows=min_windows, persistence=persistence))
-    step_ms = _typical_step_ms(stats)
-    typical_ms = {e: float(np.median([step_ms.get(w, 0.0) for w in e.wins])) for e in episodes}
+    for group in np.split(rows, np.flatnonzero(np.diff(pair[rows])) + 1):
+        slow_windows = _SlowWindows(w.win[group], ratio[group], w.v_ns[group], peer_ns[group])
+        rank, code = divmod(int(pair[group[0]]), len(_PHASE_NAMES))
+        episodes.extend(
+            _episodes(rank, _PHASE_NAMES[code], slow_windows, plan, min_windows=min_windows, persistence=persistence)
+        )
+    step_ms = _typical_step_ms(w, group_key, order)
+    typical_ms = {e: float(np.median([step_ms.get(x, 0.0) for x in e.wins])) for e in episodes}
 
     def effect_at_least(e: _Episode, share: float) -> bool:
         return e.rank_ms - e.peer_ms >= share * typical_ms[e]
@@ -566,7 +633,8 @@ def find_stragglers(
     # A rank with long collectives is a suspect only if nobody's work was slow at those steps
     # (otherwise it is waiting for them) and its own work was not short (a fast rank waits longer).
     comm_suspects: dict[int, list[_Episode]] = {}
-    work_total = _work_total_ns(stats) if comm else None
+    stats = _frame(w, peer_ns) if comm else None
+    work_total = _work_total_ns(stats) if stats is not None else None
     for e in comm:
         if e.rank in by_rank or any(_overlaps(e, w) for w in work):
             continue
@@ -617,15 +685,50 @@ def find_stragglers(
     return findings
 
 
-def _typical_step_ms(stats: pd.DataFrame) -> dict[int, float]:
-    """Per window: the sum over phases of the median rank's time (a typical step), in ms.
+def _typical_step_ms(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> dict[int, float]:
+    """Per window: the sum over phases of the median rank's time (a typical step), in ms
+    (`group_key`, `order`: from _phase_window_order).
 
     `data` is left out when `compute` is timed, because the script's `compute` contains it.
     """
-    phases = set(stats["phase"].unique())
-    use = stats if Phase.COMPUTE.value not in phases else stats[stats["phase"] != Phase.DATA.value]
-    per_phase = use.groupby(["phase", "win"], observed=True)["v_ns"].median()
-    return (per_phase.groupby(level="win").sum() / 1e6).to_dict()
+    compute, data = _PHASE_NAMES.index(Phase.COMPUTE.value), _PHASE_NAMES.index(Phase.DATA.value)
+    if (w.phase == compute).any():
+        order = order[w.phase[order] != data]
+    # Median per (phase, window): the middle of each group of the sorted rows.
+    n_win = int(w.win.max()) + 1
+    key, v = group_key[order], w.v_ns[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sizes = np.diff(np.r_[starts, len(v)])
+    median = (v[starts + (sizes - 1) // 2] + v[starts + sizes // 2]) / 2.0
+    # Summed over phases in phase order with Kahan's compensation, as pandas' groupby sum does, so
+    # the numbers are the ones the pandas version of this function gave.
+    first = order[starts]  # a row of each group, for its phase and window
+    win, phase = w.win[first], w.phase[first]
+    total = np.zeros(n_win)
+    comp = np.zeros(n_win)
+    for code in np.unique(phase):
+        at = phase == code
+        wi = win[at]
+        y = median[at] - comp[wi]
+        t = total[wi] + y
+        comp[wi] = t - total[wi] - y
+        total[wi] = t
+    return {int(x): float(total[x] / 1e6) for x in np.unique(win)}
+
+
+def _frame(w: _Windows, peer_ns: np.ndarray) -> pd.DataFrame:
+    """The windows as a DataFrame, for the communication checks (rare: pandas is imported here)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "rank": w.rank,
+            "phase": pd.Categorical.from_codes(w.phase, categories=_PHASE_NAMES),
+            "win": w.win,
+            "v_ns": w.v_ns,
+            "peer_ns": peer_ns,
+        }
+    )
 
 
 def _work_total_ns(stats: pd.DataFrame) -> pd.DataFrame:
@@ -656,6 +759,8 @@ def _other_rank_explains(work_total: pd.DataFrame | None, e: _Episode) -> bool:
 
 def _work_deficit_explains(stats: pd.DataFrame, e: _Episode, window_steps: int) -> bool:
     """True when the rank's extra collective time is mostly time its short work left it waiting."""
+    import pandas as pd
+
     rows = stats[(stats["rank"] == e.rank) & stats["win"].isin(e.wins)]
     work = rows[rows["phase"].isin(WORK_PHASES)].assign(short_ns=lambda d: (d["peer_ns"] - d["v_ns"]).clip(lower=0))
     if work.empty:
@@ -759,16 +864,20 @@ def _finding(
     )
 
 
-def _hosts_of(timeline: TableLike, ranks: set[int]) -> dict[int, str]:
+def _hosts_of(timeline: TableLike | LazyTable, ranks: set[int]) -> dict[int, str]:
     """rank -> host from the table's `host` column, for the few ranks that need naming."""
+    if isinstance(timeline, LazyTable):
+        return _hosts_of_files(timeline, ranks)
     names = timeline.schema.names
     if "host" not in names:
         return {}
+    import pyarrow.compute as pc  # ~0.05 s to import; only this rare path needs it
+
     want = pa.array(sorted(ranks), pa.int32())
-    if isinstance(timeline, pads.Dataset):
-        t = timeline.to_table(columns=["rank", "host"], filter=pads.field("rank").isin(want))
-    else:
+    if isinstance(timeline, pa.Table):
         t = timeline.select(["rank", "host"]).filter(pc.is_in(timeline["rank"], value_set=want))
+    else:
+        t = timeline.to_table(columns=["rank", "host"], filter=pc.field("rank").isin(want))
     out: dict[int, str] = {}
     for r, h in zip(t["rank"].to_pylist(), t["host"].to_pylist()):
         if h is not None:
@@ -776,14 +885,33 @@ def _hosts_of(timeline: TableLike, ranks: set[int]) -> dict[int, str]:
     return out
 
 
+def _hosts_of_files(timeline: LazyTable, ranks: set[int]) -> dict[int, str]:
+    """rank -> host of the first file (in dataset order) holding the rank: a LazyTable's `host`
+    is its files' folders. DuckDB scans the rank column; opening the files as a pyarrow Dataset
+    would import pyarrow.dataset and pandas (~0.25 s) for a collected dataset (no run.json)."""
+    con = duckdb.connect()
+    try:
+        found = con.execute(
+            f"SELECT DISTINCT rank, filename FROM read_parquet([{_sql_list(timeline.files)}], filename = true) "
+            f"WHERE rank IN ({', '.join(str(int(r)) for r in sorted(ranks))})"
+        ).fetchall()
+    finally:
+        con.close()
+    position = {f: i for i, f in enumerate(timeline.files)}
+    first: dict[int, int] = {}
+    for rank, file in found:
+        first[int(rank)] = min(first.get(int(rank), len(position)), position[file])
+    return {rank: timeline.hosts[i] for rank, i in first.items()}
+
+
 def analyze(signals: Signals) -> list[Finding]:
-    timeline = signals.tables.get(SignalKind.TIMELINE)
+    timeline = signals.source(SignalKind.TIMELINE)
     if timeline is None:
         return []
     return find_stragglers(timeline, rank_to_host=signals.rank_to_host())
 
 
-def step_span(timeline: TableLike) -> int:
+def step_span(timeline: TableLike | LazyTable) -> int:
     """Steps the timeline covers (last - first + 1), 0 when it has none; footers first, else a scan."""
     con = duckdb.connect()
     try:
@@ -795,7 +923,7 @@ def step_span(timeline: TableLike) -> int:
 
 def notes(signals: Signals, *, min_steps: int = MIN_STEPS) -> list[str]:
     """Why there is no straggler verdict, when the reason is the run's length (for Report.notes)."""
-    timeline = signals.tables.get(SignalKind.TIMELINE)
+    timeline = signals.source(SignalKind.TIMELINE)
     if timeline is None:
         return []
     span = step_span(timeline)

@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from trainctl.analyzers.stragglers import register_timeline, timeline_extent
-from trainctl.signals import TableLike
+from trainctl.signals import LazyTable, TableLike
 
 __all__ = ["MIN_STEPS", "RANK_SAMPLE", "SUMMARY_STEPS", "WARMUP_FRACTION", "summarize"]
 
@@ -50,7 +50,7 @@ FROM per GROUP BY step ORDER BY step
 
 
 def summarize(
-    timeline: TableLike | pd.DataFrame | None, ranks: Mapping[int, Mapping[str, Any]]
+    timeline: TableLike | LazyTable | pd.DataFrame | None, ranks: Mapping[int, Mapping[str, Any]]
 ) -> dict[str, Any] | None:
     """{"steps", "step_time_ms_median", "tokens_per_s", "mfu", "basis"}; None without enough steps."""
     if timeline is None:

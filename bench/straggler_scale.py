@@ -57,7 +57,7 @@ def measure(what: str, root: Path) -> dict:
             "imports_s": round(t_imp - t0, 3),
             "load_signals_s": round(t1 - t_imp, 3),
             "analyze_s": round(time.perf_counter() - t1, 3),
-            "lazy": type(signals.tables[SignalKind.TIMELINE]).__name__,
+            "lazy": type(signals.source(SignalKind.TIMELINE)).__name__,
             "findings": [f.summary for f in findings],
         }
     elif what in ("pandas", "read"):

@@ -50,7 +50,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.errors import FlightRecorderError, UnsafePickleError
-from trainctl.schemas import SignalKind, schema_for
+from trainctl.schemas import SignalKind, empty_table, schema_for
 
 __all__ = [
     "FlightRecorderDump",
@@ -536,5 +536,7 @@ def dumps_to_tables(dumps: Iterable[FlightRecorderDump]) -> dict[SignalKind, pa.
 
 
 def _table(kind: SignalKind, rows: list[dict[str, Any]], hosts: list[str | None]) -> pa.Table:
+    if not rows:
+        return empty_table(kind, host_column=HOST_COLUMN)
     t = pa.Table.from_pylist(rows, schema=schema_for(kind))
     return t.append_column(HOST_COLUMN, pa.array(hosts, pa.string()))

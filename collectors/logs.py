@@ -41,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.findings import Category, FindingKind, Severity
-from trainctl.schemas import SignalKind, schema_for
+from trainctl.schemas import SignalKind, empty_table, schema_for
 
 __all__ = [
     "Blame",
@@ -3001,6 +3001,8 @@ MAX_MESSAGE_CHARS = 2000  # a line quoted in log_events (and so in findings' evi
 
 def _to_table(events: list[Event], source: str) -> pa.Table:
     schema = schema_for(SignalKind.LOG_EVENTS)
+    if not events:
+        return empty_table(schema, host_column=HOST_COLUMN)
     cols: dict[str, list[Any]] = {f.name: [] for f in schema}
     hosts: list[str | None] = []
     for ev in events:

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.errors import DatasetError
-from trainctl.schemas import SignalKind, schema_for
+from trainctl.schemas import SignalKind, empty_table, schema_for
 
 __all__ = [
     "MAIN_THREAD",
@@ -142,6 +142,8 @@ def parse_pyspy_dump(text: str, *, rank: int, ts_ns: int | None = None) -> list[
 
 
 def rows_to_table(rows: list[dict[str, Any]], hosts: Iterable[str | None]) -> pa.Table:
+    if not rows:
+        return empty_table(SignalKind.STACKS, host_column=HOST_COLUMN)
     t = pa.Table.from_pylist(rows, schema=schema_for(SignalKind.STACKS))
     return t.append_column(HOST_COLUMN, pa.array(list(hosts), pa.string()))
 

@@ -8,6 +8,7 @@ the file, the column and the expected type.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,6 +22,7 @@ import pyarrow.parquet as pq
 
 from trainctl.errors import DatasetError, SchemaMismatch
 from trainctl.schemas import META_KIND, META_VERSION, SCHEMA_VERSION, SignalKind, schema_for
+from trainctl.signals import LazyTable
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas (~0.25 s): only open_dataset needs it, at call time
     import pyarrow.dataset as pads
@@ -36,6 +38,7 @@ __all__ = [
     "validate_part",
     "read_table",
     "open_dataset",
+    "open_lazy",
     "dataset_rows",
 ]
 
@@ -169,8 +172,14 @@ def validate_part(part: PartFile) -> pa.Schema:
 
 def _validate_footer(part: PartFile) -> tuple[pa.Schema, int]:
     """The file's schema, checked against the contract, and its row count: one footer read."""
+    footer = _checked_footer(part)
+    return footer.schema.to_arrow_schema(), footer.num_rows
+
+
+def _checked_footer(part: PartFile) -> pq.FileMetaData:
     footer = _read_footer(part, lambda: pq.read_metadata(part.path))
-    return _check_schema(part, footer.schema.to_arrow_schema()), footer.num_rows
+    _check_schema(part, footer.schema.to_arrow_schema())
+    return footer
 
 
 def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:
@@ -280,6 +289,20 @@ def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.F
             _check_schema(part, actual)
             valid.add(key)
     return ds
+
+
+def open_lazy(root: str | os.PathLike[str], kind: SignalKind | str) -> LazyTable:
+    """The parts of a kind with every footer read once and checked against the contract, as
+    `open_dataset` does, without importing pyarrow.dataset (which imports pandas, ~0.25 s) until
+    something opens the result as a Dataset."""
+    kind = SignalKind(kind)
+    parts = list_parts(root, kind)
+    return LazyTable(
+        files=tuple(str(p.path) for p in parts),
+        hosts=tuple(p.host for p in parts),
+        footers=tuple(_checked_footer(p) for p in parts),
+        open=functools.partial(open_dataset, root, kind),
+    )
 
 
 def dataset_rows(ds: pads.FileSystemDataset) -> int:

@@ -317,5 +317,14 @@ def schema_for(kind: SignalKind | str) -> pa.Schema:
     return SCHEMAS[SignalKind(kind)]
 
 
-def empty_table(kind: SignalKind | str) -> pa.Table:
-    return schema_for(kind).empty_table()
+def empty_table(kind: SignalKind | str | pa.Schema, *, host_column: str | None = None) -> pa.Table:
+    """No rows, a kind's schema (or the one given), plus a string `host_column` when named.
+
+    Not from empty Python lists (nor pa.Schema.empty_table(), which converts them): pyarrow imports
+    pandas (~0.25 s) on its first conversion of Python values, and a run dir without logs, dumps or
+    stacks needs pandas nowhere else.
+    """
+    schema = kind if isinstance(kind, pa.Schema) else schema_for(kind)
+    if host_column is not None:
+        schema = schema.append(pa.field(host_column, pa.string()))
+    return pa.Table.from_batches([], schema)

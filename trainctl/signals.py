@@ -2,27 +2,76 @@
 
 Analyzers are pure: `Signals` in, `list[Finding]` out. A table may be a loaded `pa.Table` or a
 lazy `pyarrow.dataset.Dataset` (the timeline of a 8,192-rank run is too big to load; analyzers
-that accept a Dataset aggregate it with DuckDB before touching pandas).
+that accept a Dataset aggregate it with DuckDB before touching pandas). A loader may hand over a
+table too big to load as a `LazyTable` (its files and checked footers): `Signals.tables` opens it
+as a Dataset when read, `Signals.source` hands it over unopened to the analyzers that need only
+the files and footers (the straggler analysis gives them to DuckDB).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
-import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["TableLike", "Signals", "to_table"]
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas (~0.25 s): imported where a Dataset is opened
+    import pyarrow.dataset as pads
 
-TableLike = pa.Table | pads.Dataset
+__all__ = ["TableLike", "LazyTable", "Signals", "to_table"]
+
+TableLike: TypeAlias = "pa.Table | pads.Dataset"
+
+
+@dataclass(frozen=True)
+class LazyTable:
+    """A table too big to load: its local Parquet files, their footers (read and checked against
+    the contract by the loader) and how to open them as a pyarrow Dataset. No data is read."""
+
+    files: tuple[str, ...]
+    hosts: tuple[str, ...]  # the host of each file (its hive folder: the `host` column of the Dataset)
+    footers: tuple[pq.FileMetaData, ...]
+    open: Callable[[], pads.FileSystemDataset] = field(repr=False, compare=False)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(f.num_rows for f in self.footers)
 
 
 def to_table(t: TableLike) -> pa.Table:
+    if isinstance(t, pa.Table):
+        return t
+    import pyarrow.dataset as pads  # already imported when t is a Dataset
+
     return t.to_table() if isinstance(t, pads.Dataset) else t
+
+
+class _OpenOnRead(Mapping[SignalKind, "TableLike"]):
+    """`Signals.tables` when a loader handed over LazyTables: each is opened as a Dataset the first
+    time it is read, so that only the analyzers that scan it with pyarrow import pyarrow.dataset."""
+
+    def __init__(self, tables: Mapping[SignalKind, TableLike | LazyTable]) -> None:
+        self.raw = dict(tables)
+        self._opened: dict[SignalKind, TableLike] = {}
+
+    def __getitem__(self, kind: SignalKind) -> TableLike:
+        t = self.raw[kind]
+        if not isinstance(t, LazyTable):
+            return t
+        if kind not in self._opened:
+            self._opened[kind] = t.open()
+        return self._opened[kind]
+
+    def __iter__(self) -> Iterator[SignalKind]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
 
 
 @dataclass(frozen=True)
@@ -32,15 +81,29 @@ class Signals:
     # Where the signals came from, for messages only (analyzers never open it).
     origin: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.tables, _OpenOnRead) and any(isinstance(t, LazyTable) for t in self.tables.values()):
+            object.__setattr__(self, "tables", _OpenOnRead(self.tables))
+
+    def source(self, kind: SignalKind) -> TableLike | LazyTable | None:
+        """The table of `kind` as the loader handed it over: a LazyTable stays unopened."""
+        return self.tables.raw.get(kind) if isinstance(self.tables, _OpenOnRead) else self.tables.get(kind)
+
     def has(self, kind: SignalKind) -> bool:
-        t = self.tables.get(kind)
+        t = self.source(kind)
         if t is None:
             return False
+        if isinstance(t, LazyTable):
+            return bool(t.files)
+        if isinstance(t, pa.Table):
+            return t.num_rows > 0
+        import pyarrow.dataset as pads  # already imported: t is a Dataset
+
         if isinstance(t, pads.FileSystemDataset):
             # Lazy datasets are the big ones (trainctl.ops.diagnose.diagnosis.LAZY_ROWS); counting their rows
             # would read every footer again just to learn they are not empty.
             return bool(t.files)
-        return (t.count_rows() if isinstance(t, pads.Dataset) else t.num_rows) > 0
+        return t.count_rows() > 0
 
     def table(self, kind: SignalKind) -> pa.Table | None:
         t = self.tables.get(kind)

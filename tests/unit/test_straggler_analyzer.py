@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -17,6 +19,7 @@ from trainctl.analyzers import ANALYZERS
 from trainctl.analyzers.stragglers import find_stragglers, window_stats
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
 
 TCase = namedtuple("TCase", "name kwargs rank host category severity phases steps")
 
@@ -299,6 +302,42 @@ def test_dataset_input_gives_the_same_findings_as_table(tmp_path) -> None:
     from_table = find_stragglers(dataset.read_table(tmp_path, SignalKind.TIMELINE))
     assert from_ds == from_table
     assert [(f.ranks, f.hosts) for f in from_ds] == [((3,), (host_of(3),))]
+
+
+def test_lazy_table_gives_the_same_findings_and_opens_as_the_dataset(tmp_path) -> None:
+    t = make_timeline(ranks=8, slow_rank=3, factor=1.7, phase="backward")
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    lazy = dataset.open_lazy(tmp_path, SignalKind.TIMELINE)
+    assert (lazy.num_rows, len(lazy.files)) == (t.num_rows, 4)
+    assert find_stragglers(lazy) == find_stragglers(t) != []
+    signals = Signals(None, {SignalKind.TIMELINE: lazy})
+    assert signals.source(SignalKind.TIMELINE) is lazy and signals.has(SignalKind.TIMELINE)
+    # Every other reader of Signals.tables gets the pyarrow Dataset it always got.
+    opened = signals.tables[SignalKind.TIMELINE]
+    assert isinstance(opened, pads.FileSystemDataset) and opened.count_rows() == t.num_rows
+
+
+def test_a_timeline_alone_is_diagnosed_without_pandas(tmp_path) -> None:
+    # pandas (and pyarrow.dataset, which imports it) cost ~0.25 s of a 49M-row diagnosis: neither
+    # the loader nor the straggler analysis may import them (fresh interpreter: this one has).
+    t = make_timeline(ranks=8, slow_rank=3, factor=1.7, phase="backward")
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    code = f"""
+import json, sys
+from pathlib import Path
+from trainctl.analyzers import stragglers
+from trainctl.ops.diagnose import diagnosis
+diagnosis.LAZY_ROWS = 0  # the timeline stays lazy, as a big one does
+signals = diagnosis.load_signals(Path({str(tmp_path)!r}))
+findings = stragglers.analyze(signals)
+print(json.dumps([[f.ranks for f in findings], type(signals.source(stragglers.SignalKind.TIMELINE)).__name__,
+                  [m for m in ("pandas", "pyarrow.dataset") if m in sys.modules]]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [[[3]], "LazyTable", []]
 
 
 def test_empty_and_unknown_phases() -> None:

@@ -23,7 +23,7 @@ from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_even
 from trainctl.ops.diagnose.window import TimeWindow, apply_window
 from trainctl.rundir import RunInfo, read_rank_files, read_run_info
 from trainctl.schemas import SignalKind
-from trainctl.signals import Signals, TableLike
+from trainctl.signals import LazyTable, Signals, TableLike
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,13 @@ class InputKind(str, Enum):
     LOG_FILE = "log_file"
 
 
-# Tables larger than this stay lazy (pyarrow Dataset) so analyzers can aggregate out of core.
+# Tables larger than this stay lazy so analyzers can aggregate out of core.
 LAZY_ROWS = 5_000_000
+# Kinds whose analyzers hand the files to DuckDB (the straggler analysis, the throughput summary):
+# loaded as a LazyTable (files + footers, no pyarrow.dataset, which imports pandas). The other kinds'
+# analyzers scan a pyarrow Dataset, which keeps the footers open_dataset read; a LazyTable opened
+# for them would read every footer a second time (0.1 s per 1,024 files).
+_READ_BY_DUCKDB = frozenset({SignalKind.TIMELINE})
 
 # Parsers of raw artefacts in a run dir (or dataset) that are not tables yet: Flight Recorder
 # dumps, raw stacks, rank and kernel logs, error files. Each takes the directory and its RunInfo
@@ -85,13 +90,17 @@ def detect_input(path: Path) -> InputKind:
     )
 
 
-def _load_tables(root: Path) -> dict[SignalKind, TableLike]:
-    tables: dict[SignalKind, TableLike] = {}
+def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
+    tables: dict[SignalKind, TableLike | LazyTable] = {}
     for kind in dataset.kinds_present(root):
-        lazy = dataset.open_dataset(root, kind)  # every footer read once: schema check + row count
-        tables[kind] = (
-            lazy if dataset.dataset_rows(lazy) > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
-        )
+        # Every footer is read once: schema check + row count.
+        if kind in _READ_BY_DUCKDB:
+            lazy: TableLike | LazyTable = dataset.open_lazy(root, kind)
+            rows = lazy.num_rows
+        else:
+            lazy = dataset.open_dataset(root, kind)
+            rows = dataset.dataset_rows(lazy)
+        tables[kind] = lazy if rows > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
     return tables
 
 
@@ -187,7 +196,7 @@ def _throughput(p: Path, signals: Signals) -> dict:
     model FLOPs per token, peak FLOP/s, where the trainer wrote them)."""
     from trainctl.analyzers.throughput import summarize
 
-    t = signals.tables.get(SignalKind.TIMELINE)
+    t = signals.source(SignalKind.TIMELINE)  # a LazyTable stays unopened: DuckDB reads its files
     if t is None:
         return {}
     return summarize(t, read_rank_files(p) if p.is_dir() else {}) or {}

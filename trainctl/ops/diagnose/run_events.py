@@ -30,7 +30,7 @@ import pyarrow as pa
 from trainctl.collectors import logs as _logs
 from trainctl.dataset import HOST_COLUMN
 from trainctl.rundir import RunInfo, read_rank_files
-from trainctl.schemas import SignalKind, schema_for
+from trainctl.schemas import SignalKind, empty_table, schema_for
 
 __all__ = ["parse_run_dir_events", "MAX_EVENT_FILE_BYTES", "TRACEBACK_LINES"]
 
@@ -161,7 +161,7 @@ def _events_table(root: Path, run: RunInfo | None) -> pa.Table:
     rows.extend(_hang_rows(root))
     schema = schema_for(SignalKind.RUN_EVENTS)
     if not rows:
-        return schema.empty_table()
+        return empty_table(schema)
     hosts = _hosts_by_rank(root, run)
     table = pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
     return table.append_column(HOST_COLUMN, pa.array([hosts.get(r["rank"]) for r in rows], pa.string()))
