@@ -16,6 +16,7 @@ nothing is guessed. Headers themselves are tarfile's (`TarInfo.frombuf`: checksu
 from __future__ import annotations
 
 import tarfile
+from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
 __all__ = ["Reader", "TarStream", "TruncatedArchive", "BLOCK"]
@@ -58,15 +59,19 @@ class TarStream:
         return piece
 
     def _exact(self, n: int, what: str) -> bytes:
-        parts = []
+        parts: list[bytes] = []
+        self._pump(n, parts.append, what)
+        return b"".join(parts)
+
+    def _pump(self, n: int, write: Callable[[bytes], object], what: str) -> None:
+        """Hand the next `n` bytes of the stream to `write`, piece by piece as they came."""
         got = 0
         while got < n:
             piece = self._piece(n - got)
             if not piece:
                 raise TruncatedArchive(f"tar stream ended inside {what} ({got} of {n} bytes)")
-            parts.append(piece)
+            write(piece)
             got += len(piece)
-        return b"".join(parts)
 
     def _skip(self, n: int, what: str) -> None:
         while n:
@@ -110,15 +115,9 @@ class TarStream:
         """
         if size > self._unread:
             raise ValueError(f"only {self._unread} bytes of data are left in this member, {size} asked")
-        n = 0
-        while n < size:
-            piece = self._piece(size - n)
-            if not piece:
-                raise TruncatedArchive(f"tar stream ended inside a member's data ({n} of {size} bytes)")
-            sink.write(piece)
-            n += len(piece)
-        self._unread -= n
-        return n
+        self._pump(size, sink.write, "a member's data")
+        self._unread -= size
+        return size
 
 
 def _padded(size: int) -> int:
