@@ -148,11 +148,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the scores here too")
     ap.add_argument("--show-heldout-misses", action="store_true", help="also print the held-out misses")
+    ap.add_argument(
+        "--dev-only",
+        action="store_true",
+        help="score the dev split alone (for whoever works on signatures: no held-out number to tune on)",
+    )
     args = ap.parse_args()
     ext, ext2, ext3, ext5, ext7, ext8 = load(EXT), load(EXT2), load(EXT3), load(EXT5), load(EXT7), load(EXT8)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
     dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
     dev += [r for r in ext7 + ext8 if split_of(r["id"]) == "dev"]
+    if args.dev_only:
+        dev_score = score(dev)
+        for c, v in dev_score.items():
+            if c != "misses":
+                print(f"{c:>24} {v!s:>11}")
+        for m in dev_score["misses"]:
+            print(f"  dev miss: {m}", file=sys.stderr)
+        return 0
     held1, held2, held3, held4, held5, held6 = (
         [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8)
     )
