@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need on a fresh Debian machine (venv, torch, Debian's
-# openssh-server for the SSH tests), checks the house (scripts/lint.sh) and runs the whole suite.
+# Sets up everything the tests need on a fresh Debian machine (venv, torch, Debian's openssh-server,
+# Slurm and munge for the loopback test clusters), checks the house (scripts/lint.sh) and runs the suite.
 # Extra args go to pytest. `--gpu` first: only the GPU suite (tests/gpu, needs CUDA torch and a GPU;
 # set TORCH_INDEX_URL / TORCH_VERSION for a CUDA build of torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian packages the tests use: openssh-server (real sshd test hosts), chromium (the HTML report is
-# rendered headless and must log no console error).
+# rendered headless and must log no console error), Slurm and munge (a real loopback Slurm cluster for
+# `collect --srun`: tests/slurm_cluster.py).
 NEED=; [ -x /usr/sbin/sshd ] || NEED="$NEED openssh-server"; command -v chromium >/dev/null || NEED="$NEED chromium"
+{ [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/munged ] && command -v srun >/dev/null; } ||
+  NEED="$NEED slurmd slurmctld slurm-client munge"
 if [ -n "$NEED" ]; then
   SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq >/dev/null

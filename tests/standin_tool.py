@@ -1,4 +1,4 @@
-"""What the stand-in cluster tools (tests/kube_pods.py's kubectl, tests/slurm_nodes.py's srun) share.
+"""What the stand-in cluster tools share (tests/kube_pods.py's kubectl; srun is real: tests/slurm_cluster.py).
 
 Each is a Python script on a private bin dir that logs its argv (the tests check the argv trainctl
 sends, not just the result) and runs the commands it is given for real, each target in its own
