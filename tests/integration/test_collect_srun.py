@@ -71,7 +71,7 @@ def test_a_node_lost_mid_step_is_a_failed_host_with_sruns_reason(cli, launched: 
     assert json.loads(col.stdout)["failed_hosts"] == ["node03"]
     gone = [r for r in dataset.read_table(out, "collection_status").to_pylist() if r["host"] == "node03"]
     assert [r["error_type"] for r in gone] == ["srun"]
-    # srun's own words (src/srun/ launch: "Task launch for StepId=... failed on node NODE: ...")
+    # srun's own words (Slurm src/api/step_launch.c: "Task launch for %ps failed on node %s: %m")
     assert "no archive from node03 via srun" in gone[0]["error"]
     assert "failed on node node03" in gone[0]["error"], gone[0]["error"]
     assert _rows(out) == _rows(launched)  # node03 held nothing of this run; the others' data is whole
