@@ -13,7 +13,9 @@ Splits (frozen; tests/fixtures/logs/README.md):
   gathered after held-out-3 was frozen, is dev only. corpus_ext5.jsonl (57 rows, gathered after
   that) is split the same way: held-out-4 (heldout5.sha256) and dev. corpus_dev6.jsonl is dev only.
   corpus_ext7.jsonl (59 rows, gathered after dev6) is split the same way: held-out-5
-  (heldout7.sha256) and dev; so is corpus_ext8.jsonl (54 rows): held-out-6 (heldout8.sha256) and dev.
+  (heldout7.sha256) and dev; so is corpus_ext8.jsonl (54 rows): held-out-6 (heldout8.sha256) and dev,
+  and corpus_ext9.jsonl (32 rows, gathered 2026-11-26 20:00-20:50 UTC while the analyzer's last
+  changes were being written by others): held-out-7 (heldout9.sha256) and dev.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -54,6 +56,7 @@ EXT5 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext5.jsonl"
 DEV6 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev6.jsonl"  # after held-out-4 was frozen: dev only
 EXT7 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext7.jsonl"  # held-out-5 + dev (heldout7.sha256)
 EXT8 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext8.jsonl"  # held-out-6 + dev (heldout8.sha256)
+EXT9 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext9.jsonl"  # held-out-7 + dev (heldout9.sha256)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -154,10 +157,11 @@ def main() -> int:
         help="score the dev split alone (for whoever works on signatures: no held-out number to tune on)",
     )
     args = ap.parse_args()
-    ext, ext2, ext3, ext5, ext7, ext8 = load(EXT), load(EXT2), load(EXT3), load(EXT5), load(EXT7), load(EXT8)
+    ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
+    ext7, ext8, ext9 = load(EXT7), load(EXT8), load(EXT9)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
     dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
-    dev += [r for r in ext7 + ext8 if split_of(r["id"]) == "dev"]
+    dev += [r for r in ext7 + ext8 + ext9 if split_of(r["id"]) == "dev"]
     if args.dev_only:
         dev_score = score(dev)
         for c, v in dev_score.items():
@@ -166,23 +170,24 @@ def main() -> int:
         for m in dev_score["misses"]:
             print(f"  dev miss: {m}", file=sys.stderr)
         return 0
-    held1, held2, held3, held4, held5, held6 = (
-        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8)
+    held1, held2, held3, held4, held5, held6, held7 = (
+        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9)
     )
     out = {
         "dev": score(dev),
-        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6),
+        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6 + held7),
         "heldout1": score(held1),
         "heldout2": score(held2),
         "heldout3": score(held3),
         "heldout4": score(held4),
         "heldout5": score(held5),
         "heldout6": score(held6),
+        "heldout7": score(held7),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", "heldout1", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
-    names = ("dev", "held-out", "held-out-1", "held-out-2", "held-out-3", "held-out-4", "held-out-5", "held-out-6")
+    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, 8)))
+    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, 8)))
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))

@@ -35,7 +35,10 @@ def main() -> int:
     ap.add_argument("--hash", required=True, help="the held-out hash file's name")
     ap.add_argument("inputs", nargs="+", type=Path)
     args = ap.parse_args()
-    old = [json.loads(line) for f in sorted(FIX.glob("*.jsonl")) for line in f.read_text().splitlines() if line.strip()]
+    every = [
+        json.loads(line) for f in sorted(FIX.glob("*.jsonl")) for line in f.read_text().splitlines() if line.strip()
+    ]
+    old = [r for r in every if "source_url" in r and "log" in r]  # excerpts (source_lines.jsonl is not one)
     used = {r["source_url"] for r in old}
     old_sh = [shingles(r["log"]) for r in old]
     rows, dropped = [], []

@@ -116,3 +116,12 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
              for r in _rows(name)}  # fmt: skip
     assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
     assert _bench().score(rows)["blame_without_evidence"] == 0
+
+
+def test_seventh_heldout_batch_matches_its_frozen_hash() -> None:
+    rows = _rows("corpus_ext9.jsonl")
+    held = _heldout_matches_hash(rows, "heldout9.sha256")
+    assert len(held) == 14 and len(rows) == 32 and len({r["id"] for r in rows}) == 32
+    older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != "corpus_ext9.jsonl"
+             for r in _rows(f.name) if "source_url" in r}  # fmt: skip
+    assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
