@@ -22,6 +22,7 @@ Sources (docs/log-signatures.md, "Naming the culprit across lines"):
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,24 +51,48 @@ class Identity:
     """Pairings read from an excerpt; each value lists every candidate seen (unique = proven)."""
 
     hosts_of_rank: Mapping[int, frozenset[str]]
-    ranks_of_pid: Mapping[tuple[str, int], frozenset[int]]  # (host, pid) -> ranks
+    ranks_of_pid: Mapping[tuple[str, int], frozenset[int]]  # (short host, pid) -> ranks
     lines_of_rank: Mapping[int, int]  # rank -> the first line that paired it with a host
     lines_of_pid: Mapping[tuple[str, int], int]
 
     def host_of(self, rank: int) -> str | None:
+        """The rank's host where every line names one machine (node-b and node-b.example.com are one)."""
         hosts = self.hosts_of_rank.get(rank, frozenset())
-        return next(iter(hosts)) if len(hosts) == 1 else None
+        return min(hosts) if len({_short(h) for h in hosts}) == 1 else None
 
     def rank_of(self, host: str, pid: int) -> int | None:
-        ranks = self.ranks_of_pid.get((host, pid), frozenset())
+        ranks = self.ranks_of_pid.get((_short(host), pid), frozenset())
         return next(iter(ranks)) if len(ranks) == 1 else None
 
 
-def read_identity(records: Iterable[_Record], raw_lines: Sequence[str]) -> Identity:
-    """Pairings from records that are one raw line each: a record joined from a terminal wrap may glue
-    one process's prefix (pdsh "host: ") to the next line's rank tag, which is no pairing."""
+def _short(host: str) -> str:
+    """The name NCCL prints: gethostname() cut at the first '.' (src/misc/utils.cc getHostName), where
+    torchelastic's banner prints socket.getfqdn(). An address stays whole."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host.split(".", 1)[0]
+    return host
+
+
+def read_identity(records: Iterable[_Record], raw_lines: Sequence[str], events: Iterable[Event] = ()) -> Identity:
+    """Pairings from records that are one raw line each (a record joined from a terminal wrap may glue
+    one process's prefix, pdsh "host: ", to the next line's rank tag, which is no pairing), and from
+    torchelastic's failure banner entries (`events`: rank, host and pid of each failed worker)."""
     hosts_of_rank: dict[int, set[str]] = {}
     lines_of_rank: dict[int, int] = {}
+    ranks_of_pid: dict[tuple[str, int], set[int]] = {}
+    lines_of_pid: dict[tuple[str, int], int] = {}
+    for ev in events:
+        # torch/distributed/elastic/multiprocessing/errors/__init__.py (v2.4.0) ChildFailedError.format_msg:
+        # "host : %s", "rank : %s (local_rank: %s)", "exitcode : %s (pid: %s)" per failed worker.
+        pid = ev.fields.get("pid")
+        if ev.signature.startswith("elastic_") and ev.rank is not None and ev.host_basis == "elastic_entry":
+            hosts_of_rank.setdefault(ev.rank, set()).add(ev.host)
+            lines_of_rank.setdefault(ev.rank, ev.line_no)
+            if pid is not None:
+                ranks_of_pid.setdefault((_short(ev.host), pid), set()).add(ev.rank)
+                lines_of_pid.setdefault((_short(ev.host), pid), ev.line_no)
     comm_lines: list[tuple[str, int, int, int, int]] = []  # host, pid, rank, nranks, line
     for rec in records:
         host = rec.host if rec.host and not shortened(rec.host) else None
@@ -81,13 +106,11 @@ def read_identity(records: Iterable[_Record], raw_lines: Sequence[str]) -> Ident
         if m:
             comm_lines.append((host, pid, int(m.group("rank")), int(m.group("nranks")), rec.line_no))
     world = max((n for *_, n, _ in comm_lines), default=0)
-    ranks_of_pid: dict[tuple[str, int], set[int]] = {}
-    lines_of_pid: dict[tuple[str, int], int] = {}
     for host, pid, rank, nranks, line_no in comm_lines:
         if nranks != world:
             continue
-        ranks_of_pid.setdefault((host, pid), set()).add(rank)
-        lines_of_pid.setdefault((host, pid), line_no)
+        ranks_of_pid.setdefault((_short(host), pid), set()).add(rank)
+        lines_of_pid.setdefault((_short(host), pid), line_no)
         hosts_of_rank.setdefault(rank, set()).add(host)
         lines_of_rank.setdefault(rank, line_no)
     return Identity(
@@ -114,7 +137,9 @@ def complete_culprits(events: Iterable[Event], identity: Identity) -> None:
             ev.culprit_host = None
             if ev.culprit_rank is None:
                 ev.culprit_basis = None
-        if ev.culprit_rank is not None and not ev.culprit_host:
+        # torchelastic's banner decides its own host (one host for all failures, else none: tests/unit/
+        # test_logs_formats.py); its entries pair other lines, they are not completed here.
+        if ev.culprit_rank is not None and not ev.culprit_host and not ev.signature.startswith("elastic_"):
             host = identity.host_of(ev.culprit_rank)
             if host is not None:
                 ev.culprit_host = host
@@ -124,4 +149,4 @@ def complete_culprits(events: Iterable[Event], identity: Identity) -> None:
             rank = identity.rank_of(ev.host, pid)
             if rank is not None:
                 ev.culprit_rank = rank
-                ev.fields["identity_line"] = identity.lines_of_pid[(ev.host, pid)]
+                ev.fields["identity_line"] = identity.lines_of_pid[(_short(ev.host), pid)]

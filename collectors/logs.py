@@ -3095,7 +3095,9 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     """
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
-    complete_culprits(events, read_identity(records, text.split("\n")))  # a culprit's host/rank from other lines
+    complete_culprits(
+        events, read_identity(records, text.split("\n"), events)
+    )  # a culprit's host/rank from other lines
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     return _to_table(events, source)

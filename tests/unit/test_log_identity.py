@@ -97,3 +97,33 @@ def test_reporter_host_is_kept_as_reporter_only() -> None:
 )
 def test_shortened(host: str, cut: bool) -> None:
     assert shortened(host) is cut
+
+
+ELASTIC_BANNER = """E1126 10:40:02.101000 2190 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 1 (pid: 2202) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-11-26_10:40:02
+  host      : node-b.cluster.local
+  rank      : 3 (local_rank: 1)
+  exitcode  : -6 (pid: 2202)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 2202
+============================================================"""
+
+
+def test_elastic_banner_pid_names_the_rank_of_an_nccl_printer() -> None:
+    """The banner's worker pid (getfqdn host) is the pid of NCCL's prefix (gethostname cut at '.')."""
+    text = "node-b:2202:2350 [1] NCCL WARN NET/IB : mlx5_1:1 Got async event : port error\n" + ELASTIC_BANNER
+    by_kind = {f.kind.value: f for f in analyze_log_events(parse_log_text(text))}
+    assert (by_kind["crash"].ranks, by_kind["crash"].hosts) == ((3,), ("node-b.cluster.local",))
+    assert (by_kind["network_error"].ranks, by_kind["network_error"].hosts) == ((3,), ("node-b",))
+    other_pid = text.replace("node-b:2202:2350", "node-b:2203:2350")
+    ib = next(f for f in analyze_log_events(parse_log_text(other_pid)) if f.kind.value == "network_error")
+    assert ib.ranks == ()  # another worker's pid: nothing pairs it
