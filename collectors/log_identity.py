@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,7 +75,7 @@ def _short(host: str) -> str:
     return host
 
 
-def read_identity(records: Iterable[_Record], raw_lines: Sequence[str], events: Iterable[Event] = ()) -> Identity:
+def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> Identity:
     """Pairings from records that are one raw line each (a record joined from a terminal wrap may glue
     one process's prefix, pdsh "host: ", to the next line's rank tag, which is no pairing), and from
     torchelastic's failure banner entries (`events`: rank, host and pid of each failed worker)."""
@@ -96,7 +96,7 @@ def read_identity(records: Iterable[_Record], raw_lines: Sequence[str], events: 
     comm_lines: list[tuple[str, int, int, int, int]] = []  # host, pid, rank, nranks, line
     for rec in records:
         host = rec.host if rec.host and not shortened(rec.host) else None
-        if host is None or not 0 < rec.line_no <= len(raw_lines) or rec.text not in raw_lines[rec.line_no - 1]:
+        if host is None or rec.wrap_joined:
             continue
         if rec.rank is not None:
             hosts_of_rank.setdefault(rec.rank, set()).add(host)

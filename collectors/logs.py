@@ -2467,6 +2467,7 @@ class _Record:
     host_basis: str | None = None
     ts: datetime | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    wrap_joined: bool = False  # several raw lines joined as one terminal-wrapped line (log_identity)
 
 
 def _wrap_width(lines: list[str]) -> int | None:
@@ -2630,7 +2631,7 @@ def clean_lines(text: str) -> Iterator[_Record]:
             else:
                 pieces.append((seg, None))
             for piece, rm in pieces:
-                rec = _Record(line_no, "")
+                rec = _Record(line_no, "", wrap_joined=len(joined) > len(raw[line_no - 1]))
                 if rm is not None:
                     rec.fields["ray_pid"] = int(rm.group("pid"))
                     if rm.group("ip"):
@@ -3095,9 +3096,7 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     """
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
-    complete_culprits(
-        events, read_identity(records, text.split("\n"), events)
-    )  # a culprit's host/rank from other lines
+    complete_culprits(events, read_identity(records, events))  # a culprit's host/rank from other lines
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     return _to_table(events, source)

@@ -36,7 +36,7 @@ def test_case(case: dict) -> None:
 
 
 def _identity(lines: list[str]) -> Identity:
-    return read_identity(clean_lines("\n".join(lines)), lines)
+    return read_identity(clean_lines("\n".join(lines)))
 
 
 def test_pid_of_largest_communicator_is_the_rank() -> None:
