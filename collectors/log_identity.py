@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from trainctl.collectors.logs import Event, _Record
 
-# NVIDIA/nccl src/init.cc (INFO NCCL_INIT): "comm %p rank %d nranks %d cudaDev %d ..." (every version).
-_NCCL_COMM_RANK = re.compile(r"\bcomm (?:0x)?[0-9a-fA-F]+ rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev \d+")
+# NVIDIA/nccl src/init.cc (INFO NCCL_INIT): "comm %p rank %d nranks %d cudaDev %d ..." (Init START/COMPLETE,
+# ncclCommSplit, Destroy/Abort COMPLETE: every version) and "comm %p rank %d nRanks %d nNodes %d localRanks %d
+# localRank %d MNNVL %d" (2.19+, once the topology is known).
+_NCCL_COMM_RANK = re.compile(r"\bcomm (?:0x)?[0-9a-fA-F]+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+) ")
 # CUDA error reporters that print the host they ran on: microsoft/CNTK CudaCall (Source/Math,
 # CUDA_CALL/CUBLAS_CALL) and onnxruntime's CudaCall (core/providers/cuda/cuda_call.cc):
 # "%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s".
