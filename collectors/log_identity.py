@@ -80,7 +80,10 @@ def _short(host: str) -> str:
 def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> Identity:
     """Pairings from records that are one raw line each (a record joined from a terminal wrap may glue
     one process's prefix, pdsh "host: ", to the next line's rank tag, which is no pairing), and from
-    torchelastic's failure banner entries (`events`: rank, host and pid of each failed worker)."""
+    torchelastic's failure banner entries (`events`: rank, host and pid of each failed worker). A name
+    that is no machine's ("localhost", "hostname", "...-48") pairs nothing."""
+    from trainctl.collectors.logs import _plausible_host  # logs imports this module first
+
     hosts_of_rank: dict[int, set[str]] = {}
     lines_of_rank: dict[int, int] = {}
     ranks_of_pid: dict[tuple[str, int], set[int]] = {}
@@ -90,6 +93,8 @@ def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> I
         # "host : %s", "rank : %s (local_rank: %s)", "exitcode : %s (pid: %s)" per failed worker.
         pid = ev.fields.get("pid")
         if ev.signature.startswith("elastic_") and ev.rank is not None and ev.host_basis == "elastic_entry":
+            if not _plausible_host(ev.host):
+                continue
             hosts_of_rank.setdefault(ev.rank, set()).add(ev.host)
             lines_of_rank.setdefault(ev.rank, ev.line_no)
             if pid is not None:
@@ -97,8 +102,8 @@ def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> I
                 lines_of_pid.setdefault((_short(ev.host), pid), ev.line_no)
     comm_lines: list[tuple[str, int, int, int, int]] = []  # host, pid, rank, nranks, line
     for rec in records:
-        host = rec.host if rec.host and not shortened(rec.host) else None
-        if host is None or rec.wrap_joined:
+        host = rec.host
+        if not _plausible_host(host) or rec.wrap_joined:
             continue
         if rec.rank is not None:
             hosts_of_rank.setdefault(rec.rank, set()).add(host)

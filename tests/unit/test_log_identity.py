@@ -127,3 +127,12 @@ def test_elastic_banner_pid_names_the_rank_of_an_nccl_printer() -> None:
     other_pid = text.replace("node-b:2202:2350", "node-b:2203:2350")
     ib = next(f for f in analyze_log_events(parse_log_text(other_pid)) if f.kind.value == "network_error")
     assert ib.ranks == ()  # another worker's pid: nothing pairs it
+
+
+def test_a_name_that_is_no_machine_pairs_nothing() -> None:
+    ident = _identity([INIT.format(h="localhost", pid=7, r=3, n=8), INIT.format(h="...-48", pid=70, r=2, n=8)])
+    assert ident.host_of(3) is None and ident.host_of(2) is None
+    banner = ELASTIC_BANNER.replace("node-b.cluster.local", "localhost")
+    oom = "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
+    findings = analyze_log_events(parse_log_text(oom + "\n" + banner))
+    assert next(f for f in findings if f.kind.value == "oom").hosts == ()
