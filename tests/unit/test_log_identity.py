@@ -1,10 +1,9 @@
 """Naming the culprit across lines (collectors/log_identity.py): the multi-line cases of
-tests/fixtures/logs/source_identity.jsonl (bench/logs_identity_coverage.py), and the pairing rules."""
+tests/fixtures/logs/source_identity.jsonl (bench/logs_source_coverage.py --cases), and the pairing rules."""
 
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,11 @@ from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.log_identity import Identity, read_identity, shortened
 from trainctl.collectors.logs import clean_lines, parse_log_text
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))  # the coverage script imports its sibling logs_source_coverage
-_spec = importlib.util.spec_from_file_location("logs_identity_coverage", BENCH / "logs_identity_coverage.py")
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_source_coverage.py"
+_spec = importlib.util.spec_from_file_location("logs_source_coverage", BENCH)
 coverage = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(coverage)
-CASES = coverage.load()
+CASES = coverage.load(coverage.IDENTITY_CASES)
 
 INIT = "{h}:{pid}:{pid}1 [0] NCCL INFO comm 0x55aa03c1f9e0 rank {r} nranks {n} cudaDev 0 nvmlDev 0 busId 1b000 - Init START"
 
