@@ -449,6 +449,7 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
         ("errnos", "errno"),
         ("reported_xids", "reported_xid"),
         ("local_ranks", "local_rank"),
+        ("identity_lines", "identity_line"),  # the line that paired the culprit's rank with its host/pid
     ):
         vals = _sorted_unique(e.fields.get(key) for e in allv)
         if vals:

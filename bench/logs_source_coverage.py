@@ -1,6 +1,6 @@
 """Coverage of the log signatures over the inventory of format strings that matter (issue 13 item 3).
 
-    .venv/bin/python bench/logs_source_coverage.py [--misses]
+    .venv/bin/python bench/logs_source_coverage.py [--misses] [--cases tests/fixtures/logs/source_identity.jsonl]
 
 tests/fixtures/logs/source_lines.jsonl holds one line per format string, instantiated as the code
 prints it (NCCL's WARN prefix, torch's glog prefix, a launcher's prefix), with its source (project,
@@ -8,6 +8,10 @@ file, version) and the finding it should give: kind, category, severity, and the
 line settles it (null: nobody). A line is right when the first finding of parse + analyze has that
 kind, category and severity, names exactly that culprit, and no finding blames anyone else.
 Unlike bench/logs_accuracy.py this reads no corpus row: the inventory comes from the sources.
+
+`--cases source_identity.jsonl`: the same rule over excerpts of several lines (`lines`), each as its
+source prints it, whose culprit only the lines together prove (docs/log-signatures.md, "Naming the
+culprit across lines").
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
 
 INVENTORY = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "logs" / "source_lines.jsonl"
+IDENTITY_CASES = INVENTORY.with_name("source_identity.jsonl")
 
 
-def load() -> list[dict]:
-    return [json.loads(line) for line in INVENTORY.read_text().splitlines() if line.strip()]
+def load(path: Path = INVENTORY) -> list[dict]:
+    """The rows; a multi-line case's `lines` become its `line` (one excerpt)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [{**r, "line": "\n".join(r["lines"])} if "lines" in r else r for r in rows]
 
 
 def mismatch(row: dict) -> str | None:
@@ -51,10 +58,11 @@ def mismatch(row: dict) -> str | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--misses", action="store_true", help="print every line the classifier gets wrong")
+    ap.add_argument("--cases", type=Path, default=INVENTORY, help="another inventory (e.g. source_identity.jsonl)")
     args = ap.parse_args()
-    rows = load()
+    rows = load(args.cases)
     misses = [(r["id"], m) for r in rows if (m := mismatch(r))]
-    print(f"inventory lines right: {len(rows) - len(misses)}/{len(rows)}")
+    print(f"{args.cases.name}: right {len(rows) - len(misses)}/{len(rows)}")
     if args.misses:
         for rid, m in misses:
             print(f"  {rid}: {m}")

@@ -40,6 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
@@ -2466,6 +2467,7 @@ class _Record:
     host_basis: str | None = None
     ts: datetime | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    wrap_joined: bool = False  # several raw lines joined as one terminal-wrapped line (log_identity)
 
 
 def _wrap_width(lines: list[str]) -> int | None:
@@ -2568,6 +2570,8 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.host, rec.host_basis = h, "pdsh_prefix"
             elif name in ("syslog", "nccl_prefix") and g.get("host"):
                 rec.host, rec.host_basis = g["host"], f"{name}"
+                if g.get("pid"):  # NCCL's printer pid: its init line says which rank it is (log_identity)
+                    rec.fields["nccl_pid"] = int(g["pid"])
             elif name == "slurmstepd":
                 rec.host, rec.host_basis = g["host"], "host_tag"
             elif name == "kubectl_prefix":
@@ -2627,7 +2631,7 @@ def clean_lines(text: str) -> Iterator[_Record]:
             else:
                 pieces.append((seg, None))
             for piece, rm in pieces:
-                rec = _Record(line_no, "")
+                rec = _Record(line_no, "", wrap_joined=len(joined) > len(raw[line_no - 1]))
                 if rm is not None:
                     rec.fields["ray_pid"] = int(rm.group("pid"))
                     if rm.group("ip"):
@@ -3092,6 +3096,7 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     """
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
+    complete_culprits(events, read_identity(records, events))  # a culprit's host/rank from other lines
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     return _to_table(events, source)

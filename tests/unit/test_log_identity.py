@@ -1,0 +1,136 @@
+"""Naming the culprit across lines (collectors/log_identity.py): the multi-line cases of
+tests/fixtures/logs/source_identity.jsonl (bench/logs_source_coverage.py --cases), and the pairing rules."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.log_identity import Identity, read_identity, shortened
+from trainctl.collectors.logs import clean_lines, parse_log_text
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_source_coverage.py"
+_spec = importlib.util.spec_from_file_location("logs_source_coverage", BENCH)
+coverage = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(coverage)
+CASES = coverage.load(coverage.IDENTITY_CASES)
+
+INIT = "{h}:{pid}:{pid}1 [0] NCCL INFO comm 0x55aa03c1f9e0 rank {r} nranks {n} cudaDev 0 nvmlDev 0 busId 1b000 - Init START"
+
+
+def test_every_case_cites_its_source_and_spans_lines() -> None:
+    assert len(CASES) >= 8 and len({c["id"] for c in CASES}) == len(CASES)
+    for c in CASES:
+        assert all(c["source"].get(k) for k in ("project", "file", "version")), c["id"]
+    assert sum(len(c["lines"]) > 1 for c in CASES) >= 6
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case(case: dict) -> None:
+    assert coverage.mismatch(case) is None, coverage.mismatch(case)
+
+
+def _identity(lines: list[str]) -> Identity:
+    return read_identity(clean_lines("\n".join(lines)))
+
+
+def test_pid_of_largest_communicator_is_the_rank() -> None:
+    lines = [
+        INIT.format(h="n1", pid=7, r=0, n=2),
+        INIT.format(h="n1", pid=7, r=5, n=8),
+        INIT.format(h="n2", pid=9, r=6, n=8),
+    ]
+    ident = _identity(lines)
+    assert ident.rank_of("n1", 7) == 5
+    assert ident.host_of(5) == "n1" and ident.host_of(6) == "n2"
+    assert ident.host_of(0) is None  # the 2-rank communicator's rank 0 is no global rank
+
+
+def test_a_pairing_seen_twice_differently_settles_nothing() -> None:
+    ident = _identity([INIT.format(h="n1", pid=7, r=3, n=8), INIT.format(h="n2", pid=70, r=3, n=8)])
+    assert ident.host_of(3) is None
+    assert ident.rank_of("n1", 7) == 3 and ident.rank_of("n2", 70) == 3
+
+
+PDSH_RANK4 = "n1: [rank4]:[W1126 10:02:11.123456789 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 4]  using GPU 0"
+
+
+def test_pdsh_prefix_pairs_its_rank_tag() -> None:
+    assert _identity([PDSH_RANK4, INIT.format(h="n2", pid=70, r=3, n=8)]).host_of(4) == "n1"
+
+
+def test_a_wrap_glued_onto_another_hosts_line_pairs_nothing() -> None:
+    """Two lines of one width read as a terminal wrap: the pdsh line is glued onto n2's NCCL line,
+    whose host must not be paired with the rank tag of the glued text."""
+    lines = [INIT.format(h="n2", pid=70, r=3, n=8), INIT.format(h="n2", pid=71, r=2, n=8), PDSH_RANK4]
+    assert _identity(lines).host_of(4) is None
+
+
+def test_completed_culprit_cites_the_pairing_line() -> None:
+    oom = "[rank6]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
+    text = "\n".join([INIT.format(h="n2", pid=9, r=6, n=8), oom])
+    first = analyze_log_events(parse_log_text(text))[0]
+    assert (first.ranks, first.hosts) == ((6,), ("n2",))
+    assert first.evidence["identity_lines"] == [1]
+
+
+def test_reporter_host_is_kept_as_reporter_only() -> None:
+    text = "\n".join(
+        [
+            INIT.format(h="n2", pid=9, r=6, n=8),
+            "[rank6]:[E1126 10:32:11.715298746 ProcessGroupNCCL.cpp:632] [Rank 6] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=4, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600081 milliseconds before timing out.",
+        ]
+    )
+    findings = analyze_log_events(parse_log_text(text))
+    assert [(f.ranks, f.hosts) for f in findings] == [((), ())]
+
+
+@pytest.mark.parametrize(
+    ("host", "cut"), [("...-48", True), ("node…", True), ("gpu-...-7", True), ("node48", False), ("10.0.0.5", False)]
+)
+def test_shortened(host: str, cut: bool) -> None:
+    assert shortened(host) is cut
+
+
+ELASTIC_BANNER = """E1126 10:40:02.101000 2190 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 1 (pid: 2202) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-11-26_10:40:02
+  host      : node-b.cluster.local
+  rank      : 3 (local_rank: 1)
+  exitcode  : -6 (pid: 2202)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 2202
+============================================================"""
+
+
+def test_elastic_banner_pid_names_the_rank_of_an_nccl_printer() -> None:
+    """The banner's worker pid (getfqdn host) is the pid of NCCL's prefix (gethostname cut at '.')."""
+    text = "node-b:2202:2350 [1] NCCL WARN NET/IB : mlx5_1:1 Got async event : port error\n" + ELASTIC_BANNER
+    by_kind = {f.kind.value: f for f in analyze_log_events(parse_log_text(text))}
+    assert (by_kind["crash"].ranks, by_kind["crash"].hosts) == ((3,), ("node-b.cluster.local",))
+    assert (by_kind["network_error"].ranks, by_kind["network_error"].hosts) == ((3,), ("node-b",))
+    other_pid = text.replace("node-b:2202:2350", "node-b:2203:2350")
+    ib = next(f for f in analyze_log_events(parse_log_text(other_pid)) if f.kind.value == "network_error")
+    assert ib.ranks == ()  # another worker's pid: nothing pairs it
+
+
+def test_a_name_that_is_no_machine_pairs_nothing() -> None:
+    ident = _identity([INIT.format(h="localhost", pid=7, r=3, n=8), INIT.format(h="...-48", pid=70, r=2, n=8)])
+    assert ident.host_of(3) is None and ident.host_of(2) is None
+    banner = ELASTIC_BANNER.replace("node-b.cluster.local", "localhost")
+    oom = "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
+    findings = analyze_log_events(parse_log_text(oom + "\n" + banner))
+    assert next(f for f in findings if f.kind.value == "oom").hosts == ()
