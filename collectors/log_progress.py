@@ -21,6 +21,7 @@ from typing import Any
 # (src/transport/generic.cc "Connected all rings, ...").
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 _NCCL_DONE = re.compile(r"Init COMPLETE")
+_NCCL_DONE_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)\b(?:.*commId (0x[0-9a-f]+))?.*Init COMPLETE")
 _NCCL_SETUP = re.compile(
     r"\bNCCL INFO (?:Channel \d+|Trees|Ring \d+|P2P Chunksize|Connected all|Init START|comm 0x|NET/|Bootstrap|Setting affinity|cudaDriverVersion|NCCL_)"
 )
@@ -81,16 +82,38 @@ def read_progress(lines: Iterable[tuple[int, str]]) -> Reading | None:
 
 def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
     nccl = [(n, t) for n, t in lines if _NCCL_INFO.search(t)]
-    if not nccl or any(_NCCL_DONE.search(t) for _, t in nccl) or not any(_NCCL_SETUP.search(t) for _, t in nccl):
+    if not nccl or not any(_NCCL_SETUP.search(t) for _, t in nccl) or lines[-1][0] != nccl[-1][0]:
+        return None  # no NCCL set-up, or something printed after it: the run went on past it
+    evidence: dict[str, Any] = {
+        "last_nccl_lines": [f"{n}: {t[:300]}" for n, t in nccl[-8:]],
+        "nccl_info_lines": len(nccl),
+    }
+    if not any(_NCCL_DONE.search(t) for _, t in nccl):
+        return Reading(
+            "nccl_init_incomplete",
+            f"NCCL set-up never completed: {len(nccl)} NCCL INFO set-up lines, no 'Init COMPLETE', and the log ends"
+            " there (hung at NCCL init, or the excerpt is cut)",
+            nccl[-1][0],
+            evidence=evidence,
+        )
+    # Some ranks completed: a culprit only where the roster proves it (one communicator, nranks N,
+    # every rank but one printed Init COMPLETE).
+    done: dict[tuple[str, int], set[int]] = {}
+    for _, t in nccl:
+        if m := _NCCL_DONE_RANK.search(t):
+            done.setdefault((m.group(3) or "", int(m.group(2))), set()).add(int(m.group(1)))
+    short = [(n, ranks) for (_, n), ranks in done.items() if len(ranks) == n - 1]
+    if len(short) != 1:
         return None
-    if lines[-1][0] != nccl[-1][0]:
-        return None  # something printed after NCCL set-up: the run went on past it
+    n, ranks = short[0]
+    missing = next(r for r in range(n) if r not in ranks)
     return Reading(
         "nccl_init_incomplete",
-        f"NCCL set-up never completed: {len(nccl)} NCCL INFO set-up lines, no 'Init COMPLETE', and the log ends there"
-        " (hung at NCCL init, or the excerpt is cut)",
+        f"NCCL set-up never completed on rank {missing}: {n - 1} of {n} ranks printed 'Init COMPLETE', and the log"
+        " ends in NCCL set-up",
         nccl[-1][0],
-        evidence={"last_nccl_lines": [f"{n}: {t[:300]}" for n, t in nccl[-8:]], "nccl_info_lines": len(nccl)},
+        suspect_ranks=(missing,),
+        evidence={**evidence, "arrived_ranks": sorted(ranks)},
     )
 
 

@@ -38,9 +38,23 @@ def test_nccl_setup_that_never_completes_is_a_hang_at_init_with_no_rank():
     assert "Init COMPLETE" in f.summary
 
 
+def complete(rank: int, nranks: int = 3) -> str:
+    return (
+        f"node1:10{rank}:20{rank} [{rank}] NCCL INFO ncclCommInitRank comm 0x55d{rank} rank {rank} nranks {nranks}"
+        f" cudaDev {rank} nvmlDev {rank} busId {rank}000 commId 0xabc - Init COMPLETE"
+    )
+
+
+def test_nccl_init_completed_by_all_ranks_but_one_names_that_rank_from_the_roster():
+    f = only(NCCL_SETUP + "\n" + complete(0) + "\n" + complete(2) + "\n" + NCCL_SETUP.splitlines()[-1])
+    assert f.ranks == (1,)
+    assert f.evidence["arrived_ranks"] == [0, 2]
+
+
 def test_nccl_setup_that_completed_or_was_followed_by_progress_is_nothing():
-    done = NCCL_SETUP + "\nnode1:100:200 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4 cudaDev 0 nvmlDev 0 - Init COMPLETE"
+    done = NCCL_SETUP + "\n" + "\n".join(complete(r) for r in range(3))
     assert findings(done) == []
+    assert findings(NCCL_SETUP + "\n" + complete(0) + "\n" + NCCL_SETUP.splitlines()[-1]) == []  # 1 of 3: no roster
     assert findings(NCCL_SETUP + "\nEpoch 0 step 10 loss 2.31") == []
 
 
