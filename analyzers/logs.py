@@ -35,6 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from trainctl.analyzers.log_progress import progress_findings
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
@@ -510,9 +511,9 @@ def analyze_log_events(
     max_evidence_lines: how many matching lines each finding quotes (all are counted).
     rank_to_host: from the run's RunInfo, to name the host of a blamed rank.
     """
-    evs = _rows(table)
-    if not evs:
-        return []
+    evs = [e for e in _rows(table) if not e.fields.get("progress_reading")]
+    if not evs:  # no line says what failed: at most a reading of absence (analyzers/log_progress.py)
+        return progress_findings(table)
     _assign_incidents(evs, incident_gap_s)
     pos = {id(e): i for i, e in enumerate(evs)}  # time/position order after _assign_incidents
     findings: list[Finding] = []

@@ -41,6 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.collectors.log_identity import complete_culprits, read_identity
+from trainctl.collectors.log_progress import read_progress
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
@@ -3099,7 +3100,21 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     complete_culprits(events, read_identity(records, events))  # a culprit's host/rank from other lines
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
+    if not any(e.kind is not None for e in events):
+        events = events + _progress_stopped(records, rank, host)
     return _to_table(events, source)
+
+
+def _progress_stopped(records: list[_Record], default_rank: int | None, default_host: str | None) -> list[Event]:
+    """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
+    as one event that analyzers/log_progress.py makes a low-confidence finding of."""
+    r = read_progress((rec.line_no, rec.text) for rec in records)
+    if r is None:
+        return []
+    ev = Event(r.line_no, r.summary, r.signature, K.HUNG_COLLECTIVE, None, S.WARNING, Blame.NONE, True,
+               rank=default_rank, host=default_host)  # fmt: skip
+    ev.fields.update(r.evidence, progress_reading=True, suspect_ranks=list(r.suspect_ranks))
+    return [ev]
 
 
 MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one log; the rest is cut, said

@@ -1,0 +1,210 @@
+"""Readings of absence: what a log with no error line says about a run that stopped (issue 13 item 3).
+
+Called by collectors/logs.py only when no signature and no error-looking line matched, so a log
+that says what failed never reaches it. Each reading is low confidence (it is read from what is
+missing, and an excerpt may simply be cut) and carries the lines it rests on; analyzers/log_progress.py
+turns it into a finding. docs/log-signatures.md "Progress stopped (reading absence)".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+# NCCL (NVIDIA/nccl 2.30.7, 5067397c): src/debug.cc ncclDebugLog prefixes INFO lines with
+# "host:pid:tid [cudaDev] NCCL INFO " (the [n] is the CUDA device, not the rank); src/init.cc's
+# INFO(NCCL_INIT, "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init
+# COMPLETE") is a communicator's last set-up line (older releases: "comm %p rank %d nranks %d cudaDev
+# %d nvmlDev %d - Init COMPLETE"); the ring / tree / channel / transport lines come before it
+# (src/transport/generic.cc "Connected all rings, ...").
+_NCCL_INFO = re.compile(r"\bNCCL INFO\b")
+_NCCL_DONE = re.compile(r"Init COMPLETE")
+_NCCL_DONE_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)\b(?:.*commId (0x[0-9a-f]+))?.*Init COMPLETE")
+_NCCL_SETUP = re.compile(
+    r"\bNCCL INFO (?:Channel \d+|Trees|Ring \d+|P2P Chunksize|Connected all|Init START|comm 0x|NET/|Bootstrap|Setting affinity|cudaDriverVersion|NCCL_)"
+)
+# A rank or device number in a message the application prints once per rank ("Rank 3: After
+# broadcast", "pass forward on device 3 step 3942", "[rank3]: ...").
+_RANK_IN_LINE = re.compile(r"\b(?:[Rr]ank|RANK|[Dd]evice|local_rank)\s*[:=#]?\s*(\d{1,5})\b")
+_NUMBER = re.compile(r"\d+")
+# Stack frames without an exception: py-spy dump (benfred/py-spy src/dump.rs print_traces:
+# "    {name} ({filename}:{line})"), faulthandler (CPython Python/traceback.c dump_frame:
+# '  File "x.py", line 12 in func'), and a traceback's frame lines ('  File "x.py", line 12, in
+# func') whose exception line is absent.
+_PYSPY_FRAME = re.compile(r"^\s*([\w<>.]+) \(([^()\s]+\.py):(\d+)\)\s*$")
+_PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+),? in (\S+)')
+# Frames that wait (quoted as where the process sat): collectives and syncs, a `.item()` (a host sync
+# on the GPU stream), Ray's idle worker loop (ray/_private/worker.py main_loop: waiting for a task).
+_WAIT_FRAME = re.compile(
+    r"all_reduce|allreduce|all_gather|allgather|reduce_scatter|broadcast|barrier|\bwait\b|_wait|synchronize"
+    r"|\.item\(\)|recv|send|join|main_loop|_run_ddp_forward|get_future",
+    re.I,
+)
+# A GPU process table row: nvidia-smi's "Processes:" section (| GPU GI CI PID Type Name Usage |)
+# or a condensed "GPU PID name memory" listing (nvidia-smi is closed source: the formats are the dev
+# rows' x3a-022 and e7b-021).
+# Searched, not anchored: a pasted table is often joined into one line by terminal-wrap repair.
+_GPU_PROC = re.compile(
+    r"(?<![\w.])(\d{1,3})\s+(?:N/A\s+N/A\s+)?(\d{2,8})\s+(?:[CG](?:\+G)?\s+)?([^\s|]*[A-Za-z][^\s|]*)\s+(\d+)\s?MiB(?![a-z])"
+)
+# A normal end: nothing stopped.
+_NORMAL_END = re.compile(
+    r"exit(?:ed)? (?:with )?(?:code|status) 0\b|Training completed|training finished|SUCCEEDED|Finished training"
+    r"|Done!?\s*$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of absence: what stopped, the suspects (if any), the lines it rests on."""
+
+    signature: str
+    summary: str
+    line_no: int
+    suspect_ranks: tuple[int, ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def read_progress(lines: Iterable[tuple[int, str]]) -> Reading | None:
+    """The first reading that holds for these (line_no, text) lines of a log with no error line."""
+    numbered = [(n, t) for n, t in lines if t.strip()]
+    if not numbered or any(_NORMAL_END.search(t) for _, t in numbered):
+        return None
+    for read in (_nccl_init, _lockstep, _stack_dump, _gpu_processes):
+        r = read(numbered)
+        if r is not None:
+            return r
+    return None
+
+
+def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
+    nccl = [(n, t) for n, t in lines if _NCCL_INFO.search(t)]
+    if not nccl or not any(_NCCL_SETUP.search(t) for _, t in nccl) or lines[-1][0] != nccl[-1][0]:
+        return None  # no NCCL set-up, or something printed after it: the run went on past it
+    evidence: dict[str, Any] = {
+        "last_nccl_lines": [f"{n}: {t[:300]}" for n, t in nccl[-8:]],
+        "nccl_info_lines": len(nccl),
+    }
+    if not any(_NCCL_DONE.search(t) for _, t in nccl):
+        return Reading(
+            "nccl_init_incomplete",
+            f"NCCL set-up never completed: {len(nccl)} NCCL INFO set-up lines, no 'Init COMPLETE', and the log ends"
+            " there (hung at NCCL init, or the excerpt is cut)",
+            nccl[-1][0],
+            evidence=evidence,
+        )
+    # Some ranks completed: a culprit only where the roster proves it (one communicator, nranks N,
+    # every rank but one printed Init COMPLETE).
+    done: dict[tuple[str, int], set[int]] = {}
+    for _, t in nccl:
+        if m := _NCCL_DONE_RANK.search(t):
+            done.setdefault((m.group(3) or "", int(m.group(2))), set()).add(int(m.group(1)))
+    short = [(n, ranks) for (_, n), ranks in done.items() if len(ranks) == n - 1]
+    if len(short) != 1:
+        return None
+    n, ranks = short[0]
+    missing = next(r for r in range(n) if r not in ranks)
+    return Reading(
+        "nccl_init_incomplete",
+        f"NCCL set-up never completed on rank {missing}: {n - 1} of {n} ranks printed 'Init COMPLETE', and the log"
+        " ends in NCCL set-up",
+        nccl[-1][0],
+        suspect_ranks=(missing,),
+        evidence={**evidence, "arrived_ranks": sorted(ranks)},
+    )
+
+
+def _template(text: str) -> tuple[str, int] | None:
+    """The message with its rank number as <R> and every other number as #, and the rank."""
+    m = _RANK_IN_LINE.search(text)
+    if m is None:
+        return None
+    return _NUMBER.sub("#", text[: m.start(1)]) + "<R>" + _NUMBER.sub("#", text[m.end(1) :]), int(m.group(1))
+
+
+def _printers(tpl: str, lines: list[tuple[int, str]]) -> dict[int, tuple[int, str]]:
+    """Every rank that printed this message anywhere in a line: terminal-wrap repair can join two
+    ranks' lines into one, and a rank whose line was joined to another's still printed it."""
+    pat = re.compile(re.escape(tpl).replace("\\#", r"\d+").replace("<R>", r"(\d{1,5})"))
+    return {int(m.group(1)): (n, m.group(0)) for n, t in lines for m in pat.finditer(t)}
+
+
+def _lockstep(lines: list[tuple[int, str]]) -> Reading | None:
+    """A message every rank prints in turn: the ranks that did not print the last one fell behind."""
+    printed: dict[str, dict[int, tuple[int, str]]] = {}
+    order: list[str] = []
+    for n, t in lines:
+        tr = _template(t)
+        if tr is None:
+            continue
+        tpl, rank = tr
+        if tpl not in printed:
+            printed[tpl] = {}
+            order.append(tpl)
+        printed[tpl][rank] = (n, t)
+    steps = [tpl for tpl in order if len(printed[tpl]) >= 2]
+    if len(steps) < 2:
+        return None
+    world = set().union(*(printed[tpl] for tpl in steps))
+    last_tpl = max(steps, key=lambda tpl: max(n for n, _ in printed[tpl].values()))
+    behind = sorted(world - _printers(last_tpl, lines).keys())
+    if not behind or len(behind) * 2 > len(world):
+        return None  # everyone printed it, or most did not: no lockstep to fall behind in
+    last_by_rank: dict[str, str] = {}
+    for tpl in order:
+        for rank, (n, t) in printed[tpl].items():
+            last_by_rank[str(rank)] = f"{n}: {t[:300]}"
+    return Reading(
+        "lockstep_ranks_behind",
+        f"progress stopped: ranks {behind} never printed the message the other {len(world) - len(behind)} ranks"
+        f" printed last ({last_tpl[:120]!r}); they are suspects, read from absence",
+        max(n for n, _ in printed[last_tpl].values()),
+        suspect_ranks=tuple(behind),
+        evidence={"last_line_by_rank": dict(sorted(last_by_rank.items(), key=lambda kv: int(kv[0]))),
+                  "world_ranks": sorted(world), "ranks_behind": behind},
+    )  # fmt: skip
+
+
+def _stack_dump(lines: list[tuple[int, str]]) -> Reading | None:
+    """Stack frames with no exception: a dump (py-spy, faulthandler, a cut traceback) of a live process."""
+    frames: list[tuple[int, str]] = []
+    for n, t in lines:
+        m = _PYSPY_FRAME.match(t)
+        if m:
+            frames.append((n, f"{m.group(1)} ({m.group(2)}:{m.group(3)})"))
+            continue
+        m = _PY_FRAME.match(t)
+        if m:
+            frames.append((n, f"{m.group(3)} ({m.group(1)}:{m.group(2)})"))
+    if len(frames) < 2:
+        return None
+    waiting = [f for _, f in frames if _WAIT_FRAME.search(f)] or [
+        t.strip() for _, t in lines if _WAIT_FRAME.search(t) and not _PY_FRAME.match(t)
+    ]
+    return Reading(
+        "stack_dump_no_exception",
+        f"stack dump of a live process with no exception ({len(frames)} frames)"
+        + (f", waiting in {waiting[0][:100]}" if waiting else "")
+        + ": the process was stuck, not crashed; the frames do not say which rank the others wait for",
+        frames[0][0],
+        evidence={"frames": [f for _, f in frames[:20]], "waiting_frames": waiting[:5]},
+    )
+
+
+def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
+    """A GPU process table with no error: the training processes are alive and hold their memory."""
+    rows = [(n, m) for n, t in lines for m in _GPU_PROC.finditer(t)]
+    if len(rows) < 2:
+        return None
+    return Reading(
+        "gpu_processes_resident",
+        f"{len(rows)} processes still hold GPU memory and no error was printed: the job is stuck (or left"
+        " orphans), not crashed",
+        rows[0][0],
+        evidence={
+            "gpu_processes": [f"GPU {m.group(1)} pid {m.group(2)} {m.group(3)} {m.group(4)} MiB" for _, m in rows[:16]]
+        },
+    )

@@ -1,0 +1,116 @@
+"""Readings of absence (collectors/log_progress.py -> analyzers/log_progress.py): a log with no error
+line whose progress stopped gets one low-confidence hang finding with its evidence; a log that ends
+normally, or that says what failed, gets none of it. Lines in the formats their printers use."""
+
+from __future__ import annotations
+
+from trainctl.analyzers.log_progress import PROGRESS_CONFIDENCE
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import FindingKind
+
+
+def findings(text: str):
+    return analyze_log_events(parse_log_text(text, source="t.log"))
+
+
+def only(text: str):
+    fs = findings(text)
+    assert len(fs) == 1
+    f = fs[0]
+    assert f.kind is FindingKind.HUNG_COLLECTIVE
+    assert f.confidence == PROGRESS_CONFIDENCE
+    assert f.evidence["read_from_absence"] is True
+    return f
+
+
+NCCL_SETUP = """node1:100:201 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1
+node1:101:202 [1] NCCL INFO P2P Chunksize set to 524288
+node1:100:201 [0] NCCL INFO Channel 00/0 : 0[4f000] -> 1[52000] via P2P/IPC/read
+node1:101:202 [1] NCCL INFO Channel 00 : 1[52000] -> 0[4f000] via SHM/direct/direct"""
+
+
+def test_nccl_setup_that_never_completes_is_a_hang_at_init_with_no_rank():
+    f = only(NCCL_SETUP)
+    assert f.evidence["signatures"] == ["nccl_init_incomplete"]
+    assert f.ranks == ()
+    assert f.evidence["nccl_info_lines"] == 4
+    assert "Init COMPLETE" in f.summary
+
+
+def complete(rank: int, nranks: int = 3) -> str:
+    return (
+        f"node1:10{rank}:20{rank} [{rank}] NCCL INFO ncclCommInitRank comm 0x55d{rank} rank {rank} nranks {nranks}"
+        f" cudaDev {rank} nvmlDev {rank} busId {rank}000 commId 0xabc - Init COMPLETE"
+    )
+
+
+def test_nccl_init_completed_by_all_ranks_but_one_names_that_rank_from_the_roster():
+    f = only(NCCL_SETUP + "\n" + complete(0) + "\n" + complete(2) + "\n" + NCCL_SETUP.splitlines()[-1])
+    assert f.ranks == (1,)
+    assert f.evidence["arrived_ranks"] == [0, 2]
+
+
+def test_nccl_setup_that_completed_or_was_followed_by_progress_is_nothing():
+    done = NCCL_SETUP + "\n" + "\n".join(complete(r) for r in range(3))
+    assert findings(done) == []
+    assert findings(NCCL_SETUP + "\n" + complete(0) + "\n" + NCCL_SETUP.splitlines()[-1]) == []  # 1 of 3: no roster
+    assert findings(NCCL_SETUP + "\nEpoch 0 step 10 loss 2.31") == []
+
+
+LOCKSTEP = "\n".join(
+    [f"Rank {r}: After broadcast" for r in (1, 0, 3, 2)] + [f"pass forward on device {r} step 3942" for r in (2, 1, 3)]
+)
+
+
+def test_ranks_that_never_printed_the_last_lockstep_message_are_low_confidence_suspects():
+    f = only(LOCKSTEP)
+    assert f.evidence["signatures"] == ["lockstep_ranks_behind"]
+    assert f.ranks == (0,)
+    assert f.evidence["ranks_behind"] == [0]
+    assert f.evidence["world_ranks"] == [0, 1, 2, 3]
+    assert f.evidence["last_line_by_rank"]["0"].endswith("Rank 0: After broadcast")
+    assert f.evidence["last_line_by_rank"]["3"].endswith("pass forward on device 3 step 3942")
+
+
+def test_lockstep_where_every_rank_printed_the_last_message_or_most_did_not_is_nothing():
+    every = LOCKSTEP + "\npass forward on device 0 step 3942"
+    assert findings(every) == []
+    few = "\n".join([f"Rank {r}: After broadcast" for r in range(4)] + ["pass forward on device 2 step 1"])
+    assert findings(few) == []  # one rank printed on alone: a rank ahead, not three behind
+
+
+def test_a_rank_whose_line_a_terminal_wrap_joined_to_another_still_counts_as_printed():
+    joined = LOCKSTEP.replace("device 3 step 3942", "device 3 step 3942pass forward on device 0 step 3942")
+    assert findings(joined) == []
+
+
+def test_py_spy_and_cut_traceback_frames_without_an_exception_are_a_stuck_process():
+    # frames in a collective are the stack_frame_in_collective signature's; these wait elsewhere
+    pyspy = "    wait (threading.py:320)\n    get (queue.py:171)\n    main (train.py:88)"
+    f = only(pyspy)
+    assert f.evidence["signatures"] == ["stack_dump_no_exception"]
+    assert f.evidence["frames"][1] == "get (queue.py:171)"
+    assert f.evidence["waiting_frames"] == ["wait (threading.py:320)"]
+    assert f.ranks == ()
+    fault = '  File "torch/cuda/streams.py", line 90 in synchronize\n  File "train.py", line 12 in step'
+    assert only(fault).evidence["waiting_frames"][0].startswith("synchronize")
+
+
+def test_gpu_processes_still_resident_with_no_error_are_a_stuck_job():
+    smi = "\n".join(f"|    {g}   N/A  N/A     {1800 + g}      C   /usr/bin/python3    13195MiB |" for g in range(3))
+    f = only(smi)
+    assert f.evidence["signatures"] == ["gpu_processes_resident"]
+    assert f.evidence["gpu_processes"][2] == "GPU 2 pid 1802 /usr/bin/python3 13195 MiB"
+
+
+def test_a_normal_end_or_an_error_line_leaves_no_reading_of_absence():
+    assert findings(LOCKSTEP + "\nTraining completed.") == []
+    assert findings(NCCL_SETUP + "\nworker exited with code 0") == []
+    fs = findings(LOCKSTEP + "\nRuntimeError: CUDA error: an illegal memory access was encountered")
+    assert fs and not any(f.evidence.get("read_from_absence") for f in fs)
+
+
+def test_quiet_logs_with_nothing_to_read_stay_silent():
+    assert findings("loading model\nEpoch 1 step 5 loss 2.0\nEpoch 1 step 6 loss 1.9") == []
+    assert findings("") == []
