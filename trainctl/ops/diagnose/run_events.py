@@ -27,7 +27,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from trainctl.collectors import logs as _logs
 from trainctl.dataset import HOST_COLUMN
 from trainctl.rundir import RunInfo, read_rank_files
 from trainctl.schemas import SignalKind, empty_table, schema_for
@@ -171,6 +170,9 @@ def _drill_kernel_logs(root: Path, run: RunInfo | None) -> pa.Table | None:
     drills = root / "drills"
     if not drills.is_dir():
         return None
+    # Imported here: it compiles ~150 log signatures (~40 ms), which a run without drills skips.
+    from trainctl.collectors import logs as _logs
+
     known = [h.host for h in run.hosts] if run is not None else []
     tables = []
     for host_dir in sorted(p for p in drills.iterdir() if p.is_dir()):
