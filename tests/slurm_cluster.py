@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sshd import _free_endpoint
+from sshd import _free_endpoint, root_and_mount_namespaces
 
 DAEMONS = ("/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged")
 CLIENTS = ("srun", "salloc", "sinfo", "scancel")
@@ -44,12 +44,7 @@ def slurm_available() -> str | None:
         return (
             f"{', '.join(missing)} missing: install Debian's slurmctld slurmd slurm-client munge (scripts/test.sh does)"
         )
-    if os.geteuid() != 0:
-        return "a loopback Slurm cluster needs root (slurmd as root, unshare --mount)"
-    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
-    if probe.returncode != 0:
-        return f"unshare --mount not permitted here ({probe.stderr.decode().strip()})"
-    return None
+    return root_and_mount_namespaces("a loopback Slurm cluster needs root (slurmd as root, unshare --mount)")
 
 
 _CONF = """\

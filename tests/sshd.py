@@ -51,8 +51,14 @@ def sshd_available() -> str | None:
         return f"{SSHD} missing: install Debian's openssh-server (scripts/test.sh does)"
     if not shutil.which("ssh-keygen"):
         return "ssh-keygen missing: install openssh-client"
+    return root_and_mount_namespaces("sshd test hosts need root (sshd as root, unshare --mount)")
+
+
+def root_and_mount_namespaces(why_root: str) -> str | None:
+    """None when this process is root and may make mount namespaces (each test host's own view of
+    the run dir), else the reason; `why_root` says what needs root."""
     if os.geteuid() != 0:
-        return "sshd test hosts need root (sshd as root, unshare --mount)"
+        return why_root
     probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True)
     if probe.returncode != 0:
         return f"unshare --mount not permitted here ({probe.stderr.decode().strip()})"
