@@ -24,12 +24,36 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from trainctl.collectors.logs import Event, _Record
+
+# What this module reads of collectors/logs.py's records and events, as protocols: logs imports this
+# module, so this one must not import logs back (tests/unit/test_packaging.py: no import cycles).
+class _Record(Protocol):
+    line_no: int
+    text: str
+    host: str | None
+    rank: int | None
+    wrap_joined: bool
+    fields: dict[str, Any]
+
+
+class Event(Protocol):
+    line_no: int
+    message: str
+    signature: str
+    kind: Any
+    blame: Any
+    rank: int | None
+    host: str | None
+    host_basis: str | None
+    culprit_rank: int | None
+    culprit_host: str | None
+    culprit_basis: str | None
+    fields: dict[str, Any]
+
 
 # NVIDIA/nccl src/init.cc (INFO NCCL_INIT): "comm %p rank %d nranks %d cudaDev %d ..." (Init START/COMPLETE,
 # ncclCommSplit, Destroy/Abort COMPLETE: every version) and "comm %p rank %d nRanks %d nNodes %d localRanks %d
@@ -77,12 +101,13 @@ def _short(host: str) -> str:
     return host
 
 
-def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> Identity:
+def read_identity(
+    records: Iterable[_Record], events: Iterable[Event] = (), *, plausible_host: Callable[[str | None], bool]
+) -> Identity:
     """Pairings from records that are one raw line each (a record joined from a terminal wrap may glue
     one process's prefix, pdsh "host: ", to the next line's rank tag, which is no pairing), and from
     torchelastic's failure banner entries (`events`: rank, host and pid of each failed worker). A name
-    that is no machine's ("localhost", "hostname", "...-48") pairs nothing."""
-    from trainctl.collectors.logs import _plausible_host  # logs imports this module first
+    that is no machine's (`plausible_host` says no: "localhost", "hostname", "...-48") pairs nothing."""
 
     hosts_of_rank: dict[int, set[str]] = {}
     lines_of_rank: dict[int, int] = {}
@@ -93,7 +118,7 @@ def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> I
         # "host : %s", "rank : %s (local_rank: %s)", "exitcode : %s (pid: %s)" per failed worker.
         pid = ev.fields.get("pid")
         if ev.signature.startswith("elastic_") and ev.rank is not None and ev.host_basis == "elastic_entry":
-            if not _plausible_host(ev.host):
+            if not plausible_host(ev.host):
                 continue
             hosts_of_rank.setdefault(ev.rank, set()).add(ev.host)
             lines_of_rank.setdefault(ev.rank, ev.line_no)
@@ -103,7 +128,7 @@ def read_identity(records: Iterable[_Record], events: Iterable[Event] = ()) -> I
     comm_lines: list[tuple[str, int, int, int, int]] = []  # host, pid, rank, nranks, line
     for rec in records:
         host = rec.host
-        if not _plausible_host(host) or rec.wrap_joined:
+        if not plausible_host(host) or rec.wrap_joined:
             continue
         if rec.rank is not None:
             hosts_of_rank.setdefault(rec.rank, set()).add(host)

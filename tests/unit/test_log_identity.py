@@ -10,7 +10,7 @@ import pytest
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.log_identity import Identity, read_identity, shortened
-from trainctl.collectors.logs import clean_lines, parse_log_text
+from trainctl.collectors.logs import _plausible_host, clean_lines, parse_log_text
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_source_coverage.py"
 _spec = importlib.util.spec_from_file_location("logs_source_coverage", BENCH)
@@ -34,7 +34,7 @@ def test_case(case: dict) -> None:
 
 
 def _identity(lines: list[str]) -> Identity:
-    return read_identity(clean_lines("\n".join(lines)))
+    return read_identity(clean_lines("\n".join(lines)), plausible_host=_plausible_host)
 
 
 def test_pid_of_largest_communicator_is_the_rank() -> None:
