@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from trainctl.collectors.nccl_topology import comm_rank
+
 
 # What this module reads of collectors/logs.py's records and events, as protocols: logs imports this
 # module, so this one must not import logs back (tests/unit/test_packaging.py: no import cycles).
@@ -55,10 +57,6 @@ class Event(Protocol):
     fields: dict[str, Any]
 
 
-# NVIDIA/nccl src/init.cc (INFO NCCL_INIT): "comm %p rank %d nranks %d cudaDev %d ..." (Init START/COMPLETE,
-# ncclCommSplit, Destroy/Abort COMPLETE: every version) and "comm %p rank %d nRanks %d nNodes %d localRanks %d
-# localRank %d MNNVL %d" (2.19+, once the topology is known).
-_NCCL_COMM_RANK = re.compile(r"\bcomm (?:0x)?[0-9a-fA-F]+ rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+) ")
 # CUDA error reporters that print the host they ran on: microsoft/CNTK CudaCall (Source/Math,
 # CUDA_CALL/CUBLAS_CALL) and onnxruntime's CudaCall (core/providers/cuda/cuda_call.cc):
 # "%s failure %d: %s ; GPU=%d ; hostname=%s ; expr=%s".
@@ -134,9 +132,10 @@ def read_identity(
             hosts_of_rank.setdefault(rec.rank, set()).add(host)
             lines_of_rank.setdefault(rec.rank, rec.line_no)
         pid = rec.fields.get("nccl_pid")
-        m = _NCCL_COMM_RANK.search(rec.text) if pid is not None else None
-        if m:
-            comm_lines.append((host, pid, int(m.group("rank")), int(m.group("nranks")), rec.line_no))
+        # the communicator's init line (src/init.cc; formats: collectors/nccl_topology.py)
+        rn = comm_rank(rec.text) if pid is not None else None
+        if rn is not None:
+            comm_lines.append((host, pid, *rn, rec.line_no))
     world = max((n for *_, n, _ in comm_lines), default=0)
     for host, pid, rank, nranks, line_no in comm_lines:
         if nranks != world:

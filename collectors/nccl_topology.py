@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from trainctl.schemas import SignalKind, schema_for
 
-__all__ = ["NcclProcess", "parse_nccl_lines", "to_tables", "MAX_LINE_CHARS"]
+__all__ = ["NcclProcess", "comm_rank", "parse_nccl_lines", "to_tables", "MAX_LINE_CHARS"]
 
 MAX_LINE_CHARS = 4096  # NCCL's own lines are < 2 KiB (debug.cc buffer); longer ones are cut before matching
 
@@ -83,6 +83,12 @@ def _transport(via: str) -> tuple[str, str]:
     return head, rest
 
 
+def comm_rank(msg: str) -> tuple[int, int] | None:
+    """(rank, nranks) from a communicator's init line (src/init.cc, the two formats above), else None."""
+    c = _COMM.search(msg) or _COMPLETE.search(msg)
+    return (int(c["rank"]), int(c["n"])) if c is not None else None
+
+
 def parse_nccl_lines(lines: Iterable[str]) -> list[NcclProcess]:
     """Group NCCL lines by (host, pid) as logged; a file written through NCCL_DEBUG_FILE holds one."""
     procs: dict[tuple[str, int], NcclProcess] = {}
@@ -114,10 +120,9 @@ def parse_nccl_lines(lines: Iterable[str]) -> list[NcclProcess]:
                     "detail": detail or None,
                 }
             )
-        elif (c := _COMM.match(msg)) is not None or (c := _COMPLETE.search(msg)) is not None:
-            n = int(c["n"])
-            if p.nranks is None or n > p.nranks:
-                p.rank, p.nranks = int(c["rank"]), n
+        elif (rn := comm_rank(msg)) is not None:
+            if p.nranks is None or rn[1] > p.nranks:
+                p.rank, p.nranks = rn
         elif (c := _VERSION.match(msg)) is not None:
             p.version = c["v"]
         elif (c := _NETWORK.match(msg)) is not None:
