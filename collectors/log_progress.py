@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainctl.collectors.nccl_topology import comm_rank
+
 # NCCL (NVIDIA/nccl 2.30.7, 5067397c): src/debug.cc ncclDebugLog prefixes INFO lines with
 # "host:pid:tid [cudaDev] NCCL INFO " (the [n] is the CUDA device, not the rank); src/init.cc's
 # INFO(NCCL_INIT, "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init
@@ -21,7 +23,7 @@ from typing import Any
 # (src/transport/generic.cc "Connected all rings, ...").
 _NCCL_INFO = re.compile(r"\bNCCL INFO\b")
 _NCCL_DONE = re.compile(r"Init COMPLETE")
-_NCCL_DONE_RANK = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)\b(?:.*commId (0x[0-9a-f]+))?.*Init COMPLETE")
+_COMM_ID = re.compile(r"\bcommId (0x[0-9a-f]+)")  # rank and nranks: nccl_topology.comm_rank
 _NCCL_SETUP = re.compile(
     r"\bNCCL INFO (?:Channel \d+|Trees|Ring \d+|P2P Chunksize|Connected all|Init START|comm 0x|NET/|Bootstrap|Setting affinity|cudaDriverVersion|NCCL_)"
 )
@@ -100,8 +102,9 @@ def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
     # every rank but one printed Init COMPLETE).
     done: dict[tuple[str, int], set[int]] = {}
     for _, t in nccl:
-        if m := _NCCL_DONE_RANK.search(t):
-            done.setdefault((m.group(3) or "", int(m.group(2))), set()).add(int(m.group(1)))
+        if _NCCL_DONE.search(t) and (rn := comm_rank(t)) is not None:
+            cid = m.group(1) if (m := _COMM_ID.search(t)) else ""
+            done.setdefault((cid, rn[1]), set()).add(rn[0])
     short = [(n, ranks) for (_, n), ranks in done.items() if len(ranks) == n - 1]
     if len(short) != 1:
         return None
