@@ -3097,9 +3097,8 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     """
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
-    complete_culprits(
-        events, read_identity(records, events, plausible_host=_plausible_host)
-    )  # a culprit's host/rank from other lines
+    # a blamed printer's other half (its host, its rank) from other lines of the text
+    complete_culprits(events, read_identity(records, events, plausible_host=_plausible_host))
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     if not any(e.kind is not None for e in events):
