@@ -324,7 +324,12 @@ class CAME(torch.optim.Optimizer):
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="trainctl.runtime.trainer", description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--tp", type=int, default=2, help="tensor-parallel size (must divide the world size; 1 = pure DP)")
+    p.add_argument(
+        "--tp",
+        type=int,
+        default=None,
+        help="tensor-parallel size (must divide the world size; 1 = pure DP; default 2 for an even world, else 1)",
+    )
     p.add_argument("--tokens-per-step", type=int, default=256, help="tokens per data-parallel replica per step")
     p.add_argument("--min-seq", type=int, default=16)
     p.add_argument("--max-seq", type=int, default=96)
@@ -576,6 +581,8 @@ def train(args: argparse.Namespace) -> int:
     server = debug_server.start(run_dir, rank)  # kept alive for the run
     write_rank_file(run_dir, host, rank, local_rank, world)
 
+    if args.tp is None:  # the default trainctl.ops.launch.request.trainer_tp assumes (a one-GPU box: 1)
+        args.tp = 2 if world % 2 == 0 else 1
     if world % args.tp:
         raise SystemExit(f"--tp {args.tp} does not divide world size {world}; pick a divisor")
     topo = Topology(world, args.tp)
