@@ -7,7 +7,7 @@ its own rank and host, so an SRE (or a playbook) saw five culprits for one fault
 other analyzer (and after consolidate), one pure pass:
 
 1. turns what the runtime recorded (run_events: torchelastic error files, first non-finite loss)
-   into findings, with torchelastic's own root-cause rule: the smallest error-file timestamp is the
+   into findings (a first failure whose exception is an out-of-memory is an OOM, not a crash), with torchelastic's own root-cause rule: the smallest error-file timestamp is the
    first failure (torch/distributed/elastic/multiprocessing/errors/__init__.py,
    ChildFailedError.get_first_failure);
 2. picks the incident's root: a critical hardware finding (faulty_host: Xid, ECC, lost GPU...)
@@ -18,12 +18,14 @@ other analyzer (and after consolidate), one pure pass:
    hardware root) hung collectives; a straggler on the root's ranks is folded too, and any other
    straggler is capped at warning (a crash or a hang outranks a straggler).
 
-Independent problems are never folded: a non-finite loss, an OOM, a collective mismatch, a
-faulty host that is only a warning, and findings about other hosts' hardware stay as they are.
+Independent problems are never folded: a non-finite loss, an OOM (other than the root's own,
+printed again in the logs), a collective mismatch, a faulty host that is only a warning, and
+findings about other hosts' hardware stay as they are.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -37,7 +39,14 @@ __all__ = ["findings_from_run_events", "rank_root_cause", "analyze_root_cause", 
 
 # Kinds a failing rank drags its peers into (folded under a root).
 CONSEQUENCE_KINDS = frozenset({FindingKind.CRASH, FindingKind.NETWORK_ERROR, FindingKind.RENDEZVOUS_ERROR})
+_FAILED = frozenset({FindingKind.CRASH, FindingKind.OOM})
 _MAX_FOLLOWED = 50  # evidence keeps this many folded findings (the count is always complete)
+# An exception that says the rank ran out of memory: torch.OutOfMemoryError's class name and the
+# caching allocator's message (c10/cuda/CUDACachingAllocator.cpp: "CUDA out of memory. Tried to
+# allocate ..."), the CPU allocator's (c10/core/impl/alloc_cpu.cpp: "DefaultCPUAllocator: can't
+# allocate memory"). Seen on an H100 (tests/fixtures/gpu_h100/oom_run): the error file's message
+# is "OutOfMemoryError: CUDA out of memory. Tried to allocate 158.36 GiB. GPU 0 has ...".
+_OOM = re.compile(r"\bOutOfMemoryError\b|CUDA out of memory|DefaultCPUAllocator: (?:can't|not enough memory)")
 
 
 def _host(rank: int, row_host: Any, rank_to_host: Mapping[int, str]) -> str | None:
@@ -83,15 +92,16 @@ def findings_from_run_events(
             }
             for r in exc[1:]
         ]
-        category = Category.CUDA_ERROR if "CUDA error" in message else Category.EXCEPTION
+        oom = _OOM.search(message) is not None
+        category = None if oom else Category.CUDA_ERROR if "CUDA error" in message else Category.EXCEPTION
         first_line = message.splitlines()[0][:200]
         tail = f"; {len(later)} other rank(s) failed after it" if later else ""
         out.append(
             Finding(
-                kind=FindingKind.CRASH,
+                kind=FindingKind.OOM if oom else FindingKind.CRASH,
                 severity=Severity.CRITICAL,
                 category=category,
-                summary=f"{_where(rank, host)} failed first: {first_line}{tail}",
+                summary=f"{_where(rank, host)} {'ran out of memory' if oom else 'failed'} first: {first_line}{tail}",
                 ranks=(rank,),
                 hosts=(host,) if host else (),
                 confidence=0.95 if t0 is not None else 0.8,
@@ -177,7 +187,8 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
     """Fold the consequences of the incident's root into it (module docstring); pure, order kept."""
     findings = list(findings)
     hardware = [f for f in findings if _hardware_root(f)]
-    crashes = [f for f in findings if f.kind is FindingKind.CRASH and f.evidence.get("error_file")]
+    # the first failing rank of the error files: a crash, or an OOM when its exception says so
+    crashes = [f for f in findings if f.kind in _FAILED and f.evidence.get("error_file")]
     hangs = [f for f in findings if f.kind is FindingKind.HUNG_COLLECTIVE and f.severity is Severity.CRITICAL]
     # A hang that names its rank first (an analyzer's before the launcher's record), then one that
     # names none: a watchdog's timeout line says who noticed, the launcher's record of a one-rank
@@ -217,6 +228,13 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
             or (root.kind is FindingKind.HUNG_COLLECTIVE and f.kind is FindingKind.HUNG_COLLECTIVE and not f.ranks)
             or (fold_hangs and f.kind is FindingKind.HUNG_COLLECTIVE)
             or (f.kind is FindingKind.NUMERICAL and root.kind is FindingKind.NUMERICAL)
+            # the root's own OOM again, as its log lines print it (the rank's log, the agent's copy)
+            or (
+                f.kind is FindingKind.OOM
+                and root.kind is FindingKind.OOM
+                and set(f.hosts) <= root_hosts
+                and set(f.ranks) <= root_ranks
+            )
         )
         if root.kind is FindingKind.NUMERICAL and f.kind is not FindingKind.NUMERICAL:
             consequence = False  # a NaN explains no crash or hang: those stay findings of their own
