@@ -20,7 +20,12 @@ Splits (frozen; tests/fixtures/logs/README.md):
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
 
-Per row: parse + analyze (trainctl.collectors.logs, trainctl.analyzers.logs), then
+Per row: the excerpt is written to a file and diagnosed as `trainctl diagnose FILE` does
+(trainctl.ops.diagnose.diagnose_path: every analyzer, root cause, consolidation), findings in the
+order diagnose prints them (trainctl.findings.sort_findings); `--order analyzer` scores the log
+analyzer's own order instead (parse + analyze_log_events), as this bench did before 2026-11-26
+23:30 UTC, when the two were found to differ (a crash banner printed above the NCCL error the
+analyzer had put first). Then
 - found: at least one finding (else "silent");
 - kind: the first finding's kind is the label's (LABEL_KINDS below; categories whose label allows
   several kinds list them);
@@ -37,11 +42,14 @@ import hashlib
 import json
 import re
 import sys
+import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import Finding, sort_findings
 from trainctl.findings import FindingKind as K
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,13 +102,29 @@ def _mentioned(value: object, text: str) -> bool:
     return bool(re.search(rf"(?:(?<![\w.])|(?<=rank)|(?<=Rank)|(?<=RANK)){v}(?!\w)", text))
 
 
-def score(rows: list[dict]) -> dict:
+def analyzer_order(row: dict) -> list[Finding]:
+    """The log analyzer's findings in its own order (first failure of each incident first)."""
+    return analyze_log_events(parse_log_text(row["log"], source=f"{row['id']}.log"))
+
+
+def diagnose_order(row: dict) -> list[Finding]:
+    """What `trainctl diagnose FILE --json` prints for the excerpt saved as a file."""
+    from trainctl.ops.diagnose.diagnosis import diagnose_path
+
+    name = re.sub(r"[^\w.-]", "_", row["id"])
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"{name}.log"
+        path.write_text(row["log"])
+        return sort_findings(diagnose_path(path).findings)
+
+
+def score(rows: list[dict], findings_of: Callable[[dict], list[Finding]] = diagnose_order) -> dict:
     n = len(rows)
     found = kind_ok = culprit_n = culprit_ok = unevidenced = 0
     misses: list[str] = []
     by_cat: Counter[str] = Counter()
     for row in rows:
-        findings = analyze_log_events(parse_log_text(row["log"], source=f"{row['id']}.log"))
+        findings = findings_of(row)
         want = LABEL_KINDS.get(row["category"], set(K))
         if findings:
             found += 1
@@ -156,14 +180,21 @@ def main() -> int:
         action="store_true",
         help="score the dev split alone (for whoever works on signatures: no held-out number to tune on)",
     )
+    ap.add_argument(
+        "--order",
+        choices=("diagnose", "analyzer"),
+        default="diagnose",
+        help="score what diagnose prints (default) or the log analyzer's own order",
+    )
     args = ap.parse_args()
+    of = diagnose_order if args.order == "diagnose" else analyzer_order
     ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
     ext7, ext8, ext9 = load(EXT7), load(EXT8), load(EXT9)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
     dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
     dev += [r for r in ext7 + ext8 + ext9 if split_of(r["id"]) == "dev"]
     if args.dev_only:
-        dev_score = score(dev)
+        dev_score = score(dev, of)
         for c, v in dev_score.items():
             if c != "misses":
                 print(f"{c:>24} {v!s:>11}")
@@ -174,15 +205,15 @@ def main() -> int:
         [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9)
     )
     out = {
-        "dev": score(dev),
-        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6 + held7),
-        "heldout1": score(held1),
-        "heldout2": score(held2),
-        "heldout3": score(held3),
-        "heldout4": score(held4),
-        "heldout5": score(held5),
-        "heldout6": score(held6),
-        "heldout7": score(held7),
+        "dev": score(dev, of),
+        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6 + held7, of),
+        "heldout1": score(held1, of),
+        "heldout2": score(held2, of),
+        "heldout3": score(held3, of),
+        "heldout4": score(held4, of),
+        "heldout5": score(held5, of),
+        "heldout6": score(held6, of),
+        "heldout7": score(held7, of),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip

@@ -176,12 +176,29 @@ KIND_ORDER: Mapping[FindingKind, int] = {
 }
 
 
+def _follows(f: Finding) -> bool:
+    # The log analyzer orders each incident's findings by time and marks the first failure
+    # (evidence first_failure); the others are what it led to (a torchelastic banner quoting the
+    # exception, the agent's SIGTERM to the survivors). Those must not be printed above it: KIND_ORDER
+    # alone put "exited with exit code 1" over the NCCL error that caused it.
+    return f.evidence.get("first_failure") is False
+
+
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Most severe first; at equal severity root causes before stragglers (KIND_ORDER), then most
-    confident, then by kind for a stable order."""
+    """Most severe first; at equal severity an incident's first failure before what followed it
+    (the log analyzer's order), root causes before stragglers (KIND_ORDER), then most confident,
+    then by kind for a stable order."""
     return sorted(
         findings,
-        key=lambda f: (-f.severity.rank, KIND_ORDER.get(f.kind, 5), -f.confidence, f.kind.value, f.ranks, f.hosts),
+        key=lambda f: (
+            -f.severity.rank,
+            _follows(f),
+            KIND_ORDER.get(f.kind, 5),
+            -f.confidence,
+            f.kind.value,
+            f.ranks,
+            f.hosts,
+        ),
     )
 
 
