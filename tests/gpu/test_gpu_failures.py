@@ -54,6 +54,8 @@ def test_drill_on_one_gpu_over_nccl(cli, tmp_path: Path, drill, launch_rc, expec
     kind, category, rank, host = expected
     top = _one_critical(_diagnose(cli, run), kind, rank, host)
     assert top["category"] == category, top
+    if kind == "crash":  # the drill's own exception, not another failure of the same rank
+        assert "injected crash drill" in top["summary"], top
 
 
 @pytest.mark.timeout(300)
