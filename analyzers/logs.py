@@ -115,6 +115,10 @@ class _Group:
     context: list[_Ev] = field(default_factory=list)  # generic lines attached as evidence
     demoted_peers: list[str] = field(default_factory=list)
 
+    @property
+    def severity_is_critical(self) -> bool:
+        return any(e.severity is Severity.CRITICAL for e in self.events)
+
 
 def _rows(table: pa.Table) -> list[_Ev]:
     cols = set(table.column_names)
@@ -397,6 +401,31 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
     return f"{k.value}{on}: {first.message[:160]}"
 
 
+_EXIT_REPORT = frozenset({Category.EXIT_CODE, Category.SIGNAL})
+
+
+def _fold_exit_reports(groups: list[_Group]) -> list[_Group]:
+    """A process's exit seen from outside (torchrun's banner, the agent's "failed (exitcode: -6)",
+    "Fatal Python error: Aborted") names the same rank and host as the error that rank printed
+    itself (a CUDA error, an OOM, an NCCL error): one failure, so the exit lines become evidence of
+    the error's finding. Seen on an H100: a device-side assert, then the NCCL watchdog's abort
+    (SIGABRT), gave two critical crash findings for rank 0. Only an exact (rank, host) match folds;
+    an exit whose rank printed nothing classified stays a finding of its own."""
+    causes = {
+        (g.culprit_rank, g.culprit_host): g
+        for g in reversed(groups)
+        if g.category not in _EXIT_REPORT and g.severity_is_critical and (g.culprit_rank is not None or g.culprit_host)
+    }
+    out = []
+    for g in groups:
+        home = causes.get((g.culprit_rank, g.culprit_host))
+        if g.kind is FindingKind.CRASH and g.category in _EXIT_REPORT and home is not None:
+            home.context.extend(g.events + g.context)
+            continue
+        out.append(g)
+    return out
+
+
 def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mapping[int, str], max_lines: int) -> Finding:
     evs = g.events
     allv = evs + g.context
@@ -518,7 +547,7 @@ def analyze_log_events(
     pos = {id(e): i for i, e in enumerate(evs)}  # time/position order after _assign_incidents
     findings: list[Finding] = []
     for incident in sorted({e.incident for e in evs}):
-        groups = _groups_for_incident([e for e in evs if e.incident == incident])
+        groups = _fold_exit_reports(_groups_for_incident([e for e in evs if e.incident == incident]))
 
         def settled_root(g: _Group) -> bool:
             return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)
