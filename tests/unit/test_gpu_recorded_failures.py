@@ -142,4 +142,6 @@ def _fleet(rows: list[dict], capped: tuple[str, int, float] | None = None) -> pa
 
 
 def _plain(t: pa.DataType) -> pa.DataType:
-    return t.value_type if pa.types.is_dictionary(t) else pa.timestamp("ns", tz="UTC") if pa.types.is_timestamp(t) else t
+    return (
+        t.value_type if pa.types.is_dictionary(t) else pa.timestamp("ns", tz="UTC") if pa.types.is_timestamp(t) else t
+    )
