@@ -46,7 +46,7 @@ _MAX_FOLLOWED = 50  # evidence keeps this many folded findings (the count is alw
 # allocate ..."), the CPU allocator's (c10/core/impl/alloc_cpu.cpp: "DefaultCPUAllocator: can't
 # allocate memory"). Seen on an H100 (tests/fixtures/gpu_h100/oom_run): the error file's message
 # is "OutOfMemoryError: CUDA out of memory. Tried to allocate 158.36 GiB. GPU 0 has ...".
-_OOM = re.compile(r"\bOutOfMemoryError\b|CUDA out of memory|DefaultCPUAllocator: (?:can't|not enough memory)")
+_OOM = re.compile(r"\bOutOfMemoryError\b|(?:CUDA|HIP) out of memory|DefaultCPUAllocator: (?:can't|not enough memory)")
 
 
 def _host(rank: int, row_host: Any, rank_to_host: Mapping[int, str]) -> str | None:

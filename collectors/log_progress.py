@@ -44,6 +44,10 @@ _WAIT_FRAME = re.compile(
     r"|\.item\(\)|recv|send|join|main_loop|_run_ddp_forward|get_future",
     re.I,
 )
+# The exception line of a traceback the user's Ctrl-C raised: CPython raises KeyboardInterrupt in
+# the main thread on SIGINT (Modules/signalmodule.c), so the traceback is where the user found the
+# live process, not a failure of the run (collectors/logs.py does not quote it as an error line).
+INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\s*$")
 # A GPU process table row: nvidia-smi's "Processes:" section (| GPU GI CI PID Type Name Usage |)
 # or a condensed "GPU PID name memory" listing (nvidia-smi is closed source: the formats are the dev
 # rows' x3a-022 and e7b-021).
@@ -187,9 +191,11 @@ def _stack_dump(lines: list[tuple[int, str]]) -> Reading | None:
     waiting = [f for _, f in frames if _WAIT_FRAME.search(f)] or [
         t.strip() for _, t in lines if _WAIT_FRAME.search(t) and not _PY_FRAME.match(t)
     ]
+    interrupted = any(INTERRUPTED.match(t) for _, t in lines)
     return Reading(
         "stack_dump_no_exception",
-        f"stack dump of a live process with no exception ({len(frames)} frames)"
+        ("the user interrupted (Ctrl-C) a process" if interrupted else "stack dump of a live process")
+        + f" with no exception ({len(frames)} frames)"
         + (f", waiting in {waiting[0][:100]}" if waiting else "")
         + ": the process was stuck, not crashed; the frames do not say which rank the others wait for",
         frames[0][0],

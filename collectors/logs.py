@@ -41,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.collectors.log_identity import complete_culprits, read_identity
-from trainctl.collectors.log_progress import read_progress
+from trainctl.collectors.log_progress import INTERRUPTED, read_progress
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
@@ -897,6 +897,21 @@ SIGNATURES: tuple[Signature, ...] = (
         "torch 2.4+ TCPStore connect timeout (DistNetworkError).",
     ),
     _sig(
+        "tcpstore_connect_retrying",
+        # torch/csrc/distributed/c10d/TCPStore.cpp (2.4+), TCPClient::connect: before its deadline each
+        # failed attempt is C10D_WARNING("TCP client failed to connect/validate to host {}:{} - retrying
+        # (try={}, timeout={}ms, delay={}ms): {}", ...); the store is not reachable yet (a rank started
+        # before the master, a wrong MASTER_ADDR, a firewall). Past the deadline the timed-out form above.
+        r"TCP client failed to connect/validate to host (?P<peer>[^\s:]+):(?P<peer_port>\d+) - retrying "
+        r"\(try=(?P<try>\d+), timeout=(?P<timeout_ms>\d+)ms",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.PEER,
+        ["TCP client failed to connect"],
+        "torch 2.4+ TCPStore client still retrying to reach the store.",
+    ),
+    _sig(
         "ssh_launch_refused",
         # OpenSSH sshconnect2.c: "Permission denied (%s)." when no authentication method worked; pdsh
         # (its ssh module) then: "pdsh@<host>: <target>: ssh exited with exit code 255". The launcher (pdsh,
@@ -1174,14 +1189,17 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- CUDA errors, OOM ---------------------------------------------------------------------
     _sig(
         "cuda_oom",
-        rf"CUDA out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
+        # ROCm builds print the same message hipified: "HIP out of memory. Tried to allocate ... GPU 0
+        # has a total capacity of ..." (torch's hipify turns c10/cuda's CUDACachingAllocator.cpp into
+        # c10/hip's, CUDA -> HIP in its strings; the advice names PYTORCH_HIP_ALLOC_CONF).
+        rf"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
         rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{_SIZE}))?",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["CUDA out of memory"],
-        "CUDA caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
+        ["CUDA out of memory", "HIP out of memory"],
+        "CUDA (or ROCm's HIP) caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
         "2.2+ 'Including non-PyTorch memory', 2.4+ 'private pools'). The process that printed it is the culprit.",
         post=_oom_post,
     ),
@@ -3061,6 +3079,26 @@ _ERRORISH = re.compile(
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
+# Error-looking lines their own printer treats as harmless: NCCL <= 2.4 printed
+# WARN("Failed to open libibverbs.so[.1]") when the host has no IB verbs library and went on over its
+# socket transport (src/misc/ibvwrap.cu); later releases print the same text as INFO(NCCL_INIT, ...)
+# (src/misc/ibvwrap.cc). Quoting it as the failure hides what the log does show (a stalled init).
+_HARMLESS = re.compile(r"NCCL WARN Failed to open libibverbs\.so")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+
+
+def _interrupted_tracebacks(records: list[_Record]) -> set[int]:
+    """Line numbers of the tracebacks (header to exception line) that end in KeyboardInterrupt: the
+    user's Ctrl-C, not a failure (log_progress.INTERRUPTED); their frames are read as a stack dump."""
+    out: set[int] = set()
+    start: int | None = None
+    for rec in records:
+        if _TRACEBACK.search(rec.text):
+            start = rec.line_no
+        elif start is not None and INTERRUPTED.match(rec.text):
+            out.update(range(start, rec.line_no + 1))
+            start = None
+    return out
 
 
 def _unclassified(records: list[_Record], default_rank: int | None, default_host: str | None) -> list[Event]:
@@ -3069,8 +3107,9 @@ def _unclassified(records: list[_Record], default_rank: int | None, default_host
     something failed, not who; the rank/host that printed it is kept as the reporter."""
     out: list[Event] = []
     more = 0
+    interrupted = _interrupted_tracebacks(records)
     for rec in records:
-        if not _ERRORISH.search(rec.text[:4000]):
+        if not _ERRORISH.search(rec.text[:4000]) or _HARMLESS.search(rec.text[:4000]) or rec.line_no in interrupted:
             continue
         if len(out) >= MAX_UNCLASSIFIED_LINES:
             more += 1
