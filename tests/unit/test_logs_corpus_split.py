@@ -125,3 +125,12 @@ def test_seventh_heldout_batch_matches_its_frozen_hash() -> None:
     older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != "corpus_ext9.jsonl"
              for r in _rows(f.name) if "source_url" in r}  # fmt: skip
     assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
+
+
+def test_eighth_heldout_batch_matches_its_frozen_hash() -> None:
+    rows = _rows("corpus_ext10.jsonl")
+    held = _heldout_matches_hash(rows, "heldout10.sha256")
+    assert len(held) == 11 and len(rows) == 20 and len({r["id"] for r in rows}) == 20
+    older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != "corpus_ext10.jsonl"
+             for r in _rows(f.name) if "source_url" in r}  # fmt: skip
+    assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
