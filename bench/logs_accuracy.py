@@ -15,7 +15,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   corpus_ext7.jsonl (59 rows, gathered after dev6) is split the same way: held-out-5
   (heldout7.sha256) and dev; so is corpus_ext8.jsonl (54 rows): held-out-6 (heldout8.sha256) and dev,
   and corpus_ext9.jsonl (32 rows, gathered 2026-11-26 20:00-20:50 UTC while the analyzer's last
-  changes were being written by others): held-out-7 (heldout9.sha256) and dev.
+  changes were being written by others): held-out-7 (heldout9.sha256) and dev; so is
+  corpus_ext10.jsonl (20 rows, gathered 2026-11-26 23:10-23:17 UTC): held-out-8 (heldout10.sha256) and dev.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -65,6 +66,7 @@ DEV6 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev6.jsonl"  # after held-
 EXT7 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext7.jsonl"  # held-out-5 + dev (heldout7.sha256)
 EXT8 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext8.jsonl"  # held-out-6 + dev (heldout8.sha256)
 EXT9 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext9.jsonl"  # held-out-7 + dev (heldout9.sha256)
+EXT10 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext10.jsonl"  # held-out-8 + dev (heldout10.sha256)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -189,10 +191,10 @@ def main() -> int:
     args = ap.parse_args()
     of = diagnose_order if args.order == "diagnose" else analyzer_order
     ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
-    ext7, ext8, ext9 = load(EXT7), load(EXT8), load(EXT9)
+    ext7, ext8, ext9, ext10 = load(EXT7), load(EXT8), load(EXT9), load(EXT10)
     dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
     dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
-    dev += [r for r in ext7 + ext8 + ext9 if split_of(r["id"]) == "dev"]
+    dev += [r for r in ext7 + ext8 + ext9 + ext10 if split_of(r["id"]) == "dev"]
     if args.dev_only:
         dev_score = score(dev, of)
         for c, v in dev_score.items():
@@ -201,12 +203,12 @@ def main() -> int:
         for m in dev_score["misses"]:
             print(f"  dev miss: {m}", file=sys.stderr)
         return 0
-    held1, held2, held3, held4, held5, held6, held7 = (
-        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9)
+    held1, held2, held3, held4, held5, held6, held7, held8 = (
+        [r for r in e if split_of(r["id"]) == "heldout"] for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9, ext10)
     )
     out = {
         "dev": score(dev, of),
-        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6 + held7, of),
+        "heldout": score(held1 + held2 + held3 + held4 + held5 + held6 + held7 + held8, of),
         "heldout1": score(held1, of),
         "heldout2": score(held2, of),
         "heldout3": score(held3, of),
@@ -214,11 +216,12 @@ def main() -> int:
         "heldout5": score(held5, of),
         "heldout6": score(held6, of),
         "heldout7": score(held7, of),
+        "heldout8": score(held8, of),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, 8)))
-    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, 8)))
+    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, 9)))
+    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, 9)))
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
