@@ -2181,9 +2181,10 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "nvrm_gsp_banner",
         # src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c: NV_PRINTF(LEVEL_ERROR, "**** GSP Timeout ****") before an
-        # Xid 119 (595.x; 535.x "GSP Failure"), NV_PRINTF prefixing the function ("NVRM: _kgspLogXid119: ").
+        # Xid 119 (595.x; 535.x "GSP Failure"), NV_PRINTF's prefix (diagnostics/nvlog_printf.c RmMsgPrefix: "NVRM: "
+        # then, as configured, "GPU%u", file, line, function: "NVRM: GPU1 _kgspLogRpcDebugInfo: ").
         # The GPU System Processor of this host's GPU stopped answering the driver.
-        r"NVRM: \w+: \*{10,} GSP (?P<gsp_event>Timeout|Failure|Error) \*{10,}",
+        r"NVRM: [\w. ]{1,80}?: \*{10,} GSP (?P<gsp_event>Timeout|Failure|Error) \*{10,}",
         K.FAULTY_HOST,
         C.XID,
         S.CRITICAL,
@@ -2240,13 +2241,15 @@ SIGNATURES: tuple[Signature, ...] = (
         # installed library's: an upgrade without a reboot), NVML_ERROR_GPU_IS_LOST (off the bus),
         # NVML_ERROR_RESET_REQUIRED ("GPU requires restart"); nvidia-smi's "No devices were found" (the driver
         # answers and sees no GPU). Each is this host's GPU or driver.
-        r"Failed to initialize NVML: Driver/library version mismatch"
+        # The kernel module's side of the mismatch (src/nvidia/arch/nvalloc/unix/src/osapi.c): "NVRM: API mismatch: the
+        # client has the version %s, but" (535.x), "NVRM: API mismatch: the client '%s' (pid %u)" (595.x).
+        r"Failed to initialize NVML: Driver/library version mismatch|NVRM: API mismatch: the client"
         r"|NVMLError_(?P<nvml_class>LibRmVersionMismatch|GpuIsLost|ResetRequired)\b|^No devices were found\s*$",
         K.FAULTY_HOST,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["Driver/library version mismatch", "NVMLError_", "No devices were found"],
+        ["Driver/library version mismatch", "API mismatch", "NVMLError_", "No devices were found"],
         "NVML: the host's driver and library differ, a GPU is lost or needs a reset, or no GPU is visible.",
         post=lambda ev: _nvml_error_post(ev),
     ),
