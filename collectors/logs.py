@@ -269,6 +269,11 @@ def _aer_post(ev: Event) -> None:
         ev.severity = S.INFO
 
 
+def _pcie_recovery_post(ev: Event) -> None:
+    if ev.fields.get("pcie_recovery"):
+        ev.severity = S.CRITICAL
+
+
 def _mce_post(ev: Event) -> None:
     if ev.fields.get("mce_exception"):
         ev.severity = S.CRITICAL
@@ -2285,6 +2290,23 @@ SIGNATURES: tuple[Signature, ...] = (
         ["PCIe Bus Error", "AER:"],
         "Kernel AER: a PCIe error on this host's bus; Fatal is critical, Corrected is information.",
         post=lambda ev: _aer_post(ev),
+    ),
+    _sig(
+        "pcie_containment",
+        # drivers/pci/pcie/dpc.c dpc_process_error (dev_fmt "DPC: "): "containment event, status:%#06x source:%#06x"
+        # (<= 6.x; 4.x "DPC containment event"), 6.x "containment event, status:%#06x: unmasked uncorrectable error
+        # detected": the port took its link down, cutting off the device below it (a GPU, a NIC). err.c
+        # pcie_do_recovery (dev_fmt "AER: "): "device recovery failed", "subordinate device reset failed": the
+        # device stays lost. ("device recovery successful" is the good end: not taken.)
+        r"DPC:? containment event, status:0x[0-9a-fA-F]+"
+        r"|AER: (?P<pcie_recovery>device recovery failed|subordinate device reset failed)",
+        K.FAULTY_HOST,
+        C.PCIE_DOWNGRADE,
+        S.WARNING,
+        Blame.SELF,
+        ["containment event", "device recovery failed", "subordinate device reset failed"],
+        "Kernel PCIe: a port contained an error by taking its link down (warning); recovery failed (critical).",
+        post=lambda ev: _pcie_recovery_post(ev),
     ),
     _sig(
         "machine_check",

@@ -22,6 +22,8 @@ NOT_FAILURES = [
     # Linux aer.c: the detail lines under a PCIe Bus Error
     "pcieport 0000:00:03.1:   device [1022:1483] error status/mask=00000001/00006000",
     "pcieport 0000:00:03.1:    [ 0] RxErr                  (First)",
+    # Linux err.c: the good end of a PCIe error recovery
+    "pcieport 0000:00:1c.0: AER: device recovery successful",
     # py-spy src/dump.rs: the dump's header
     "Process 12345: /usr/bin/python -u train.py --nnodes 2",
     "Python v3.10.12 (/usr/bin/python3.10)",
