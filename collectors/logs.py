@@ -1485,12 +1485,16 @@ SIGNATURES: tuple[Signature, ...] = (
         r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*)"
         # torch/nn/utils/clip_grad.py (error_if_nonfinite=True): "The total norm of order {p} for gradients from
         # `parameters` is non-finite, so it cannot be clipped."
-        r"|for gradients from `?parameters`? is non-finite)",  # (markdown noise removal may drop the backticks)
+        r"|for gradients from `?parameters`? is non-finite"  # (markdown noise removal may drop the backticks)
+        # volcengine/verl verl/workers/actor/dp_actor.py (and its critic, FSDP/Megatron engines) _optimizer_step:
+        # print(f"WARN: rank {rank} grad_norm is not finite: {grad_norm}") and the update is skipped. The norm is the
+        # global one after clipping's all-reduce: every rank prints it, so the rank is not a culprit.
+        r"|grad_norm is not finite)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
         Blame.NONE,
-        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations", "non-finite"],
+        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations", "finite"],
         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
         flags=re.I,
     ),
