@@ -36,6 +36,14 @@ NOT_FAILURES = [
     "|  No running processes found                                                             |",
     # procps ps aux: a running (R) rank
     "user     12345 99.0  2.1 123456789 2345678 ?   Rl   16:33 123:45 /usr/bin/python -u train.py",
+    # Linux aer.c aer_probe: the service starting on a root port
+    "pcieport 0000:00:03.1: AER: enabled with IRQ 26",
+    # frameworks' warnings that are not failures: accelerate utils/other.py check_os_kernel (a kernel that
+    # "can cause the process to hang"), DeepSpeed runtime/zero/stage3.py allocator cache flushes
+    "Detected kernel version 4.15.0, which is below the recommended minimum of 5.5.0; this can cause the process to "
+    "hang. It is recommended to upgrade the kernel to the minimum version or higher.",
+    "[2024-03-08 16:33:21,416] [WARNING] [stage3.py:1850:step] 4 pytorch allocator cache flushes since last step. "
+    "this happens when there is high memory pressure and is detrimental to performance.",
     # frameworks' progress and normal ends
     "`Trainer.fit` stopped: `max_epochs=10` reached.",
     "Detected KeyboardInterrupt, attempting graceful shutdown ...",
