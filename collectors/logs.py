@@ -263,10 +263,15 @@ def _oom_post(ev: Event) -> None:
 
 def _aer_post(ev: Event) -> None:
     sev = ev.fields.get("aer_severity", "")
-    if sev == "Uncorrected (Fatal)":
+    if sev.endswith("(Fatal)"):
         ev.severity = S.CRITICAL
-    elif sev == "Corrected":
+    elif sev in ("Corrected", "Correctable"):
         ev.severity = S.INFO
+
+
+def _pcie_recovery_post(ev: Event) -> None:
+    if ev.fields.get("pcie_recovery"):
+        ev.severity = S.CRITICAL
 
 
 def _mce_post(ev: Event) -> None:
@@ -322,6 +327,19 @@ def _barrier_post(ev: Event) -> None:
     ev.fields["reporter_host"] = ev.host
     ev.host = None
     _named_self_post(ev)
+
+
+def _sxid_post(ev: Event) -> None:
+    sev = ev.fields.get("sxid_severity")
+    if sev == "Non-fatal":
+        ev.severity = S.WARNING
+    elif sev == "Correctable":
+        ev.severity = S.INFO
+
+
+def _nvml_error_post(ev: Event) -> None:
+    if ev.fields.get("nvml_class") in ("GpuIsLost", "ResetRequired") or ev.message.startswith("No devices"):
+        ev.category = C.GPU_LOST
 
 
 def _launcher_exit_post(ev: Event) -> None:
@@ -1215,13 +1233,27 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "cpu_oom",
-        r"DefaultCPUAllocator: (?:can't|not enough memory)|Out of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:",
+        # mm/oom_kill.c __oom_kill_process: "%s: Killed process %d (%s) ..." with "Out of memory" or, for a
+        # cgroup's limit (Slurm, Kubernetes), "Memory cgroup out of memory".
+        r"DefaultCPUAllocator: (?:can't|not enough memory)|[Oo]ut of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
         ["DefaultCPUAllocator", "Killed process", "oom-kill"],
         "Host memory exhausted (allocator or the kernel OOM killer on this host).",
+    ),
+    _sig(
+        "accelerate_batch_size_exhausted",
+        # huggingface/accelerate src/accelerate/utils/memory.py find_executable_batch_size: halves the batch size on
+        # every out-of-memory error and raises "No executable batch size found, reached zero." at the end.
+        r"No executable batch size found, reached zero",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["No executable batch size found"],
+        "accelerate halved the batch size after each OOM down to zero: the model does not fit at any batch size.",
     ),
     _sig(
         "ray_memory_monitor_kill",
@@ -1450,14 +1482,36 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "nan_detected",
         r"(?:Loss is (?:nan|inf)|returned nan values in its \d+th output|Detected (?:NaN|inf)|FloatingPointError|"
-        r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*))",
+        r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*)"
+        # torch/nn/utils/clip_grad.py (error_if_nonfinite=True): "The total norm of order {p} for gradients from
+        # `parameters` is non-finite, so it cannot be clipped."
+        r"|for gradients from `?parameters`? is non-finite"  # (markdown noise removal may drop the backticks)
+        # volcengine/verl verl/workers/actor/dp_actor.py (and its critic, FSDP/Megatron engines) _optimizer_step:
+        # print(f"WARN: rank {rank} grad_norm is not finite: {grad_norm}") and the update is skipped. The norm is the
+        # global one after clipping's all-reduce: every rank prints it, so the rank is not a culprit.
+        r"|grad_norm is not finite)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
         Blame.NONE,
-        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations"],
+        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations", "finite"],
         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
         flags=re.I,
+    ),
+    _sig(
+        "tensorboard_nan_scalar",
+        # lanpa/tensorboardX tensorboardX/x2num.py check_nan: logger.warning('NaN or Inf found in input tensor.') for
+        # every value written to TensorBoard (older releases through the root logger). Some logged value (a loss, a
+        # gradient norm, also an inf grad norm while fp16 loss scaling calibrates) was not finite: which, it does
+        # not say, so generic.
+        r"NaN or Inf found in input tensor",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["NaN or Inf found"],
+        "TensorBoard (tensorboardX) was handed a NaN/Inf value to log.",
+        generic=True,
     ),
     _sig(
         "fp16_overflow",
@@ -2045,12 +2099,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "nvrm_init_adapter_failed",
         # NVIDIA open-gpu-kernel-modules src/nvidia/arch/nvalloc/unix/src/osinit.c RmInitAdapter:
         # NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", ...), prefixed "NVRM: GPU <pci>: "
-        rf"NVRM: GPU {_PCI}: RmInitAdapter failed! \((?P<init_status>0x[0-9a-fA-F]+):(?P<rm_status>0x[0-9a-fA-F]+):\d+\)",
+        # and kernel-open/nvidia/nv.c nv_start_device: "rm_init_adapter failed, device minor number %d" after it.
+        rf"NVRM: GPU {_PCI}: (?:RmInitAdapter failed! \((?P<init_status>0x[0-9a-fA-F]+):(?P<rm_status>0x[0-9a-fA-F]+):\d+\)"
+        r"|rm_init_adapter failed, device minor number (?P<minor>\d+))",
         K.FAULTY_HOST,
         C.GPU_LOST,
         S.CRITICAL,
         Blame.SELF,
-        ["RmInitAdapter failed"],
+        ["RmInitAdapter failed", "rm_init_adapter failed"],
         "The driver could not initialize this GPU: the host cannot use it until it is reset or repaired.",
     ),
     # ---- nvidia-smi (the driver's CLI) ----------------------------------------------------------
@@ -2129,16 +2185,107 @@ SIGNATURES: tuple[Signature, ...] = (
         ["device handle for GPU"],
         "nvidia-smi cannot reach one GPU: it fell off the bus or is otherwise lost.",
     ),
+    # ---- the NVIDIA driver, NVML and DCGM beyond Xids (NVIDIA/open-gpu-kernel-modules 595.45.04 / 535.98,
+    # NVIDIA/go-nvml gen/nvml/nvml.h, NVIDIA/DCGM dcgmi/Diag.cpp v3.3.9 / v4.6.0) ----------------------------
+    _sig(
+        "nvrm_gsp_banner",
+        # src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c: NV_PRINTF(LEVEL_ERROR, "**** GSP Timeout ****") before an
+        # Xid 119 (595.x; 535.x "GSP Failure"), NV_PRINTF's prefix (diagnostics/nvlog_printf.c RmMsgPrefix: "NVRM: "
+        # then, as configured, "GPU%u", file, line, function: "NVRM: GPU1 _kgspLogRpcDebugInfo: ").
+        # The GPU System Processor of this host's GPU stopped answering the driver.
+        r"NVRM: [\w. ]{1,80}?: \*{10,} GSP (?P<gsp_event>Timeout|Failure|Error) \*{10,}",
+        K.FAULTY_HOST,
+        C.XID,
+        S.CRITICAL,
+        Blame.SELF,
+        ["GSP Timeout", "GSP Failure", "GSP Error"],
+        "The GPU's GSP firmware stopped answering the driver (the banner before Xid 119/120) on this host.",
+    ),
+    _sig(
+        "nvrm_crash_dump",
+        # src/nvidia/arch/nvalloc/unix/src/osapi.c: "NVRM: A GPU crash dump has been created. If possible, please
+        # run" after the driver saved a GPU's crash data; the Xid line before it says which fault.
+        r"NVRM: A GPU crash dump has been created",
+        K.FAULTY_HOST,
+        C.XID,
+        S.WARNING,
+        Blame.SELF,
+        ["GPU crash dump has been created"],
+        "The driver saved crash data of a GPU of this host (which fault: the Xid line before it).",
+        generic=True,
+    ),
+    _sig(
+        "nvswitch_sxid",
+        # src/common/nvswitch/kernel/inc/common_nvswitch.h NVSWITCH_PRINT_SXID: "nvidia-%s: SXid (PCI:%s): %05d, "
+        # then error_nvswitch.h's "Fatal, Link %02d ...", "Non-fatal, Link %02d ...", "Correctable, Link %02d ...".
+        # The NVSwitch sits on this host's baseboard.
+        rf"nvidia-nvswitch\d+: SXid \({_PCI}\): (?P<sxid>\d+), (?P<sxid_severity>Fatal|Non-fatal|Correctable)",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["SXid ("],
+        "An NVSwitch of this host reported an error (SXid): Fatal critical, Non-fatal warning, Correctable information.",
+        post=lambda ev: _sxid_post(ev),
+    ),
+    _sig(
+        "nvidia_peermem_error",
+        # kernel-open/nvidia-peermem/nvidia-peermem.c nv_mem_client_init, peer_err(): "nvidia-peermem %s:%d ERROR
+        # nv_mem_client_init -- error while registering traditional client" (or "nc client"): the IB stack
+        # refused the peer-memory client, so GPUDirect RDMA is off on this host and NCCL stages through host
+        # memory. (Its other ERROR lines, e.g. the free callback's "detected invalid context, skipping further
+        # processing" when a process exits with registered memory, say nothing failed: not taken.)
+        r"nvidia-peermem \w+:\d+ ERROR nv_mem_client_init -- error while registering (?:traditional|nc) client",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.NONE,
+        ["error while registering"],
+        "nvidia-peermem could not register with the IB stack: no GPUDirect RDMA on this host.",
+    ),
+    _sig(
+        "nvml_error",
+        # nvidia-smi "Failed to initialize NVML: Driver/library version mismatch" and nvidia-ml-py's NVMLError_<Name>
+        # classes (str: nvmlErrorString): NVML_ERROR_LIB_RM_VERSION_MISMATCH (the loaded kernel module is not the
+        # installed library's: an upgrade without a reboot), NVML_ERROR_GPU_IS_LOST (off the bus),
+        # NVML_ERROR_RESET_REQUIRED ("GPU requires restart"); nvidia-smi's "No devices were found" (the driver
+        # answers and sees no GPU). Each is this host's GPU or driver.
+        # The kernel module's side of the mismatch (src/nvidia/arch/nvalloc/unix/src/osapi.c): "NVRM: API mismatch: the
+        # client has the version %s, but" (535.x), "NVRM: API mismatch: the client '%s' (pid %u)" (595.x).
+        r"Failed to initialize NVML: Driver/library version mismatch|NVRM: API mismatch: the client"
+        r"|NVMLError_(?P<nvml_class>LibRmVersionMismatch|GpuIsLost|ResetRequired)\b|^No devices were found\s*$",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Driver/library version mismatch", "API mismatch", "NVMLError_", "No devices were found"],
+        "NVML: the host's driver and library differ, a GPU is lost or needs a reset, or no GPU is visible.",
+        post=lambda ev: _nvml_error_post(ev),
+    ),
+    _sig(
+        "dcgmi_diag_fail",
+        # dcgmi/Diag.cpp: the DIAG_DATA row "| <name 25> | <info 45> |"; v3 prints "Fail - GPU: 0" / "Fail - GPUs:
+        # 0, 3" / "Fail - All" beside the test, v4 one row per entity "GPU0: Fail" under it. A failed
+        # diagnostic is NVIDIA's own test failing this host's GPU.
+        r"^\|[^|\n]{0,40}\|\s*(?:Fail - (?:All|GPUs?: (?P<dcgm_gpus>\d+(?:, \d+)*))|GPU(?P<dcgm_gpu>\d+): Fail)\s*\|\s*$",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Fail - ", ": Fail"],
+        "dcgmi diag failed a test on a GPU of this host.",
+    ),
     # ---- kernel: PCIe AER and machine checks (Linux drivers/pci/pcie/aer.c, arch/x86/kernel/cpu/mce) ----
     _sig(
         "pcie_aer_error",
         # aer.c aer_print_error: "PCIe Bus Error: severity=%s, type=%s, (%s)" with severity one of
-        # "Uncorrected (Non-Fatal)", "Uncorrected (Fatal)", "Corrected" (aer_error_severity_string).
+        # "Uncorrected (Non-Fatal)", "Uncorrected (Fatal)", "Corrected" (aer_error_severity_string), spelled
+        # "Uncorrectable (Non-Fatal)", "Uncorrectable (Fatal)", "Correctable" since Linux 6.x (the spec's terms).
         # The root port's own line: "AER: Uncorrected (Fatal) error received: <id>" (<= 5.x) and
-        # "AER: Uncorrected (Fatal) error message received from <id>" (aer_isr_one_error, 6.x).
+        # "AER: Uncorrectable (Fatal) error message received from <id>" (aer_print_source, 6.x).
         r"(?:(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): )?PCIe Bus Error: severity=(?P<aer_severity>"
-        r"Uncorrected \(Fatal\)|Uncorrected \(Non-Fatal\)|Corrected)"
-        r"|AER: (?:Multiple )?(?P<aer_severity__2>Uncorrected \(Fatal\)|Uncorrected \(Non-Fatal\)|Corrected) error "
+        r"Uncorrect(?:ed|able) \((?:Non-)?Fatal\)|Correct(?:ed|able))"
+        r"|AER: (?:Multiple )?(?P<aer_severity__2>Uncorrect(?:ed|able) \((?:Non-)?Fatal\)|Correct(?:ed|able)) error "
         r"(?:message )?received",
         K.FAULTY_HOST,
         C.PCIE_DOWNGRADE,
@@ -2147,6 +2294,23 @@ SIGNATURES: tuple[Signature, ...] = (
         ["PCIe Bus Error", "AER:"],
         "Kernel AER: a PCIe error on this host's bus; Fatal is critical, Corrected is information.",
         post=lambda ev: _aer_post(ev),
+    ),
+    _sig(
+        "pcie_containment",
+        # drivers/pci/pcie/dpc.c dpc_process_error (dev_fmt "DPC: "): "containment event, status:%#06x source:%#06x"
+        # (<= 6.x; 4.x "DPC containment event"), 6.x "containment event, status:%#06x: unmasked uncorrectable error
+        # detected": the port took its link down, cutting off the device below it (a GPU, a NIC). err.c
+        # pcie_do_recovery (dev_fmt "AER: "): "device recovery failed", "subordinate device reset failed": the
+        # device stays lost. ("device recovery successful" is the good end: not taken.)
+        r"DPC:? containment event, status:0x[0-9a-fA-F]+"
+        r"|AER: (?P<pcie_recovery>device recovery failed|subordinate device reset failed)",
+        K.FAULTY_HOST,
+        C.PCIE_DOWNGRADE,
+        S.WARNING,
+        Blame.SELF,
+        ["containment event", "device recovery failed", "subordinate device reset failed"],
+        "Kernel PCIe: a port contained an error by taking its link down (warning); recovery failed (critical).",
+        post=lambda ev: _pcie_recovery_post(ev),
     ),
     _sig(
         "machine_check",
@@ -2195,6 +2359,21 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["soft lockup", "hard LOCKUP", "blocked for more than"],
         "The host's kernel reported a CPU lockup or a task stuck in the kernel (driver or storage).",
+    ),
+    _sig(
+        "kernel_segfault",
+        # arch/x86/mm/fault.c show_signal_msg: "%s[%d]: segfault at %lx ip %px sp %px error %lx" then " in %s[...]"
+        # (6.x adds " likely on CPU %d (core %d, socket %d)"); arch/x86/kernel/traps.c: "traps: %s[%d] general
+        # protection fault ip:%lx sp:%lx error:%lx in %s". The kernel saw that process die of SIGSEGV on this host.
+        r"(?P<proc>[^\s\[\]]{1,64})\[(?P<pid>\d+)\]: segfault at [0-9a-f]+ ip [0-9a-f]+ sp [0-9a-f]+ error \d+"
+        r"|traps: (?P<proc__2>[^\s\[\]]{1,64})\[(?P<pid__2>\d+)\] general protection(?: fault)? ip:[0-9a-f]+",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["segfault at", "general protection"],
+        "The kernel's record of a process killed by SIGSEGV (segfault, general protection fault) on this host.",
+        post=lambda ev: ev.fields.setdefault("signal", "SIGSEGV"),
     ),
     _sig(
         "mce_amd_decoded",
@@ -2455,7 +2634,10 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
 )
 _NOT_HOSTS = re.compile(
-    r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$",
+    r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$"
+    # the NVIDIA drivers' device prefixes ("nvidia-nvswitch3: SXid ...", common_nvswitch.h) and nvidia-ml-py's
+    # exception classes ("pynvml.NVMLError_GpuIsLost: GPU is lost") are printers, not hosts
+    r"|^nvidia-(?:nvswitch|peermem|modeset|uvm|drm)\d*$|\bNVMLError_",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")
@@ -2829,6 +3011,8 @@ def _finish(ev: Event) -> None:
 _ELASTIC_FIELD = re.compile(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<value>.*)$")
 _ELASTIC_ENTRY = re.compile(r"^\[(?P<idx>\d+)\]:$")
 _FRAME = re.compile(r"^(?P<func>[\w<>.]+) \((?P<file>[^():]+):(?P<line>\d+)\)$")
+# A frame of a dump inside a collective: the same test as the stand-alone frame signature.
+_COLLECTIVE_FRAME = next(s.pattern for s in SIGNATURES if s.name == "stack_frame_in_collective")
 _NVRM_GPU_HEADER = re.compile(rf"NVRM: (?:The NVIDIA GPU |GPU at |GPU ){_PCI}")
 
 
@@ -2972,6 +3156,8 @@ def parse_records(
                 frames = stack_ev.fields.setdefault("frames", [])
                 if len(frames) < 12:
                     frames.append(t)
+                if _COLLECTIVE_FRAME.search(t):  # py-spy's thread waits in a collective: as the frame alone says
+                    stack_ev.severity = S.WARNING
                 continue
             stack_ev = None
         # ---- ordinary lines --------------------------------------------------------------

@@ -1,0 +1,118 @@
+"""Printers the source inventory covers since issue 13 item 3's second pass (the NVIDIA driver, NVML/nvidia-smi,
+DCGM, the Linux kernel, py-spy, procps, frameworks' own lines): their informational lines stay silent or below
+warning, and their severities follow what the printer says (tests/fixtures/logs/source_lines.jsonl holds the
+failure lines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import Severity
+
+# Lines of the same printers that report no failure (each as its source prints it).
+NOT_FAILURES = [
+    # open-gpu-kernel-modules kernel_rc.c: the GPU's UUID, logged once before its first Xid
+    "NVRM: GPU at PCI:0000:06:00: GPU-9fe1319c-8dd3-44e4-2b74-de93f8b02c6a",
+    # kernel-open/nvidia/nv.c: the module's load banner
+    "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  595.45.04  Release Build  (dvs-builder@U22)  Mon Feb 16 2026",
+    # nvidia-peermem.c peer_trace
+    "nvidia-peermem nv_mem_client_init:588 TRACE nvidia-peermem loaded",
+    # Linux aer.c: the detail lines under a PCIe Bus Error
+    "pcieport 0000:00:03.1:   device [1022:1483] error status/mask=00000001/00006000",
+    "pcieport 0000:00:03.1:    [ 0] RxErr                  (First)",
+    # Linux err.c: the good end of a PCIe error recovery
+    "pcieport 0000:00:1c.0: AER: device recovery successful",
+    # py-spy src/dump.rs: the dump's header
+    "Process 12345: /usr/bin/python -u train.py --nnodes 2",
+    "Python v3.10.12 (/usr/bin/python3.10)",
+    # dcgmi/Diag.cpp: passed and skipped tests (v3 and v4 rows)
+    "| Memory                    | Pass - All                                     |",
+    "| Diagnostic                | Pass - GPUs: 0, 1                              |",
+    "|                           | GPU0: Pass                                     |",
+    "| Deployment                | Skip - All                                     |",
+    # nvidia-smi: an empty process table
+    "|  No running processes found                                                             |",
+    # procps ps aux: a running (R) rank
+    "user     12345 99.0  2.1 123456789 2345678 ?   Rl   16:33 123:45 /usr/bin/python -u train.py",
+    # Linux aer.c aer_probe: the service starting on a root port
+    "pcieport 0000:00:03.1: AER: enabled with IRQ 26",
+    # frameworks' warnings that are not failures: accelerate utils/other.py check_os_kernel (a kernel that
+    # "can cause the process to hang"), DeepSpeed runtime/zero/stage3.py allocator cache flushes
+    "Detected kernel version 4.15.0, which is below the recommended minimum of 5.5.0; this can cause the process to "
+    "hang. It is recommended to upgrade the kernel to the minimum version or higher.",
+    "[2024-03-08 16:33:21,416] [WARNING] [stage3.py:1850:step] 4 pytorch allocator cache flushes since last step. "
+    "this happens when there is high memory pressure and is detrimental to performance.",
+    # frameworks' progress and normal ends
+    "`Trainer.fit` stopped: `max_epochs=10` reached.",
+    "Detected KeyboardInterrupt, attempting graceful shutdown ...",
+    "[2024-03-08 16:33:21,416] [INFO] [logging.py:96:log_dist] [Rank 0] step=100, skipped=5, lr=[0.0001], mom=[(0.9, 0.95)]",
+    " iteration      300/  500000 | consumed samples:        38400 | elapsed time per iteration (ms): 1234.5 | "
+    "learning rate: 1.500000E-04 | global batch size:   128 | lm loss: 2.345678E+00 | loss scale: 65536.0 | "
+    "grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+    "{'loss': 1.2345, 'grad_norm': 0.8765, 'learning_rate': 4.5e-05, 'epoch': 0.3}",
+]
+
+# Lines whose printer says the error was corrected: a finding at information level, never an alarm.
+CORRECTED = [
+    "nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Correctable, Link 12 LTSSM Fault Up",
+    "pcieport 0000:00:03.1: AER: Correctable error message received from 0000:3b:00.0",
+    "pcieport 0000:00:03.1: AER: Corrected error received: 0000:3b:00.0",
+]
+
+
+def _findings(text: str):
+    return analyze_log_events(parse_log_text(text, source="node.log"))
+
+
+@pytest.mark.parametrize("line", NOT_FAILURES)
+def test_informational_line_gives_no_finding(line: str) -> None:
+    assert _findings(line) == []
+
+
+@pytest.mark.parametrize("line", CORRECTED)
+def test_corrected_error_is_information(line: str) -> None:
+    findings = _findings(line)
+    assert findings and all(f.severity == Severity.INFO for f in findings)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("severity=Uncorrected (Fatal)", "severity=Uncorrectable (Fatal)"),
+        ("severity=Uncorrected (Non-Fatal)", "severity=Uncorrectable (Non-Fatal)"),
+        ("severity=Corrected", "severity=Correctable"),
+    ],
+)
+def test_aer_severity_spelled_either_way(old: str, new: str) -> None:
+    """Linux 6.x renamed aer_error_severity_string (the spec's terms): both spellings give one finding."""
+    line = "nvidia 0000:3b:00.0: PCIe Bus Error: {}, type=Transaction Layer, (Receiver ID)"
+    a, b = _findings(line.format(old)), _findings(line.format(new))
+    assert [(f.kind, f.category, f.severity) for f in a] == [(f.kind, f.category, f.severity) for f in b]
+    assert len(a) == 1
+
+
+def test_sxid_severity_follows_the_switch() -> None:
+    base = "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 24007, {}, Link 44 sourcetrack TCEN0 crumbstore ECC DBE Error"
+    got = {sev: _findings(base.format(sev))[0].severity for sev in ("Fatal", "Non-fatal", "Correctable")}
+    assert got == {"Fatal": Severity.CRITICAL, "Non-fatal": Severity.WARNING, "Correctable": Severity.INFO}
+
+
+def test_device_prefix_is_not_a_host() -> None:
+    """'nvidia-nvswitch3: ' and 'pynvml.NVMLError_GpuIsLost: ' look like pdsh's 'host: ' and are printers."""
+    for line in (
+        "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 24007, Fatal, Link 44 sourcetrack TCEN0 crumbstore ECC DBE Error",
+        "pynvml.NVMLError_GpuIsLost: GPU is lost",
+    ):
+        (finding,) = _findings(line)
+        assert finding.hosts == () and finding.severity == Severity.CRITICAL
+
+
+def test_pyspy_thread_waiting_in_a_collective_is_a_warning() -> None:
+    """A dump's frames are kept on its thread line; one inside a collective says what the frame alone says."""
+    head = ['Thread 12345 (idle): "MainThread"']
+    waiting = head + ["    all_reduce (torch/distributed/distributed_c10d.py:2501)", "    train_step (train.py:88)"]
+    busy = head + ["    load_batch (data.py:42)", "    train_step (train.py:88)"]
+    assert _findings("\n".join(waiting))[0].severity == Severity.WARNING
+    assert all(f.severity == Severity.INFO for f in _findings("\n".join(busy)))
