@@ -79,7 +79,7 @@ def read_progress(lines: Iterable[tuple[int, str]]) -> Reading | None:
     numbered = [(n, t) for n, t in lines if t.strip()]
     if not numbered or any(_NORMAL_END.search(t) for _, t in numbered):
         return None
-    for read in (_nccl_init, _lockstep, _stack_dump, _gpu_processes):
+    for read in (_nccl_init, _lightning_init, _lockstep, _stack_dump, _gpu_processes):
         r = read(numbered)
         if r is not None:
             return r
@@ -121,6 +121,43 @@ def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
         nccl[-1][0],
         suspect_ranks=(missing,),
         evidence={**evidence, "arrived_ranks": sorted(ranks)},
+    )
+
+
+# Lightning prints, on every process, right before torch's init_process_group (lightning/fabric/
+# utilities/distributed.py _init_dist_connection, 2.x: "Initializing distributed: GLOBAL_RANK: {r},
+# MEMBER: {r + 1}/{world_size}"; pytorch_lightning 1.x ddp plugins: "initializing ddp: ..."), and
+# rank 0, once every process joined, "All distributed processes registered. Starting with {n}
+# processes" (1.x: "All DDP processes registered. ...").
+_PL_MEMBER = re.compile(r"[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK: (\d{1,6}), MEMBER: (\d{1,6})/(\d{1,6})")
+_PL_REGISTERED = re.compile(r"All (?:DDP|distributed) processes registered")
+
+
+def _lightning_init(lines: list[tuple[int, str]]) -> Reading | None:
+    """Fewer Lightning members announced their process-group init than its world size, and rank 0
+    never said all registered: the others wait in init_process_group for the missing ones."""
+    members: dict[int, set[int]] = {}
+    last = 0
+    for n, t in lines:
+        if _PL_REGISTERED.search(t):
+            return None
+        if m := _PL_MEMBER.search(t):
+            members.setdefault(int(m.group(3)), set()).add(int(m.group(1)))
+            last = n
+    short = [(w, seen) for w, seen in members.items() if len(seen) < w]
+    if len(short) != 1:
+        return None
+    world, seen = short[0]
+    missing = [r for r in range(world) if r not in seen]
+    shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+    return Reading(
+        "lightning_init_incomplete",
+        f"process-group init never completed: {len(seen)} of {world} Lightning members announced it"
+        f" (never: rank {shown}) and rank 0 never printed 'All distributed processes registered'",
+        last,
+        # a suspect only when one member is missing (the roster then proves who everyone waits for)
+        suspect_ranks=tuple(missing) if len(missing) == 1 else (),
+        evidence={"arrived_ranks": sorted(seen), "world_size": world, "missing_ranks": missing},
     )
 
 

@@ -114,3 +114,27 @@ def test_a_normal_end_or_an_error_line_leaves_no_reading_of_absence():
 def test_quiet_logs_with_nothing_to_read_stay_silent():
     assert findings("loading model\nEpoch 1 step 5 loss 2.0\nEpoch 1 step 6 loss 1.9") == []
     assert findings("") == []
+
+
+# Lightning's own lines (lightning/fabric/utilities/distributed.py; pytorch_lightning 1.x: "initializing ddp")
+def _pl_members(ranks, world: int, word: str = "initializing ddp") -> str:
+    return "GPU available: True, used: True\n" + "".join(
+        f"{word}: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in ranks
+    )
+
+
+def test_lightning_members_missing_from_init_are_a_hang_at_init_naming_nobody_when_several_are_missing():
+    f = only(_pl_members([1, 2, 0, 3], 8))
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and f.ranks == () and f.hosts == ()
+    assert f.confidence == PROGRESS_CONFIDENCE and "4 of 8" in f.summary and "4, 5, 6, 7" in f.summary
+
+
+def test_lightning_init_missing_one_member_names_it_from_the_roster():
+    f = only(_pl_members([0, 2, 3], 4, "Initializing distributed"))
+    assert f.ranks == (1,) and f.evidence["arrived_ranks"] == [0, 2, 3]
+
+
+def test_lightning_init_that_registered_every_process_is_nothing():
+    text = _pl_members([0, 1], 4) + "All distributed processes registered. Starting with 4 processes\n"
+    assert findings(text) == []
+    assert findings(_pl_members([0, 1, 2, 3], 4)) == []
