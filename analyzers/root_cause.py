@@ -183,6 +183,26 @@ def _from_launcher(f: Finding) -> bool:
     return f.evidence.get("basis") == launcher_hang.BASIS
 
 
+def _first_in_its_log(hang: Finding, findings: list[Finding]) -> Finding:
+    """A hang read from logs is not the root when the log analyzer found, in the same incident, an
+    earlier failure of a kind a hang follows from (a store the ranks could not reach, a network
+    error): that one came first (evidence first_failure), and a peer's collective timed out after."""
+    if hang.evidence.get("first_failure") is not False:
+        return hang
+    incident = hang.evidence.get("incident")
+    return next(
+        (
+            f
+            for f in findings
+            if f.kind in CONSEQUENCE_KINDS
+            and f.severity is Severity.CRITICAL
+            and f.evidence.get("first_failure") is True
+            and f.evidence.get("incident") == incident
+        ),
+        hang,
+    )
+
+
 def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
     """Fold the consequences of the incident's root into it (module docstring); pure, order kept."""
     findings = list(findings)
@@ -209,7 +229,7 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
     elif crashes:
         root, fold_hangs = crashes[0], True
     elif hangs:
-        root = hangs[0]
+        root = _first_in_its_log(hangs[0], findings)
     elif numerics:
         root = numerics[0]
 

@@ -894,8 +894,10 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- rendezvous / c10d store ------------------------------------------------------------
     _sig(
         "c10d_client_timeout",
-        r"The client socket has timed out after (?P<timeout>\d+)(?P<timeout_unit>ms|s) while trying to connect to "
-        r"\(?\[?(?P<peer>[^\s,()\[\]]+?)\]?(?:, |:)(?P<peer_port>\d+)\)?",
+        # The endpoint is optional: a terminal wrap often cuts the line inside "(host\n, port)", and the
+        # timeout alone says the store was unreachable (it then blames nobody).
+        r"The client socket has timed out after (?P<timeout>\d+)(?P<timeout_unit>ms|s) while trying to connect to"
+        r"(?: \(?\[?(?P<peer>[^\s,()\[\]]+?)\]?(?:, |:)(?P<peer_port>\d+)\)?)?",
         K.RENDEZVOUS_ERROR,
         None,
         S.CRITICAL,

@@ -134,3 +134,22 @@ def test_hardware_on_another_host_does_not_swallow_the_crash() -> None:
         (FindingKind.FAULTY_HOST, ("node02",)),
         (FindingKind.CRASH, ("node01",)),
     }
+
+
+def test_a_log_hang_that_followed_an_earlier_rendezvous_failure_is_not_the_root() -> None:
+    """The log analyzer's incident order: a store the ranks could not reach (first_failure) came
+    before a peer's collective timed out; the timeout stays a finding of its own, not the root."""
+    store = _f(FindingKind.RENDEZVOUS_ERROR, first_failure=True, incident=0)
+    hang = _f(FindingKind.HUNG_COLLECTIVE, ranks=(3,), first_failure=False, incident=0)
+    out = sort_findings(rank_root_cause([hang, store]))
+    assert [f.kind for f in out] == [FindingKind.RENDEZVOUS_ERROR, FindingKind.HUNG_COLLECTIVE]
+
+
+def test_a_hang_from_a_recorder_stays_the_root_over_a_log_line() -> None:
+    """A hang that is not a log analyzer's (the Flight Recorder's: no first_failure) folds the
+    network error its peers printed, as before."""
+    net = _f(FindingKind.NETWORK_ERROR, first_failure=True, incident=0)
+    hang = _f(FindingKind.HUNG_COLLECTIVE, ranks=(3,), hosts=("node02",))
+    out = rank_root_cause([net, hang])
+    assert [f.kind for f in out] == [FindingKind.HUNG_COLLECTIVE]
+    assert out[0].evidence["followed_by"][0]["kind"] == "network_error"
