@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,11 @@ TOKEN_SCALED_PHASES = frozenset({Phase.DATA.value, Phase.FORWARD.value, Phase.BA
 # Order in which phases are named in summaries.
 _PHASE_ORDER = [p.value for p in Phase]
 
+# `_packed_stats` queries a timeline of at least twice this many rows in chunks of ranks of about
+# this many rows, at most _MAX_CHUNKS (the 49M-row benchmark: 8 chunks, 4, 8 and 16 measured alike).
+_CHUNK_ROWS = 4_000_000
+_MAX_CHUNKS = 8
+
 # Windows when `window_steps` is not given: about this many per run, each 1..50 steps.
 _AUTO_WINDOWS = 10
 _MAX_AUTO_WINDOW_STEPS = 50
@@ -119,6 +125,8 @@ class _Extent:
     max_rank: int | None
     max_duration_ns: int | None
     varying_tokens: bool  # `tokens` holds more than one value: compare work per token
+    # (min, max) rank of each local Parquet file, in file order; None when not read from footers.
+    file_ranks: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,23 +213,33 @@ def _window_values(
             stride = window_steps // samples_per_window
         plan = WindowPlan(ext.min_step, ext.max_step, int(window_steps), stride)
         sample = f"AND (step - {plan.min_step}) % {stride} = 0" if stride > 1 else ""
-        packed = None if ext.varying_tokens else _packed_stats(con, ext, plan, sample, quantile)
+        packed = None if ext.varying_tokens else _packed_stats(con, timeline, ext, plan, sample, quantile)
         return (packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)), plan
     finally:
         con.close()
 
 
 def _packed_stats(
-    con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str, quantile: float
+    con: duckdb.DuckDBPyConnection,
+    timeline: TableLike | LazyTable,
+    ext: _Extent,
+    plan: WindowPlan,
+    sample: str,
+    quantile: float,
 ) -> _Windows | None:
-    """Quantiles by one sort of packed integers; None when the keys would not fit in 63 bits.
+    """Quantiles by sorting packed integers; None when the keys would not fit in 63 bits.
 
     DuckDB's holistic aggregates (quantile_cont over ~800k small groups) cost about as much as
     the scan itself on the 49M-row benchmark. Here DuckDB only scans, filters and packs each row
     into one int64, group (rank, phase, window) in the high bits and the duration in the low
-    bits; one numpy sort then orders every group's durations at once, and each quantile is read
+    bits; a numpy sort then orders every group's durations at once, and each quantile is read
     at its position. The same numbers as quantile_cont (tested against pandas), 1.8 s instead
     of 2.8 s on the benchmark (2 cores; bench/straggler_scale.py).
+
+    A big timeline is queried in chunks of ranks (rank is the keys' high part, so the chunks'
+    sorted keys follow each other): one thread runs the next chunk's query in DuckDB (which
+    releases the GIL) while this one sorts the last chunk and reads its quantiles, work that
+    otherwise waits for the whole scan on one core.
     """
     n_win = (plan.max_step - plan.min_step) // plan.window_steps + 1
     n_groups = (ext.max_rank + 1) * len(_PHASE_NAMES) * n_win
@@ -233,20 +251,60 @@ def _packed_stats(
     # row with one hash probe (the IN list became a mark join over all 49M rows, the CASE up to 7
     # string compares per row: 0.25-0.3 CPU s more on the benchmark).
     codes = ", ".join(f"('{p}', {i})" for i, p in enumerate(_PHASE_NAMES))
-    keys = con.execute(
+    queries = [
         f"""
         SELECT ((rank::BIGINT * {len(_PHASE_NAMES)} + p.code) * {n_win} + (step - {plan.min_step}) // {plan.window_steps})
                * {1 << value_bits} + duration_ns AS k
-        FROM timeline JOIN (VALUES {codes}) AS p(name, code) ON phase = p.name
-        WHERE duration_ns >= 0 {sample}
+        FROM {source} JOIN (VALUES {codes}) AS p(name, code) ON phase = p.name
+        WHERE duration_ns >= 0 {sample} {ranks}
         """
-    ).fetchnumpy()["k"]
+        for source, ranks in _rank_chunks(timeline, ext)
+    ]
+    # The worker uses `con` alone until the last chunk is fetched (a cursor would not see a
+    # registered pa.Table); the chunks run one after the other, each on all of DuckDB's threads.
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        pending = [worker.submit(lambda sql: con.execute(sql).fetchnumpy()["k"], sql) for sql in queries]
+        try:
+            parts = [_group_quantiles(f.result(), n_win, value_bits, quantile) for f in pending]
+        finally:
+            for f in pending:  # after an error, the chunks not yet started are not run
+                f.cancel()
+    return _Windows(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(_Windows)))
+
+
+def _rank_chunks(timeline: TableLike | LazyTable, ext: _Extent) -> list[tuple[str, str]]:
+    """(FROM source, rank filter) of each chunk of `_packed_stats`, in rank order.
+
+    Each chunk reads only the files whose footers' rank range meets its ranks (files that hold
+    several chunks' ranks are read by each, the filter keeps its rows): a rank filter over every
+    file would have DuckDB read all 1,024 footers of the benchmark once per chunk.
+    """
+    local = _local_parquet(timeline)
+    rows = sum(meta.num_rows for meta in local[1]) if local else 0
+    n_chunks = min(_MAX_CHUNKS, rows // _CHUNK_ROWS)
+    if local is None or ext.file_ranks is None or n_chunks < 2:
+        return [("timeline", "")]
+    files, footers = local
+    has_tokens = [_has_tokens(meta) for meta in footers]
+    span = ext.max_rank - ext.min_rank + 1
+    bounds = [ext.min_rank + span * i // n_chunks for i in range(n_chunks + 1)]
+    chunks = []
+    for lo, hi in zip(bounds[:-1], (b - 1 for b in bounds[1:])):
+        which = [i for i, (f_lo, f_hi) in enumerate(ext.file_ranks) if f_lo <= hi and f_hi >= lo]
+        if which:
+            source = _read_parquet([files[i] for i in which], [has_tokens[i] for i in which])
+            chunks.append((source, f"AND rank BETWEEN {lo} AND {hi}"))
+    return chunks
+
+
+def _group_quantiles(keys: np.ndarray, n_win: int, value_bits: int, quantile: float) -> _Windows:
+    """Each group's quantile from packed keys (see _packed_stats): sorted here, in place."""
     keys = np.asarray(keys, dtype=np.int64)
     if len(keys) == 0:
         return _NO_WINDOWS
     if not keys.flags.writeable:
         keys = keys.copy()
-    keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.2 s
+    keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.1 s
     group = keys >> value_bits
     edge = np.empty(len(keys), dtype=bool)
     edge[0] = True
@@ -351,8 +409,10 @@ def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
     lo: dict[str, Any] = {}
     hi: dict[str, Any] = {}
     rows = 0
+    file_ranks = []
     for meta in footers:
         names = meta.schema.names
+        rank_lo = rank_hi = None
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
             rows += rg.num_rows
@@ -368,10 +428,23 @@ def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
                     return None
                 lo[col] = st.min if col not in lo else min(lo[col], st.min)
                 hi[col] = st.max if col not in hi else max(hi[col], st.max)
+                if col == "rank":
+                    rank_lo = st.min if rank_lo is None else min(rank_lo, st.min)
+                    rank_hi = st.max if rank_hi is None else max(rank_hi, st.max)
+        # A file without rows has no rank range; (1, 0) matches no chunk of ranks.
+        file_ranks.append((1, 0) if rank_lo is None else (int(rank_lo), int(rank_hi)))
     if rows == 0 or "step" not in lo:
         return _Extent(None, None, None, None, None, False)
     varying = "tokens" in lo and lo["tokens"] != hi["tokens"]
-    return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]), varying)
+    return _Extent(
+        int(lo["step"]),
+        int(hi["step"]),
+        int(lo["rank"]),
+        int(hi["rank"]),
+        int(hi["duration_ns"]),
+        varying,
+        tuple(file_ranks),
+    )
 
 
 def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable) -> list[str] | None:
@@ -391,12 +464,11 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | Lazy
         if not files:
             con.register("timeline", timeline.schema.empty_table())
             return None
-        has_tokens = ["tokens" in meta.schema.names for meta in footers]
-        union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
+        has_tokens = [_has_tokens(meta) for meta in footers]
         tokens = "tokens" if any(has_tokens) else "NULL::BIGINT AS tokens"
         con.execute(
             f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, {tokens} "
-            f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
+            f"FROM {_read_parquet(files, has_tokens)}"
         )
         return files
     if isinstance(timeline, pa.Table):
@@ -410,6 +482,17 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | Lazy
         table = table.append_column("tokens", pa.nulls(table.num_rows, pa.int64()))
     con.register("timeline", table)
     return None
+
+
+def _has_tokens(meta: pq.FileMetaData) -> bool:
+    return "tokens" in meta.schema.names
+
+
+def _read_parquet(files: list[str], has_tokens: list[bool]) -> str:
+    """DuckDB's scan of local Parquet files; columns are unioned by name when only some of the
+    files have the nullable `tokens` (has_tokens: per file)."""
+    union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
+    return f"read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
 
 
 def _peer_median(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> np.ndarray:

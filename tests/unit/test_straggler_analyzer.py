@@ -474,3 +474,45 @@ def test_dataset_files_with_and_without_a_tokens_column(tmp_path, tokens_in: str
     assert dataset.dataset_rows(ds) == t.num_rows
     (f,) = find_stragglers(ds)
     assert (f.ranks, f.hosts, f.evidence["steps"]) == ((5,), (host_of(5),), [0, 199])
+
+
+def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> None:
+    # A big timeline is queried in chunks of ranks, each over the files whose footers hold its
+    # ranks. Files here hold uneven rank sets (b spans every chunk; rank 1's late steps sit in b,
+    # its early ones in a) and only some have a tokens column; the windows must equal one query's.
+    import pyarrow.parquet as pq
+
+    from trainctl.analyzers import stragglers
+
+    t = make_timeline(ranks=8, steps=120, slow_rank=5, factor=1.6, phase="backward").drop_columns(["host"])
+    rank, step = t["rank"].to_numpy(), t["step"].to_numpy()
+    late_1 = (rank == 1) & (step >= 60)
+    layout = {
+        "a": np.isin(rank, [0, 1, 2]) & ~late_1,
+        "b": np.isin(rank, [3, 7]) | late_1,
+        "c": np.isin(rank, [4, 5, 6]),
+    }
+    for i, (h, rows) in enumerate(layout.items()):
+        part = t.filter(pa.array(rows))
+        if i % 2:
+            part = part.drop_columns(["tokens"])
+        out = tmp_path / "timeline" / f"host={h}"
+        out.mkdir(parents=True)
+        pq.write_table(part, out / "part-0.parquet")
+    lazy = dataset.open_lazy(tmp_path, SignalKind.TIMELINE)
+    assert lazy.num_rows == t.num_rows
+
+    def windows(chunk_rows: int) -> tuple:
+        monkeypatch.setattr(stragglers, "_CHUNK_ROWS", chunk_rows)
+        chunks = []
+        real = stragglers._rank_chunks
+        monkeypatch.setattr(stragglers, "_rank_chunks", lambda *a: chunks.append(real(*a)) or chunks[-1])
+        stats, plan = window_stats(lazy, window_steps=10, samples_per_window=None)
+        return stats, plan, find_stragglers(lazy), len(chunks[0])
+
+    one, chunked = windows(t.num_rows), windows(t.num_rows // 3)
+    assert (one[3], chunked[3]) == (1, 3)
+    pd_testing = pytest.importorskip("pandas.testing")
+    pd_testing.assert_frame_equal(chunked[0], one[0])
+    assert chunked[1:3] == one[1:3]
+    assert [(f.ranks, f.evidence["steps"]) for f in one[2]] == [((5,), [0, 119])]
