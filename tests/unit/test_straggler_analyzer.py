@@ -516,3 +516,25 @@ def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> No
     pd_testing.assert_frame_equal(chunked[0], one[0])
     assert chunked[1:3] == one[1:3]
     assert [(f.ranks, f.evidence["steps"]) for f in one[2]] == [((5,), [0, 119])]
+
+
+def test_peer_median_is_the_median_of_the_other_ranks() -> None:
+    # Per-group values repeated over the rows: checked against the definition on groups of 1 to
+    # 11 ranks, with ties, exactly (the same two values are averaged the same way).
+    from trainctl.analyzers import stragglers
+
+    rng = np.random.default_rng(7)
+    for trial in range(100):
+        ranks, wins, phases = int(rng.integers(1, 12)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        cells = [(r, p, w) for r in range(ranks) for p in range(phases) for w in range(wins) if rng.random() < 0.8]
+        if not cells:
+            continue
+        rank, phase, win = (np.array(c, dtype=np.int64) for c in zip(*cells))
+        v = rng.choice([1.0, 2.0, 2.5, 3.0], len(rank)) if trial % 2 else rng.random(len(rank)) * 100
+        w = stragglers._Windows(rank, phase, win, np.ones(len(rank), np.int64), v)
+        got = stragglers._peer_median(w, *stragglers._phase_window_order(w))
+        same = (phase[:, None] == phase[None, :]) & (win[:, None] == win[None, :])
+        for i in range(len(v)):
+            others = v[same[i] & (np.arange(len(v)) != i)]
+            want = np.median(others) if len(others) else np.nan
+            assert got[i] == want or (np.isnan(got[i]) and np.isnan(want)), (trial, i)
