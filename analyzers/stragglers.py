@@ -509,15 +509,13 @@ def _peer_median(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> np.nd
     repeated over its rows: a few small arrays instead of a dozen row-sized ones (fresh memory
     is a third of this function's time on the 49M-row benchmark).
     """
-    v = w.v_ns[order]
-    sizes = np.bincount(group_key)
-    sizes = sizes[sizes > 0]  # the groups in key order, as `order` visits them
-    starts = np.cumsum(sizes) - sizes
+    starts, sizes = _group_starts(group_key)
     h = (sizes - 1) // 2
     odd = sizes % 2 == 1
 
     def at(offset: int) -> np.ndarray:
-        return v[np.clip(starts + h + offset, 0, len(v) - 1)]  # clipped: read only where it exists
+        # the value at `offset` from each group's middle; clipped: used only where it exists
+        return w.v_ns[order[np.clip(starts + h + offset, 0, len(order) - 1)]]
 
     lower, mid, upper = at(-1), at(0), at(1)
     values = np.where(
@@ -529,9 +527,17 @@ def _peer_median(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> np.nd
     alone = sizes == 1  # no peer: NaN
     values[alone] = np.nan
     lengths[alone] = (1, 0, 0)
-    out = np.empty(len(v))
+    out = np.empty(len(order))
     out[order] = np.repeat(values.ravel(), lengths.ravel())
     return out
+
+
+def _group_starts(group_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each (phase, window) group starts in the rows sorted by _phase_window_order, and its
+    size: from the keys' counts, without gathering the keys in that order."""
+    sizes = np.bincount(group_key)
+    sizes = sizes[sizes > 0]  # the groups in key order, as the sorted rows visit them
+    return np.cumsum(sizes) - sizes, sizes
 
 
 def _phase_window_order(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
@@ -539,10 +545,12 @@ def _phase_window_order(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     a value sort, then a stable sort by group, which numpy does as a radix sort when the key fits
     16 bits (phases x windows); 3x faster than np.lexsort. Computed once for the peer medians and
     the typical step (0.05 CPU s per sort on the benchmark's 0.8M windows)."""
-    key = w.phase * (int(w.win.max()) + 1) + w.win
+    n_win = int(w.win.max()) + 1
+    # uint16 keys when they fit (a quarter of the memory, which is fresh and costly here).
+    small = len(_PHASE_NAMES) * n_win <= 1 << 16
+    key = w.phase.astype(np.uint16) * np.uint16(n_win) + w.win.astype(np.uint16) if small else w.phase * n_win + w.win
     by_value = np.argsort(w.v_ns)
-    k = key[by_value]
-    return key, by_value[np.argsort(k.astype(np.uint16) if k.max() < 1 << 16 else k, kind="stable")]
+    return key, by_value[np.argsort(key[by_value], kind="stable")]
 
 
 @dataclass(frozen=True)
@@ -786,19 +794,17 @@ def _typical_step_ms(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> d
 
     `data` is left out when `compute` is timed, because the script's `compute` contains it.
     """
-    compute, data = _PHASE_NAMES.index(Phase.COMPUTE.value), _PHASE_NAMES.index(Phase.DATA.value)
-    if (w.phase == compute).any():
-        order = order[w.phase[order] != data]
     # Median per (phase, window): the middle of each group of the sorted rows.
-    n_win = int(w.win.max()) + 1
-    key, v = group_key[order], w.v_ns[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    sizes = np.diff(np.r_[starts, len(v)])
-    median = (v[starts + (sizes - 1) // 2] + v[starts + sizes // 2]) / 2.0
-    # Summed over phases in phase order with Kahan's compensation, as pandas' groupby sum does, so
-    # the numbers are the ones the pandas version of this function gave.
+    starts, sizes = _group_starts(group_key)
+    median = (w.v_ns[order[starts + (sizes - 1) // 2]] + w.v_ns[order[starts + sizes // 2]]) / 2.0
     first = order[starts]  # a row of each group, for its phase and window
     win, phase = w.win[first], w.phase[first]
+    compute, data = _PHASE_NAMES.index(Phase.COMPUTE.value), _PHASE_NAMES.index(Phase.DATA.value)
+    if (phase == compute).any():
+        win, phase, median = win[phase != data], phase[phase != data], median[phase != data]
+    # Summed over phases in phase order with Kahan's compensation, as pandas' groupby sum does, so
+    # the numbers are the ones the pandas version of this function gave.
+    n_win = int(w.win.max()) + 1
     total = np.zeros(n_win)
     comp = np.zeros(n_win)
     for code in np.unique(phase):
