@@ -538,3 +538,26 @@ def test_peer_median_is_the_median_of_the_other_ranks() -> None:
             others = v[same[i] & (np.arange(len(v)) != i)]
             want = np.median(others) if len(others) else np.nan
             assert got[i] == want or (np.isnan(got[i]) and np.isnan(want)), (trial, i)
+
+
+@pytest.mark.parametrize("phases", [("forward", "backward", "optimizer"), ("data", "compute", "wait")])
+def test_typical_step_is_the_sum_of_the_phase_medians(phases: tuple[str, ...]) -> None:
+    # Per window: the median rank's time of each phase, summed; `data` is inside the script's
+    # `compute`, so it is left out when `compute` is timed.
+    from trainctl.analyzers import stragglers
+
+    rng = np.random.default_rng(3)
+    codes = [stragglers._PHASE_NAMES.index(p) for p in phases]
+    cells = [(r, c, w) for r in range(7) for c in codes for w in range(4) if rng.random() < 0.8]
+    rank, phase, win = (np.array(c, dtype=np.int64) for c in zip(*cells))
+    v = rng.random(len(rank)) * 1e8
+    w = stragglers._Windows(rank, phase, win, np.ones(len(rank), np.int64), v)
+    got = stragglers._typical_step_ms(w, *stragglers._phase_window_order(w))
+    summed = [c for c, p in zip(codes, phases) if not ("compute" in phases and p == "data")]
+    want = {
+        x: sum(float(np.median(v[(phase == c) & (win == x)])) for c in summed if ((phase == c) & (win == x)).any())
+        / 1e6
+        for x in range(4)
+    }
+    assert got.keys() == want.keys()
+    assert all(got[x] == pytest.approx(want[x], rel=1e-12) for x in want)
