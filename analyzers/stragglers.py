@@ -125,7 +125,9 @@ class _Extent:
     max_rank: int | None
     max_duration_ns: int | None
     varying_tokens: bool  # `tokens` holds more than one value: compare work per token
-    # (min, max) rank of each local Parquet file, in file order; None when not read from footers.
+    # From footers only (None after a scan): the rows, and each local Parquet file's (min, max)
+    # rank in file order.
+    rows: int | None = None
     file_ranks: tuple[tuple[int, int], ...] | None = None
 
 
@@ -265,11 +267,25 @@ def _packed_stats(
     with ThreadPoolExecutor(max_workers=1) as worker:
         pending = [worker.submit(lambda sql: con.execute(sql).fetchnumpy()["k"], sql) for sql in queries]
         try:
-            parts = [_group_quantiles(f.result(), n_win, value_bits, quantile) for f in pending]
+            parts = (_group_quantiles(f.result(), n_win, value_bits, quantile) for f in pending)
+            return next(parts) if len(pending) == 1 else _gathered(parts, min(n_groups, ext.rows))
         finally:
             for f in pending:  # after an error, the chunks not yet started are not run
                 f.cancel()
-    return _Windows(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(_Windows)))
+
+
+def _gathered(parts: Iterable[_Windows], capacity: int) -> _Windows:
+    """The chunks' windows as one set of columns, each chunk copied in as it comes (while the next
+    is queried) rather than all concatenated after the last; `capacity` (groups or rows, whichever
+    is fewer) bounds the columns, whose pages are touched only where written."""
+    out = _Windows(*(np.empty(capacity, getattr(_NO_WINDOWS, f.name).dtype) for f in fields(_Windows)))
+    filled = 0
+    for part in parts:
+        end = filled + len(part.n)
+        for f in fields(_Windows):
+            getattr(out, f.name)[filled:end] = getattr(part, f.name)
+        filled = end
+    return out.take(slice(0, filled))
 
 
 def _rank_chunks(timeline: TableLike | LazyTable, ext: _Extent) -> list[tuple[str, str]]:
@@ -279,9 +295,8 @@ def _rank_chunks(timeline: TableLike | LazyTable, ext: _Extent) -> list[tuple[st
     several chunks' ranks are read by each, the filter keeps its rows): a rank filter over every
     file would have DuckDB read all 1,024 footers of the benchmark once per chunk.
     """
+    n_chunks = min(_MAX_CHUNKS, (ext.rows or 0) // _CHUNK_ROWS)
     local = _local_parquet(timeline)
-    rows = sum(meta.num_rows for meta in local[1]) if local else 0
-    n_chunks = min(_MAX_CHUNKS, rows // _CHUNK_ROWS)
     if local is None or ext.file_ranks is None or n_chunks < 2:
         return [("timeline", "")]
     files, footers = local
@@ -443,6 +458,7 @@ def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
         int(hi["rank"]),
         int(hi["duration_ns"]),
         varying,
+        rows,
         tuple(file_ranks),
     )
 
