@@ -269,9 +269,11 @@ def _packed_stats(
         try:
             parts = (_group_quantiles(f.result(), n_win, value_bits, quantile) for f in pending)
             return next(parts) if len(pending) == 1 else _gathered(parts, min(n_groups, ext.rows))
-        finally:
-            for f in pending:  # after an error, the chunks not yet started are not run
+        except BaseException:  # an error or Ctrl-C: the chunks not yet started are not run, the running one stops
+            for f in pending:
                 f.cancel()
+            con.interrupt()
+            raise
 
 
 def _gathered(parts: Iterable[_Windows], capacity: int) -> _Windows:

@@ -476,13 +476,10 @@ def test_dataset_files_with_and_without_a_tokens_column(tmp_path, tokens_in: str
     assert (f.ranks, f.hosts, f.evidence["steps"]) == ((5,), (host_of(5),), [0, 199])
 
 
-def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> None:
-    # A big timeline is queried in chunks of ranks, each over the files whose footers hold its
-    # ranks. Files here hold uneven rank sets (b spans every chunk; rank 1's late steps sit in b,
-    # its early ones in a) and only some have a tokens column; the windows must equal one query's.
+def _uneven_files(root) -> pa.Table:
+    """A timeline in files that hold uneven rank sets (b's ranks 3 and 7 fall in different chunks of
+    three; rank 1's early steps sit in a, its late ones in b), only some with a tokens column."""
     import pyarrow.parquet as pq
-
-    from trainctl.analyzers import stragglers
 
     t = make_timeline(ranks=8, steps=120, slow_rank=5, factor=1.6, phase="backward").drop_columns(["host"])
     rank, step = t["rank"].to_numpy(), t["step"].to_numpy()
@@ -496,9 +493,18 @@ def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> No
         part = t.filter(pa.array(rows))
         if i % 2:
             part = part.drop_columns(["tokens"])
-        out = tmp_path / "timeline" / f"host={h}"
+        out = root / "timeline" / f"host={h}"
         out.mkdir(parents=True)
         pq.write_table(part, out / "part-0.parquet")
+    return t
+
+
+def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> None:
+    # A big timeline is queried in chunks of ranks, each over the files whose footers hold its
+    # ranks; the windows must equal one query's.
+    from trainctl.analyzers import stragglers
+
+    t = _uneven_files(tmp_path)
     lazy = dataset.open_lazy(tmp_path, SignalKind.TIMELINE)
     assert lazy.num_rows == t.num_rows
 
@@ -561,3 +567,22 @@ def test_typical_step_is_the_sum_of_the_phase_medians(phases: tuple[str, ...]) -
     }
     assert got.keys() == want.keys()
     assert all(got[x] == pytest.approx(want[x], rel=1e-12) for x in want)
+
+
+def test_an_error_in_a_chunk_is_raised_as_is(tmp_path, monkeypatch) -> None:
+    from trainctl.analyzers import stragglers
+
+    t = _uneven_files(tmp_path)
+    monkeypatch.setattr(stragglers, "_CHUNK_ROWS", t.num_rows // 3)
+    seen = []
+
+    def fail_second(keys, *a):
+        seen.append(len(keys))
+        if len(seen) == 2:
+            raise ValueError("chunk 2")
+        return real(keys, *a)
+
+    real = stragglers._group_quantiles
+    monkeypatch.setattr(stragglers, "_group_quantiles", fail_second)
+    with pytest.raises(ValueError, match="chunk 2"):
+        find_stragglers(dataset.open_lazy(tmp_path, SignalKind.TIMELINE), window_steps=10)
