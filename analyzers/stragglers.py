@@ -199,10 +199,15 @@ def _window_values(
     timeline: TableLike | LazyTable, window_steps: int | None, samples_per_window: int | None, quantile: float
 ) -> tuple[_Windows, WindowPlan]:
     """`window_stats` as numpy columns."""
-    con = duckdb.connect()
+    # DuckDB's connect (~18 ms) releases the GIL: it runs while the footers give the extent.
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        connecting = worker.submit(duckdb.connect)
+        local = _local_parquet(timeline)
+        ext = _footer_extent(local[1]) if local and local[0] else None
+    con = connecting.result()
     try:
-        files = register_timeline(con, timeline)
-        ext = timeline_extent(con, timeline, files)
+        register_timeline(con, timeline)
+        ext = ext or _scanned_extent(con)
         if ext.min_step is None:
             return _NO_WINDOWS, WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
@@ -391,9 +396,11 @@ def timeline_extent(
     con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable, files: list[str] | None
 ) -> _Extent:
     """Step and rank range, longest duration and whether tokens vary: footers first, else a scan."""
-    ext = _footer_extent(_local_parquet(timeline)[1]) if files else None
-    if ext is not None:
-        return ext
+    return (_footer_extent(_local_parquet(timeline)[1]) if files else None) or _scanned_extent(con)
+
+
+def _scanned_extent(con: duckdb.DuckDBPyConnection) -> _Extent:
+    """`timeline_extent` by a scan of the registered timeline (no footers, or footers without statistics)."""
     lo, hi, rlo, rhi, dmax, tlo, thi = con.execute(
         "SELECT min(step), max(step), min(rank), max(rank), max(duration_ns), min(tokens), max(tokens) FROM timeline"
     ).fetchone()
