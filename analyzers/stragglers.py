@@ -85,6 +85,7 @@ _PHASE_ORDER = [p.value for p in Phase]
 # this many rows, at most _MAX_CHUNKS (the 49M-row benchmark: 8 chunks, 4, 8 and 16 measured alike).
 _CHUNK_ROWS = 4_000_000
 _MAX_CHUNKS = 8
+_CHUNK_REREAD = 0.1  # the share of the rows that files spanning chunk boundaries may add
 
 # Windows when `window_steps` is not given: about this many per run, each 1..50 steps.
 _AUTO_WINDOWS = 10
@@ -298,25 +299,31 @@ def _gathered(parts: Iterable[_Windows], capacity: int) -> _Windows:
 def _rank_chunks(timeline: TableLike | LazyTable, ext: _Extent) -> list[tuple[str, str]]:
     """(FROM source, rank filter) of each chunk of `_packed_stats`, in rank order.
 
-    Each chunk reads only the files whose footers' rank range meets its ranks (files that hold
-    several chunks' ranks are read by each, the filter keeps its rows): a rank filter over every
-    file would have DuckDB read all 1,024 footers of the benchmark once per chunk.
+    Each chunk reads only the files whose footers' rank range meets its ranks (a rank filter over
+    every file would have DuckDB read all 1,024 footers of the benchmark once per chunk). A file
+    that holds several chunks' ranks is read by each of them, so files not split by rank (one
+    host's parts rotated by time, each with all its ranks) are read in one query instead: chunks
+    pay only while they read at most _CHUNK_REREAD more rows than the files hold.
     """
     n_chunks = min(_MAX_CHUNKS, (ext.rows or 0) // _CHUNK_ROWS)
     local = _local_parquet(timeline)
     if local is None or ext.file_ranks is None or n_chunks < 2:
         return [("timeline", "")]
     files, footers = local
-    has_tokens = [_has_tokens(meta) for meta in footers]
     span = ext.max_rank - ext.min_rank + 1
     bounds = [ext.min_rank + span * i // n_chunks for i in range(n_chunks + 1)]
-    chunks = []
-    for lo, hi in zip(bounds[:-1], (b - 1 for b in bounds[1:])):
-        which = [i for i, (f_lo, f_hi) in enumerate(ext.file_ranks) if f_lo <= hi and f_hi >= lo]
-        if which:
-            source = _read_parquet([files[i] for i in which], [has_tokens[i] for i in which])
-            chunks.append((source, f"AND rank BETWEEN {lo} AND {hi}"))
-    return chunks
+    chunks = [
+        (lo, hi, [i for i, (f_lo, f_hi) in enumerate(ext.file_ranks) if f_lo <= hi and f_hi >= lo])
+        for lo, hi in zip(bounds[:-1], (b - 1 for b in bounds[1:]))
+    ]
+    if sum(footers[i].num_rows for *_, which in chunks for i in which) > (1 + _CHUNK_REREAD) * ext.rows:
+        return [("timeline", "")]
+    has_tokens = [_has_tokens(meta) for meta in footers]
+    return [
+        (_read_parquet([files[i] for i in which], [has_tokens[i] for i in which]), f"AND rank BETWEEN {lo} AND {hi}")
+        for lo, hi, which in chunks
+        if which
+    ]
 
 
 def _group_quantiles(keys: np.ndarray, n_win: int, value_bits: int, quantile: float) -> _Windows:

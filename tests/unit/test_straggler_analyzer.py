@@ -477,8 +477,8 @@ def test_dataset_files_with_and_without_a_tokens_column(tmp_path, tokens_in: str
 
 
 def _uneven_files(root) -> pa.Table:
-    """A timeline in files that hold uneven rank sets (b's ranks 3 and 7 fall in different chunks of
-    three; rank 1's early steps sit in a, its late ones in b), only some with a tokens column."""
+    """A timeline in files that hold uneven rank sets (b's ranks 1, 3 and 7 fall in all three chunks
+    of three; rank 1's early steps sit in a, its late ones in b), only some with a tokens column."""
     import pyarrow.parquet as pq
 
     t = make_timeline(ranks=8, steps=120, slow_rank=5, factor=1.6, phase="backward").drop_columns(["host"])
@@ -501,23 +501,25 @@ def _uneven_files(root) -> pa.Table:
 
 def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> None:
     # A big timeline is queried in chunks of ranks, each over the files whose footers hold its
-    # ranks; the windows must equal one query's.
+    # ranks; the windows must equal one query's. Here file b is read by all three chunks and c by
+    # two, more than _CHUNK_REREAD allows: one query, unless the limit is lifted.
     from trainctl.analyzers import stragglers
 
     t = _uneven_files(tmp_path)
     lazy = dataset.open_lazy(tmp_path, SignalKind.TIMELINE)
     assert lazy.num_rows == t.num_rows
 
-    def windows(chunk_rows: int) -> tuple:
+    def windows(chunk_rows: int, reread: float = stragglers._CHUNK_REREAD) -> tuple:
         monkeypatch.setattr(stragglers, "_CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(stragglers, "_CHUNK_REREAD", reread)
         chunks = []
         real = stragglers._rank_chunks
         monkeypatch.setattr(stragglers, "_rank_chunks", lambda *a: chunks.append(real(*a)) or chunks[-1])
         stats, plan = window_stats(lazy, window_steps=10, samples_per_window=None)
         return stats, plan, find_stragglers(lazy), len(chunks[0])
 
-    one, chunked = windows(t.num_rows), windows(t.num_rows // 3)
-    assert (one[3], chunked[3]) == (1, 3)
+    one, chunked = windows(t.num_rows), windows(t.num_rows // 3, reread=2.0)
+    assert (one[3], chunked[3], windows(t.num_rows // 3)[3]) == (1, 3, 1)
     pd_testing = pytest.importorskip("pandas.testing")
     pd_testing.assert_frame_equal(chunked[0], one[0])
     assert chunked[1:3] == one[1:3]
@@ -574,6 +576,7 @@ def test_an_error_in_a_chunk_is_raised_as_is(tmp_path, monkeypatch) -> None:
 
     t = _uneven_files(tmp_path)
     monkeypatch.setattr(stragglers, "_CHUNK_ROWS", t.num_rows // 3)
+    monkeypatch.setattr(stragglers, "_CHUNK_REREAD", 2.0)
     seen = []
 
     def fail_second(keys, *a):
@@ -586,3 +589,18 @@ def test_an_error_in_a_chunk_is_raised_as_is(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(stragglers, "_group_quantiles", fail_second)
     with pytest.raises(ValueError, match="chunk 2"):
         find_stragglers(dataset.open_lazy(tmp_path, SignalKind.TIMELINE), window_steps=10)
+
+
+def test_files_split_by_rank_are_read_in_chunks(tmp_path, monkeypatch) -> None:
+    # One file per host of 2 ranks (as collect writes them): four chunks, each reading one file.
+    from trainctl.analyzers import stragglers
+
+    t = make_timeline(ranks=8, slow_rank=3, factor=1.7, phase="backward")
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    chunks = []
+    real = stragglers._rank_chunks
+    monkeypatch.setattr(stragglers, "_rank_chunks", lambda *a: chunks.append(real(*a)) or chunks[-1])
+    monkeypatch.setattr(stragglers, "_CHUNK_ROWS", t.num_rows // 4)
+    assert find_stragglers(dataset.open_lazy(tmp_path, SignalKind.TIMELINE)) == find_stragglers(t) != []
+    assert [len(c) for c in chunks] == [4, 1]
