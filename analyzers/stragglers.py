@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,13 @@ TOKEN_SCALED_PHASES = frozenset({Phase.DATA.value, Phase.FORWARD.value, Phase.BA
 # Order in which phases are named in summaries.
 _PHASE_ORDER = [p.value for p in Phase]
 
+# `_packed_stats` queries a timeline of at least twice this many rows in chunks of ranks of about
+# this many rows, at most _MAX_CHUNKS (the 49M-row benchmark, median wall of the whole diagnosis:
+# 4 chunks 1.27 s, 8 chunks 1.23 s, 12 1.25 s, 16 1.26 s).
+_CHUNK_ROWS = 4_000_000
+_MAX_CHUNKS = 8
+_CHUNK_REREAD = 0.1  # the share of the rows that files spanning chunk boundaries may add
+
 # Windows when `window_steps` is not given: about this many per run, each 1..50 steps.
 _AUTO_WINDOWS = 10
 _MAX_AUTO_WINDOW_STEPS = 50
@@ -119,6 +127,10 @@ class _Extent:
     max_rank: int | None
     max_duration_ns: int | None
     varying_tokens: bool  # `tokens` holds more than one value: compare work per token
+    # From footers only (None after a scan): the rows, and each local Parquet file's (min, max)
+    # rank in file order.
+    rows: int | None = None
+    file_ranks: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,10 +201,15 @@ def _window_values(
     timeline: TableLike | LazyTable, window_steps: int | None, samples_per_window: int | None, quantile: float
 ) -> tuple[_Windows, WindowPlan]:
     """`window_stats` as numpy columns."""
-    con = duckdb.connect()
+    # DuckDB's connect (~18 ms) releases the GIL: it runs while the footers give the extent.
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        connecting = worker.submit(duckdb.connect)
+        local = _local_parquet(timeline)
+        ext = _footer_extent(local[1]) if local and local[0] else None
+    con = connecting.result()
     try:
-        files = register_timeline(con, timeline)
-        ext = timeline_extent(con, timeline, files)
+        register_timeline(con, timeline)
+        ext = ext or _scanned_extent(con)
         if ext.min_step is None:
             return _NO_WINDOWS, WindowPlan(0, -1, window_steps or 1, 1)
         if window_steps is None:
@@ -205,23 +222,33 @@ def _window_values(
             stride = window_steps // samples_per_window
         plan = WindowPlan(ext.min_step, ext.max_step, int(window_steps), stride)
         sample = f"AND (step - {plan.min_step}) % {stride} = 0" if stride > 1 else ""
-        packed = None if ext.varying_tokens else _packed_stats(con, ext, plan, sample, quantile)
+        packed = None if ext.varying_tokens else _packed_stats(con, timeline, ext, plan, sample, quantile)
         return (packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)), plan
     finally:
         con.close()
 
 
 def _packed_stats(
-    con: duckdb.DuckDBPyConnection, ext: _Extent, plan: WindowPlan, sample: str, quantile: float
+    con: duckdb.DuckDBPyConnection,
+    timeline: TableLike | LazyTable,
+    ext: _Extent,
+    plan: WindowPlan,
+    sample: str,
+    quantile: float,
 ) -> _Windows | None:
-    """Quantiles by one sort of packed integers; None when the keys would not fit in 63 bits.
+    """Quantiles by sorting packed integers; None when the keys would not fit in 63 bits.
 
     DuckDB's holistic aggregates (quantile_cont over ~800k small groups) cost about as much as
     the scan itself on the 49M-row benchmark. Here DuckDB only scans, filters and packs each row
     into one int64, group (rank, phase, window) in the high bits and the duration in the low
-    bits; one numpy sort then orders every group's durations at once, and each quantile is read
+    bits; a numpy sort then orders every group's durations at once, and each quantile is read
     at its position. The same numbers as quantile_cont (tested against pandas), 1.8 s instead
     of 2.8 s on the benchmark (2 cores; bench/straggler_scale.py).
+
+    A big timeline is queried in chunks of ranks (rank is the keys' high part, so the chunks'
+    sorted keys follow each other): one thread runs the next chunk's query in DuckDB (which
+    releases the GIL) while this one sorts the last chunk and reads its quantiles, work that
+    otherwise waits for the whole scan on one core.
     """
     n_win = (plan.max_step - plan.min_step) // plan.window_steps + 1
     n_groups = (ext.max_rank + 1) * len(_PHASE_NAMES) * n_win
@@ -233,20 +260,81 @@ def _packed_stats(
     # row with one hash probe (the IN list became a mark join over all 49M rows, the CASE up to 7
     # string compares per row: 0.25-0.3 CPU s more on the benchmark).
     codes = ", ".join(f"('{p}', {i})" for i, p in enumerate(_PHASE_NAMES))
-    keys = con.execute(
+    queries = [
         f"""
         SELECT ((rank::BIGINT * {len(_PHASE_NAMES)} + p.code) * {n_win} + (step - {plan.min_step}) // {plan.window_steps})
                * {1 << value_bits} + duration_ns AS k
-        FROM timeline JOIN (VALUES {codes}) AS p(name, code) ON phase = p.name
-        WHERE duration_ns >= 0 {sample}
+        FROM {source} JOIN (VALUES {codes}) AS p(name, code) ON phase = p.name
+        WHERE duration_ns >= 0 {sample} {ranks}
         """
-    ).fetchnumpy()["k"]
+        for source, ranks in _rank_chunks(timeline, ext)
+    ]
+    # The worker uses `con` alone until the last chunk is fetched (a cursor would not see a
+    # registered pa.Table); the chunks run one after the other, each on all of DuckDB's threads.
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        pending = [worker.submit(lambda sql: con.execute(sql).fetchnumpy()["k"], sql) for sql in queries]
+        try:
+            parts = (_group_quantiles(f.result(), n_win, value_bits, quantile) for f in pending)
+            return next(parts) if len(pending) == 1 else _gathered(parts, min(n_groups, ext.rows))
+        except BaseException:  # an error or Ctrl-C: the chunks not yet started are not run, the running one stops
+            for f in pending:
+                f.cancel()
+            con.interrupt()
+            raise
+
+
+def _gathered(parts: Iterable[_Windows], capacity: int) -> _Windows:
+    """The chunks' windows as one set of columns, each chunk copied in as it comes (while the next
+    is queried) rather than all concatenated after the last; `capacity` (groups or rows, whichever
+    is fewer) bounds the columns, whose pages are touched only where written."""
+    out = _Windows(*(np.empty(capacity, getattr(_NO_WINDOWS, f.name).dtype) for f in fields(_Windows)))
+    filled = 0
+    for part in parts:
+        end = filled + len(part.n)
+        for f in fields(_Windows):
+            getattr(out, f.name)[filled:end] = getattr(part, f.name)
+        filled = end
+    return out.take(slice(0, filled))
+
+
+def _rank_chunks(timeline: TableLike | LazyTable, ext: _Extent) -> list[tuple[str, str]]:
+    """(FROM source, rank filter) of each chunk of `_packed_stats`, in rank order.
+
+    Each chunk reads only the files whose footers' rank range meets its ranks (a rank filter over
+    every file would have DuckDB read all 1,024 footers of the benchmark once per chunk). A file
+    that holds several chunks' ranks is read by each of them, so files not split by rank (one
+    host's parts rotated by time, each with all its ranks) are read in one query instead: chunks
+    pay only while they read at most _CHUNK_REREAD more rows than the files hold.
+    """
+    n_chunks = min(_MAX_CHUNKS, (ext.rows or 0) // _CHUNK_ROWS)
+    local = _local_parquet(timeline)
+    if local is None or ext.file_ranks is None or n_chunks < 2:
+        return [("timeline", "")]
+    files, footers = local
+    span = ext.max_rank - ext.min_rank + 1
+    bounds = [ext.min_rank + span * i // n_chunks for i in range(n_chunks + 1)]
+    chunks = [
+        (lo, hi, [i for i, (f_lo, f_hi) in enumerate(ext.file_ranks) if f_lo <= hi and f_hi >= lo])
+        for lo, hi in zip(bounds[:-1], (b - 1 for b in bounds[1:]))
+    ]
+    if sum(footers[i].num_rows for *_, which in chunks for i in which) > (1 + _CHUNK_REREAD) * ext.rows:
+        return [("timeline", "")]
+    has_tokens = [_has_tokens(meta) for meta in footers]
+    return [
+        (_read_parquet([files[i] for i in which], [has_tokens[i] for i in which]), f"AND rank BETWEEN {lo} AND {hi}")
+        for lo, hi, which in chunks
+        if which
+    ]
+
+
+def _group_quantiles(keys: np.ndarray, n_win: int, value_bits: int, quantile: float) -> _Windows:
+    """Each group's quantile from packed keys (see _packed_stats): sorted here, in place."""
     keys = np.asarray(keys, dtype=np.int64)
     if len(keys) == 0:
         return _NO_WINDOWS
     if not keys.flags.writeable:
         keys = keys.copy()
-    keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.2 s
+    keys.sort()  # in place: 80 MB for 10M rows, sorted in ~0.1 s
     group = keys >> value_bits
     edge = np.empty(len(keys), dtype=bool)
     edge[0] = True
@@ -316,9 +404,11 @@ def timeline_extent(
     con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable, files: list[str] | None
 ) -> _Extent:
     """Step and rank range, longest duration and whether tokens vary: footers first, else a scan."""
-    ext = _footer_extent(_local_parquet(timeline)[1]) if files else None
-    if ext is not None:
-        return ext
+    return (_footer_extent(_local_parquet(timeline)[1]) if files else None) or _scanned_extent(con)
+
+
+def _scanned_extent(con: duckdb.DuckDBPyConnection) -> _Extent:
+    """`timeline_extent` by a scan of the registered timeline (no footers, or footers without statistics)."""
     lo, hi, rlo, rhi, dmax, tlo, thi = con.execute(
         "SELECT min(step), max(step), min(rank), max(rank), max(duration_ns), min(tokens), max(tokens) FROM timeline"
     ).fetchone()
@@ -351,8 +441,10 @@ def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
     lo: dict[str, Any] = {}
     hi: dict[str, Any] = {}
     rows = 0
+    file_ranks = []
     for meta in footers:
         names = meta.schema.names
+        rank_lo = rank_hi = None
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
             rows += rg.num_rows
@@ -368,10 +460,24 @@ def _footer_extent(footers: list[pq.FileMetaData]) -> _Extent | None:
                     return None
                 lo[col] = st.min if col not in lo else min(lo[col], st.min)
                 hi[col] = st.max if col not in hi else max(hi[col], st.max)
+                if col == "rank":
+                    rank_lo = st.min if rank_lo is None else min(rank_lo, st.min)
+                    rank_hi = st.max if rank_hi is None else max(rank_hi, st.max)
+        # A file without rows has no rank range; (1, 0) matches no chunk of ranks.
+        file_ranks.append((1, 0) if rank_lo is None else (int(rank_lo), int(rank_hi)))
     if rows == 0 or "step" not in lo:
         return _Extent(None, None, None, None, None, False)
     varying = "tokens" in lo and lo["tokens"] != hi["tokens"]
-    return _Extent(int(lo["step"]), int(hi["step"]), int(lo["rank"]), int(hi["rank"]), int(hi["duration_ns"]), varying)
+    return _Extent(
+        int(lo["step"]),
+        int(hi["step"]),
+        int(lo["rank"]),
+        int(hi["rank"]),
+        int(hi["duration_ns"]),
+        varying,
+        rows,
+        tuple(file_ranks),
+    )
 
 
 def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | LazyTable) -> list[str] | None:
@@ -391,12 +497,11 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | Lazy
         if not files:
             con.register("timeline", timeline.schema.empty_table())
             return None
-        has_tokens = ["tokens" in meta.schema.names for meta in footers]
-        union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
+        has_tokens = [_has_tokens(meta) for meta in footers]
         tokens = "tokens" if any(has_tokens) else "NULL::BIGINT AS tokens"
         con.execute(
             f"CREATE VIEW timeline AS SELECT rank, step, phase, duration_ns, {tokens} "
-            f"FROM read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
+            f"FROM {_read_parquet(files, has_tokens)}"
         )
         return files
     if isinstance(timeline, pa.Table):
@@ -412,35 +517,60 @@ def register_timeline(con: duckdb.DuckDBPyConnection, timeline: TableLike | Lazy
     return None
 
 
+def _has_tokens(meta: pq.FileMetaData) -> bool:
+    return "tokens" in meta.schema.names
+
+
+def _read_parquet(files: list[str], has_tokens: list[bool]) -> str:
+    """DuckDB's scan of local Parquet files; columns are unioned by name when only some of the
+    files have the nullable `tokens` (has_tokens: per file)."""
+    union = "union_by_name = true, " if any(has_tokens) and not all(has_tokens) else ""
+    return f"read_parquet([{_sql_list(files)}], {union}hive_partitioning = false)"
+
+
 def _peer_median(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Median of v_ns over the *other* ranks of each (phase, win) group, aligned with `w`
     (`group_key`, `order`: from _phase_window_order).
 
     Leaving the rank out matters in small jobs: with 2 ranks, a rank 1.5x slower than its peer
     would otherwise be compared with a median that already contains half of its own slowness.
+
+    In a group sorted by value, the median without the row at position `pos` takes at most three
+    values, by whether `pos` is below, at or above the middle `h` = (size - 1) // 2: odd sizes
+    (an even number of peers) give (v[h] + v[h+1]) / 2, (v[h-1] + v[h+1]) / 2, (v[h-1] + v[h]) / 2;
+    even sizes give v[h+1] up to the middle and v[h] above it. So they are computed per group and
+    repeated over its rows: a few small arrays instead of a dozen row-sized ones, whose fresh
+    memory was most of this function's 0.13 s on the 49M-row benchmark (now ~0.005 s).
     """
-    v = w.v_ns[order]
-    key = group_key[order]
-    new_group = np.r_[True, key[1:] != key[:-1]]
-    group_id = np.cumsum(new_group) - 1
-    starts = np.flatnonzero(new_group)
-    sizes = np.diff(np.r_[starts, len(v)])
-    start = starts[group_id]
-    pos = np.arange(len(v)) - start  # position of this rank inside its sorted group
-    m = sizes[group_id] - 1  # peers left when this rank is removed
+    starts, sizes = _group_starts(group_key)
+    h = (sizes - 1) // 2
+    odd = sizes % 2 == 1
 
-    def kth(k: np.ndarray) -> np.ndarray:
-        # k-th smallest of the group without this rank: skip over its own position.
-        idx = start + np.where(k < pos, k, k + 1)
-        return v[np.minimum(idx, len(v) - 1)]  # idx >= start >= 0
+    def at(offset: int) -> np.ndarray:
+        # the value at `offset` from each group's middle; clipped: used only where it exists
+        return w.v_ns[order[np.clip(starts + h + offset, 0, len(order) - 1)]]
 
-    half = m // 2
-    upper = kth(half)  # the median when m is odd, the upper middle when even (one gather, used twice)
-    med = np.where(m % 2 == 1, upper, (kth(np.maximum(half - 1, 0)) + upper) / 2.0)
-    med = np.where(m >= 1, med, np.nan)
-    out = np.empty(len(v))
-    out[order] = med
+    lower, mid, upper = at(-1), at(0), at(1)
+    values = np.where(
+        odd[:, None],
+        np.stack([(mid + upper) / 2.0, (lower + upper) / 2.0, (lower + mid) / 2.0], axis=1),
+        np.stack([upper, upper, mid], axis=1),  # even: the middle column has no rows
+    )
+    lengths = np.stack([np.where(odd, h, h + 1), odd.astype(np.int64), sizes - 1 - h], axis=1)
+    alone = sizes == 1  # no peer: NaN
+    values[alone] = np.nan
+    lengths[alone] = (1, 0, 0)
+    out = np.empty(len(order))
+    out[order] = np.repeat(values.ravel(), lengths.ravel())
     return out
+
+
+def _group_starts(group_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each (phase, window) group starts in the rows sorted by _phase_window_order, and its
+    size: from the keys' counts, without gathering the keys in that order."""
+    sizes = np.bincount(group_key)
+    sizes = sizes[sizes > 0]  # the groups in key order, as the sorted rows visit them
+    return np.cumsum(sizes) - sizes, sizes
 
 
 def _phase_window_order(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
@@ -448,10 +578,12 @@ def _phase_window_order(w: _Windows) -> tuple[np.ndarray, np.ndarray]:
     a value sort, then a stable sort by group, which numpy does as a radix sort when the key fits
     16 bits (phases x windows); 3x faster than np.lexsort. Computed once for the peer medians and
     the typical step (0.05 CPU s per sort on the benchmark's 0.8M windows)."""
-    key = w.phase * (int(w.win.max()) + 1) + w.win
+    n_win = int(w.win.max()) + 1
+    # uint16 keys where they fit: a quarter of the memory (fresh memory is what costs on the benchmark).
+    small = len(_PHASE_NAMES) * n_win <= 1 << 16
+    key = w.phase.astype(np.uint16) * np.uint16(n_win) + w.win.astype(np.uint16) if small else w.phase * n_win + w.win
     by_value = np.argsort(w.v_ns)
-    k = key[by_value]
-    return key, by_value[np.argsort(k.astype(np.uint16) if k.max() < 1 << 16 else k, kind="stable")]
+    return key, by_value[np.argsort(key[by_value], kind="stable")]
 
 
 @dataclass(frozen=True)
@@ -593,26 +725,34 @@ def find_stragglers(
     window_steps = plan.window_steps
     if len(w.v_ns) == 0 or plan.max_step - plan.min_step + 1 < min_steps:
         return []
-    w = w.take(w.v_ns > 0)
+    # The takes copy every column (33 MB of fresh memory on the benchmark): only when a row goes.
+    positive = w.v_ns > 0
+    if not positive.all():
+        w = w.take(positive)
     group_key, order = _phase_window_order(w)
     peer_ns = _peer_median(w, group_key, order)
     keep = peer_ns > 0  # NaN (no peer) is dropped too
-    w, peer_ns, group_key = w.take(keep), peer_ns[keep], group_key[keep]
-    order = (np.cumsum(keep) - 1)[order[keep[order]]]  # the kept rows, still by (group, value)
+    if not keep.all():
+        w, peer_ns, group_key = w.take(keep), peer_ns[keep], group_key[keep]
+        order = (np.cumsum(keep) - 1)[order[keep[order]]]  # the kept rows, still by (group, value)
     ratio = w.v_ns / peer_ns
-    slow = ratio >= warn_factor
-    # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below.
-    pair = w.rank * len(_PHASE_NAMES) + w.phase
-    slow_pairs, slow_counts = np.unique(pair[slow], return_counts=True)
+    # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below; the
+    # pairs are formed for the slow rows alone (a few of the 0.8M windows on the benchmark).
+    slow = np.flatnonzero(ratio >= warn_factor)
+    pair = w.rank[slow] * len(_PHASE_NAMES) + w.phase[slow]
+    slow_pairs, slow_counts = np.unique(pair, return_counts=True)
     candidates = slow_pairs[slow_counts >= min_windows]  # ascending: by rank, then phase
     if len(candidates) == 0:
         return []
-    rows = np.flatnonzero(slow & np.isin(pair, candidates))
-    rows = rows[np.lexsort((w.win[rows], pair[rows]))]
+    wanted = np.isin(pair, candidates)
+    rows, pair = slow[wanted], pair[wanted]
+    by_pair = np.lexsort((w.win[rows], pair))
+    rows, pair = rows[by_pair], pair[by_pair]
     episodes: list[_Episode] = []
-    for group in np.split(rows, np.flatnonzero(np.diff(pair[rows])) + 1):
+    for at in np.split(np.arange(len(rows)), np.flatnonzero(np.diff(pair)) + 1):
+        group = rows[at]
         slow_windows = _SlowWindows(w.win[group], ratio[group], w.v_ns[group], peer_ns[group])
-        rank, code = divmod(int(pair[group[0]]), len(_PHASE_NAMES))
+        rank, code = divmod(int(pair[at[0]]), len(_PHASE_NAMES))
         episodes.extend(
             _episodes(rank, _PHASE_NAMES[code], slow_windows, plan, min_windows=min_windows, persistence=persistence)
         )
@@ -691,19 +831,17 @@ def _typical_step_ms(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> d
 
     `data` is left out when `compute` is timed, because the script's `compute` contains it.
     """
-    compute, data = _PHASE_NAMES.index(Phase.COMPUTE.value), _PHASE_NAMES.index(Phase.DATA.value)
-    if (w.phase == compute).any():
-        order = order[w.phase[order] != data]
     # Median per (phase, window): the middle of each group of the sorted rows.
-    n_win = int(w.win.max()) + 1
-    key, v = group_key[order], w.v_ns[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    sizes = np.diff(np.r_[starts, len(v)])
-    median = (v[starts + (sizes - 1) // 2] + v[starts + sizes // 2]) / 2.0
-    # Summed over phases in phase order with Kahan's compensation, as pandas' groupby sum does, so
-    # the numbers are the ones the pandas version of this function gave.
+    starts, sizes = _group_starts(group_key)
+    median = (w.v_ns[order[starts + (sizes - 1) // 2]] + w.v_ns[order[starts + sizes // 2]]) / 2.0
     first = order[starts]  # a row of each group, for its phase and window
     win, phase = w.win[first], w.phase[first]
+    compute, data = _PHASE_NAMES.index(Phase.COMPUTE.value), _PHASE_NAMES.index(Phase.DATA.value)
+    if (phase == compute).any():
+        win, phase, median = win[phase != data], phase[phase != data], median[phase != data]
+    # Summed over phases in phase order with Kahan's compensation, as pandas' groupby sum does, so
+    # the numbers are the ones the pandas version of this function gave.
+    n_win = int(w.win.max()) + 1
     total = np.zeros(n_win)
     comp = np.zeros(n_win)
     for code in np.unique(phase):

@@ -8,6 +8,11 @@ Each measurement runs in its own child process so peak RSS (ru_maxrss) is that m
 
     .venv/bin/python bench/gen_timeline.py
     .venv/bin/python bench/straggler_scale.py [--dir bench/out/timeline-8192] [--repeat 3] [--only full,duckdb]
+        [--base REV]
+
+--base REV adds `base`: the full path of commit REV (taken with `git archive` and laid out as
+installed, as bench/collect_cpu_ab.py does, on PYTHONPATH), run right after each `full`, so a
+change is measured against its base and DuckDB in one interleaved run.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -108,6 +114,7 @@ def main() -> None:
     # A comma list runs those measurements interleaved in one run (`--only full,duckdb`: the
     # diagnosis and its DuckDB reference under the same neighbours, as issue 18 compares them).
     ap.add_argument("--only", type=_kinds, metavar="full,pandas,read,duckdb")
+    ap.add_argument("--base", metavar="REV", help="also measure the full path of commit REV, after each `full`")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not (args.dir / "timeline").is_dir():
@@ -122,19 +129,27 @@ def main() -> None:
         flush=True,
     )
     kinds = args.only or ["full", "read", "duckdb", "pandas"]
-    # Interleaved rounds, so a noisy neighbour hits every measurement alike.
-    for rnd in range(args.repeat):
-        for what in kinds:
-            out = subprocess.run(
-                [sys.executable, __file__, "--dir", str(args.dir), "--only", what, "--child"],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            res = json.loads(out.stdout.strip().splitlines()[-1])
-            res["round"] = rnd
-            res["load1"] = round(os.getloadavg()[0], 1)
-            print(json.dumps(res), flush=True)
+    with tempfile.TemporaryDirectory(prefix="straggler-base-") as tmp:
+        env = {}
+        if args.base:
+            from collect_cpu_ab import base_tree  # bench/ is this script's folder
+
+            env["base"] = {**os.environ, "PYTHONPATH": str(base_tree(args.base, Path(tmp)))}
+            kinds = [k for kind in kinds for k in ((kind, "base") if kind == "full" else (kind,))]
+        # Interleaved rounds, so a noisy neighbour hits every measurement alike.
+        for rnd in range(args.repeat):
+            for what in kinds:
+                out = subprocess.run(
+                    [sys.executable, __file__, "--dir", str(args.dir), "--only", "full" if what == "base" else what]
+                    + ["--child"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env=env.get(what),
+                )
+                res = json.loads(out.stdout.strip().splitlines()[-1])
+                res.update(what=what, round=rnd, load1=round(os.getloadavg()[0], 1))
+                print(json.dumps(res), flush=True)
 
 
 if __name__ == "__main__":

@@ -474,3 +474,133 @@ def test_dataset_files_with_and_without_a_tokens_column(tmp_path, tokens_in: str
     assert dataset.dataset_rows(ds) == t.num_rows
     (f,) = find_stragglers(ds)
     assert (f.ranks, f.hosts, f.evidence["steps"]) == ((5,), (host_of(5),), [0, 199])
+
+
+def _uneven_files(root) -> pa.Table:
+    """A timeline in files that hold uneven rank sets (b's ranks 1, 3 and 7 fall in all three chunks
+    of three; rank 1's early steps sit in a, its late ones in b), only some with a tokens column."""
+    import pyarrow.parquet as pq
+
+    t = make_timeline(ranks=8, steps=120, slow_rank=5, factor=1.6, phase="backward").drop_columns(["host"])
+    rank, step = t["rank"].to_numpy(), t["step"].to_numpy()
+    late_1 = (rank == 1) & (step >= 60)
+    layout = {
+        "a": np.isin(rank, [0, 1, 2]) & ~late_1,
+        "b": np.isin(rank, [3, 7]) | late_1,
+        "c": np.isin(rank, [4, 5, 6]),
+    }
+    for i, (h, rows) in enumerate(layout.items()):
+        part = t.filter(pa.array(rows))
+        if i % 2:
+            part = part.drop_columns(["tokens"])
+        out = root / "timeline" / f"host={h}"
+        out.mkdir(parents=True)
+        pq.write_table(part, out / "part-0.parquet")
+    return t
+
+
+def test_chunks_of_ranks_give_the_one_query_windows(tmp_path, monkeypatch) -> None:
+    # A big timeline is queried in chunks of ranks, each over the files whose footers hold its
+    # ranks; the windows must equal one query's. Here file b is read by all three chunks and c by
+    # two, more than _CHUNK_REREAD allows: one query, unless the limit is lifted.
+    from trainctl.analyzers import stragglers
+
+    t = _uneven_files(tmp_path)
+    lazy = dataset.open_lazy(tmp_path, SignalKind.TIMELINE)
+    assert lazy.num_rows == t.num_rows
+
+    def windows(chunk_rows: int, reread: float = stragglers._CHUNK_REREAD) -> tuple:
+        monkeypatch.setattr(stragglers, "_CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(stragglers, "_CHUNK_REREAD", reread)
+        chunks = []
+        real = stragglers._rank_chunks
+        monkeypatch.setattr(stragglers, "_rank_chunks", lambda *a: chunks.append(real(*a)) or chunks[-1])
+        stats, plan = window_stats(lazy, window_steps=10, samples_per_window=None)
+        return stats, plan, find_stragglers(lazy), len(chunks[0])
+
+    one, chunked = windows(t.num_rows), windows(t.num_rows // 3, reread=2.0)
+    assert (one[3], chunked[3], windows(t.num_rows // 3)[3]) == (1, 3, 1)
+    pd_testing = pytest.importorskip("pandas.testing")
+    pd_testing.assert_frame_equal(chunked[0], one[0])
+    assert chunked[1:3] == one[1:3]
+    assert [(f.ranks, f.evidence["steps"]) for f in one[2]] == [((5,), [0, 119])]
+
+
+def test_peer_median_is_the_median_of_the_other_ranks() -> None:
+    # Per-group values repeated over the rows: checked against the definition on groups of 1 to
+    # 11 ranks, with ties, exactly (the same two values are averaged the same way).
+    from trainctl.analyzers import stragglers
+
+    rng = np.random.default_rng(7)
+    for trial in range(100):
+        ranks, wins, phases = int(rng.integers(1, 12)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
+        cells = [(r, p, w) for r in range(ranks) for p in range(phases) for w in range(wins) if rng.random() < 0.8]
+        if not cells:
+            continue
+        rank, phase, win = (np.array(c, dtype=np.int64) for c in zip(*cells))
+        v = rng.choice([1.0, 2.0, 2.5, 3.0], len(rank)) if trial % 2 else rng.random(len(rank)) * 100
+        w = stragglers._Windows(rank, phase, win, np.ones(len(rank), np.int64), v)
+        got = stragglers._peer_median(w, *stragglers._phase_window_order(w))
+        same = (phase[:, None] == phase[None, :]) & (win[:, None] == win[None, :])
+        for i in range(len(v)):
+            others = v[same[i] & (np.arange(len(v)) != i)]
+            want = np.median(others) if len(others) else np.nan
+            assert got[i] == want or (np.isnan(got[i]) and np.isnan(want)), (trial, i)
+
+
+@pytest.mark.parametrize("phases", [("forward", "backward", "optimizer"), ("data", "compute", "wait")])
+def test_typical_step_is_the_sum_of_the_phase_medians(phases: tuple[str, ...]) -> None:
+    # Per window: the median rank's time of each phase, summed; `data` is inside the script's
+    # `compute`, so it is left out when `compute` is timed.
+    from trainctl.analyzers import stragglers
+
+    rng = np.random.default_rng(3)
+    codes = [stragglers._PHASE_NAMES.index(p) for p in phases]
+    cells = [(r, c, w) for r in range(7) for c in codes for w in range(4) if rng.random() < 0.8]
+    rank, phase, win = (np.array(c, dtype=np.int64) for c in zip(*cells))
+    v = rng.random(len(rank)) * 1e8
+    w = stragglers._Windows(rank, phase, win, np.ones(len(rank), np.int64), v)
+    got = stragglers._typical_step_ms(w, *stragglers._phase_window_order(w))
+    summed = [c for c, p in zip(codes, phases) if not ("compute" in phases and p == "data")]
+    want = {
+        x: sum(float(np.median(v[(phase == c) & (win == x)])) for c in summed if ((phase == c) & (win == x)).any())
+        / 1e6
+        for x in range(4)
+    }
+    assert got.keys() == want.keys()
+    assert all(got[x] == pytest.approx(want[x], rel=1e-12) for x in want)
+
+
+def test_an_error_in_a_chunk_is_raised_as_is(tmp_path, monkeypatch) -> None:
+    from trainctl.analyzers import stragglers
+
+    t = _uneven_files(tmp_path)
+    monkeypatch.setattr(stragglers, "_CHUNK_ROWS", t.num_rows // 3)
+    monkeypatch.setattr(stragglers, "_CHUNK_REREAD", 2.0)
+    seen = []
+
+    def fail_second(keys, *a):
+        seen.append(len(keys))
+        if len(seen) == 2:
+            raise ValueError("chunk 2")
+        return real(keys, *a)
+
+    real = stragglers._group_quantiles
+    monkeypatch.setattr(stragglers, "_group_quantiles", fail_second)
+    with pytest.raises(ValueError, match="chunk 2"):
+        find_stragglers(dataset.open_lazy(tmp_path, SignalKind.TIMELINE), window_steps=10)
+
+
+def test_files_split_by_rank_are_read_in_chunks(tmp_path, monkeypatch) -> None:
+    # One file per host of 2 ranks (as collect writes them): four chunks, each reading one file.
+    from trainctl.analyzers import stragglers
+
+    t = make_timeline(ranks=8, slow_rank=3, factor=1.7, phase="backward")
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    chunks = []
+    real = stragglers._rank_chunks
+    monkeypatch.setattr(stragglers, "_rank_chunks", lambda *a: chunks.append(real(*a)) or chunks[-1])
+    monkeypatch.setattr(stragglers, "_CHUNK_ROWS", t.num_rows // 4)
+    assert find_stragglers(dataset.open_lazy(tmp_path, SignalKind.TIMELINE)) == find_stragglers(t) != []
+    assert [len(c) for c in chunks] == [4, 1]
