@@ -7,6 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_accuracy.py"
 
@@ -118,19 +120,15 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
     assert _bench().score(rows)["blame_without_evidence"] == 0
 
 
-def test_seventh_heldout_batch_matches_its_frozen_hash() -> None:
-    rows = _rows("corpus_ext9.jsonl")
-    held = _heldout_matches_hash(rows, "heldout9.sha256")
-    assert len(held) == 14 and len(rows) == 32 and len({r["id"] for r in rows}) == 32
-    older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != "corpus_ext9.jsonl"
-             for r in _rows(f.name) if "source_url" in r}  # fmt: skip
-    assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
-
-
-def test_eighth_heldout_batch_matches_its_frozen_hash() -> None:
-    rows = _rows("corpus_ext10.jsonl")
-    held = _heldout_matches_hash(rows, "heldout10.sha256")
-    assert len(held) == 11 and len(rows) == 20 and len({r["id"] for r in rows}) == 20
-    older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != "corpus_ext10.jsonl"
+@pytest.mark.parametrize(
+    "name, hash_file, n_held, n_rows",
+    [("corpus_ext9.jsonl", "heldout9.sha256", 14, 32), ("corpus_ext10.jsonl", "heldout10.sha256", 11, 20)],
+    ids=["seventh", "eighth"],
+)
+def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
+    rows = _rows(name)
+    held = _heldout_matches_hash(rows, hash_file)
+    assert len(held) == n_held and len(rows) == n_rows and len({r["id"] for r in rows}) == n_rows
+    older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != name
              for r in _rows(f.name) if "source_url" in r}  # fmt: skip
     assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
