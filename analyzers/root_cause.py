@@ -7,9 +7,10 @@ its own rank and host, so an SRE (or a playbook) saw five culprits for one fault
 other analyzer (and after consolidate), one pure pass:
 
 1. turns what the runtime recorded (run_events: torchelastic error files, first non-finite loss)
-   into findings (a first failure whose exception is an out-of-memory is an OOM, not a crash), with torchelastic's own root-cause rule: the smallest error-file timestamp is the
+   into findings, with torchelastic's own root-cause rule: the smallest error-file timestamp is the
    first failure (torch/distributed/elastic/multiprocessing/errors/__init__.py,
-   ChildFailedError.get_first_failure);
+   ChildFailedError.get_first_failure); a first failure whose exception is an out-of-memory is an
+   OOM finding, not a crash;
 2. picks the incident's root: a critical hardware finding (faulty_host: Xid, ECC, lost GPU...)
    first, since it explains the crash of the ranks on that host; else the first failing rank; else a
    hung collective; else the first non-finite loss;
