@@ -223,6 +223,13 @@ _EVIDENCE_COLS = ("temp_slowdown_c", "pcie_replay_errors_total")
 _HOST_COLS = ("ts", "host", "cpu_util_pct", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "gpu_count")
 
 
+# The scans allocate from the C library's malloc, not Arrow's default pool (mimalloc): mimalloc
+# returns freed memory to the OS within milliseconds and takes fresh (huge) pages for the next
+# buffers, and on the dev VM first-touching fresh memory costs ~2.6 ms per MB of system time.
+# malloc keeps what a scan frees for the next file and for numpy's grids (BENCHMARKS.md).
+_READ_POOL = pa.system_memory_pool()
+
+
 def _as_table(t: Any, columns: Iterable[str]) -> pa.Table | None:
     if t is None:
         return None
@@ -231,7 +238,7 @@ def _as_table(t: Any, columns: Iterable[str]) -> pa.Table | None:
     if isinstance(t, pads.Dataset):
         names = set(t.schema.names)
         # Columns a file's footer proves constant (counters that never moved) are not read.
-        return read_columns(t, [c for c in columns if c in names])
+        return read_columns(t, [c for c in columns if c in names], _READ_POOL)
     names = set(t.column_names)
     return t.select([c for c in columns if c in names])
 
