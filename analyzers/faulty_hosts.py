@@ -260,7 +260,7 @@ def _host_codes(t: pa.Table, index: dict[str, int]) -> np.ndarray:
     chunk is one file, so one host; reading its first value beats encoding 7M strings."""
     col = t.column("host")
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    out = np.empty(len(col), np.int64)
+    out = np.empty(len(col), np.int32)  # codes < hosts: half the fresh memory of int64
     pos = 0
     for ch, single in zip(chunks, _single_values(col, len(chunks))):
         n = len(ch)
@@ -272,7 +272,7 @@ def _host_codes(t: pa.Table, index: dict[str, int]) -> np.ndarray:
             continue
         if not pa.types.is_dictionary(ch.type):
             ch = pc.dictionary_encode(ch)
-        remap = np.array([index.setdefault(v, len(index)) for v in ch.dictionary.to_pylist()], np.int64)
+        remap = np.array([index.setdefault(v, len(index)) for v in ch.dictionary.to_pylist()], np.int32)
         out[pos : pos + n] = remap[ch.indices.to_numpy(zero_copy_only=False)]
         pos += n
     return out
@@ -639,6 +639,7 @@ class _HostRows:
         return v if len(v) else None
 
 
+_BLOCK_ROWS = 1 << 16  # rows per block where a row-sized temporary is avoided
 MAX_GRID_CELLS = 200_000_000  # (host x 1 s bins): 1,024 hosts x 2 days; ~1.6 GB per float64 grid
 
 
@@ -673,7 +674,14 @@ class _Frame:
         self.h_tb = self.tbin(self.h_ts) if self.h_ts is not None else None
 
     def tbin(self, ts: np.ndarray) -> np.ndarray:
-        return (ts - self.t0 + self._step // 2) // self._step
+        """Time bin of each timestamp (< T, so int32), computed in blocks: no row-sized int64
+        temporaries (fresh memory costs more to touch than the arithmetic on it)."""
+        out = np.empty(len(ts), np.int32)
+        for s in range(0, len(ts), _BLOCK_ROWS):
+            b = ts[s : s + _BLOCK_ROWS] - self.t0
+            b += self._step // 2
+            np.floor_divide(b, self._step, out=out[s : s + _BLOCK_ROWS])
+        return out
 
     def ts_of(self, i: Any) -> Any:
         return self.t0 + np.asarray(i, np.int64) * int(self.step_ns)
@@ -758,11 +766,16 @@ class _GpuContext:
 
     def __init__(self, gt: pa.Table, fr: _Frame, th: _Thresholds) -> None:
         H, T = fr.H, fr.T
-        gpu = gt.column("gpu").to_numpy().astype(np.int64)
+        gpu = gt.column("gpu").to_numpy()
         self.G = G = int(gpu.max()) + 1
         self.gpu = gpu
-        self.unit = unit = fr.g_host * G + gpu
-        self.flat = unit * T + fr.g_tb
+        # Row indices in int32 where the grid allows: every row-sized array is fresh memory.
+        idx = np.int32 if H * G * T < 2**31 else np.int64
+        self.unit = unit = fr.g_host.astype(idx)
+        unit *= G
+        unit += gpu
+        self.flat = unit * T
+        self.flat += fr.g_tb
         self.shape = (H, G, T)
         present = _grid(self.flat, True, self.shape, False, bool)
         self.present_any = present.any(-1)  # (H, G)
@@ -779,7 +792,8 @@ class _GpuContext:
             self.working = self.util >= th.idle_util_pct
         # One row per GPU (any of its rows: they agree) for what is fixed per GPU: SKU, default limit.
         self.row_of_unit = np.full(H * G, -1, np.int64)
-        self.row_of_unit[unit] = np.arange(len(unit))
+        for s in range(0, len(unit), _BLOCK_ROWS):  # the last row wins, as one assignment would
+            self.row_of_unit[unit[s : s + _BLOCK_ROWS]] = np.arange(s, min(s + _BLOCK_ROWS, len(unit)))
         self.sku = self._unit_strings(gt, "gpu_name")
         have = self.row_of_unit >= 0
         self.default_w = np.full(H * G, np.nan)
@@ -816,11 +830,10 @@ class _GpuContext:
         units = np.unique(self.unit[other])
         pos = np.full(len(self.row_of_unit), -1, np.int64)
         pos[units] = np.arange(len(units))
-        at = pos[self.unit]
-        rows = np.flatnonzero(at >= 0)
+        rows = np.flatnonzero((pos >= 0)[self.unit])  # a bool per row, not an int64 per row
         v = _np(pa.table({name: col.take(rows)}), name)
         T = self.shape[2]
-        return units, _grid(at[rows] * T + self.flat[rows] % T, v, (len(units), T))
+        return units, _grid(pos[self.unit[rows]] * T + self.flat[rows] % T, v, (len(units), T))
 
     def _unit_strings(self, gt: pa.Table, name: str) -> list[str | None]:
         n = len(self.row_of_unit)
