@@ -59,6 +59,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -1393,12 +1394,14 @@ def _peer_outliers(
     cont = fr.samples(th.continuity_s)
     h_flat = fr.h_host * T + fr.h_tb if ht is not None else None
     for m in th.outlier_metrics:
-        floor = th.floors.get(m.floor_kw)
-        if floor is None:
+        if m.floor_kw not in th.floors:
             raise ValueError(f"outlier metric {m.column}: no keyword argument {m.floor_kw!r} holds its floor")
+
+    def one(m: OutlierMetric) -> list[tuple[Any, ...]]:
+        """One metric's findings, as the arguments of `_Collector.add`."""
         if m.table == "gpu":
             if gt is None or g is None or m.column not in gt.column_names:
-                continue
+                return []
             if m.column == "sm_util_pct":  # the same grid as the context's (read-only here)
                 x = g.util.reshape(H * g.G, T)
             else:
@@ -1412,19 +1415,38 @@ def _peer_outliers(
             )
         else:
             if ht is None:
-                continue
+                return []
             if m.column == "net_bytes_per_s":
                 vals = _np(ht, "net_rx_bytes_per_s") + _np(ht, "net_tx_bytes_per_s")
             elif m.column in ht.column_names:
                 vals = _np(ht, m.column)
             else:
-                continue
+                return []
             x = _grid(h_flat, vals.astype(np.float32), (H, T), np.nan, np.float32)
             owner, sub, group, active, keys = np.arange(H), None, host_group, host_active, host_group_keys
         if np.isnan(x).all():
-            continue
+            return []
         mw = fr.samples(m.window_s) if m.window_s else w
-        _outliers_one(col, fr, th, m, floor * m.scale, x, owner, sub, group, keys, active, mw, cont)
+        out = _Deferred()
+        _outliers_one(out, fr, th, m, th.floors[m.floor_kw] * m.scale, x, owner, sub, group, keys, active, mw, cont)
+        return out.calls
+
+    # Two metrics at a time (numpy's passes release the GIL; the scan's second core is idle by
+    # now); their findings are added in metric order, as one metric after another would add them.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for calls in pool.map(one, th.outlier_metrics):
+            for args in calls:
+                col.add(*args)
+
+
+class _Deferred:
+    """Stands in for a _Collector: records the `add` calls, to be replayed in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def add(self, *args: Any) -> None:
+        self.calls.append(args)
 
 
 def _group_ids(keys: list[Any]) -> tuple[np.ndarray, list[Any]]:
@@ -1463,7 +1485,7 @@ def _history(d: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 
 def _outliers_one(
-    col: _Collector,
+    col: _Collector | _Deferred,
     fr: _Frame,
     th: _Thresholds,
     m: OutlierMetric,
@@ -1497,10 +1519,13 @@ def _outliers_one(
         # seconds on different hosts (each agent samples at its own offset).
         vr = valid[rows]
         n = _window_sum(vr, w, np.float32)
-        mean_w = _window_sum(np.where(vr, x[rows], np.float32(0.0)), w, np.float32)
-        mean_w /= np.maximum(n, 1)
+        xr = x[rows]  # a copy: zeroed where not valid in place (no second grid)
+        np.copyto(xr, np.float32(0.0), where=~vr)
+        mean_w = _window_sum(xr, w, np.float32)
+        del xr, vr
         ok = n >= max(1, w // 2)
-        del n, vr
+        mean_w /= np.maximum(n, 1, out=n)
+        del n
         pick = _sample_rows(len(rows))
         ref = _nanmedian0(np.where(ok[pick], mean_w[pick], np.nan)).astype(np.float32)
         ok &= ~np.isnan(ref)[None, :]
