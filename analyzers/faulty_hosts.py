@@ -59,6 +59,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,6 +224,13 @@ _EVIDENCE_COLS = ("temp_slowdown_c", "pcie_replay_errors_total")
 _HOST_COLS = ("ts", "host", "cpu_util_pct", "net_rx_bytes_per_s", "net_tx_bytes_per_s", "gpu_count")
 
 
+# The scans allocate from the C library's malloc, not Arrow's default pool (mimalloc): mimalloc
+# returns freed memory to the OS within milliseconds and takes fresh (huge) pages for the next
+# buffers, and on the dev VM first-touching fresh memory costs ~2.6 ms per MB of system time.
+# malloc keeps what a scan frees for the next file and for numpy's grids (BENCHMARKS.md).
+_READ_POOL = pa.system_memory_pool()
+
+
 def _as_table(t: Any, columns: Iterable[str]) -> pa.Table | None:
     if t is None:
         return None
@@ -231,7 +239,7 @@ def _as_table(t: Any, columns: Iterable[str]) -> pa.Table | None:
     if isinstance(t, pads.Dataset):
         names = set(t.schema.names)
         # Columns a file's footer proves constant (counters that never moved) are not read.
-        return read_columns(t, [c for c in columns if c in names])
+        return read_columns(t, [c for c in columns if c in names], _READ_POOL)
     names = set(t.column_names)
     return t.select([c for c in columns if c in names])
 
@@ -253,7 +261,7 @@ def _host_codes(t: pa.Table, index: dict[str, int]) -> np.ndarray:
     chunk is one file, so one host; reading its first value beats encoding 7M strings."""
     col = t.column("host")
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    out = np.empty(len(col), np.int64)
+    out = np.empty(len(col), np.int32)  # codes < hosts: half the fresh memory of int64
     pos = 0
     for ch, single in zip(chunks, _single_values(col, len(chunks))):
         n = len(ch)
@@ -265,7 +273,7 @@ def _host_codes(t: pa.Table, index: dict[str, int]) -> np.ndarray:
             continue
         if not pa.types.is_dictionary(ch.type):
             ch = pc.dictionary_encode(ch)
-        remap = np.array([index.setdefault(v, len(index)) for v in ch.dictionary.to_pylist()], np.int64)
+        remap = np.array([index.setdefault(v, len(index)) for v in ch.dictionary.to_pylist()], np.int32)
         out[pos : pos + n] = remap[ch.indices.to_numpy(zero_copy_only=False)]
         pos += n
     return out
@@ -632,6 +640,7 @@ class _HostRows:
         return v if len(v) else None
 
 
+_BLOCK_ROWS = 1 << 16  # rows per block where a row-sized temporary is avoided
 MAX_GRID_CELLS = 200_000_000  # (host x 1 s bins): 1,024 hosts x 2 days; ~1.6 GB per float64 grid
 
 
@@ -666,7 +675,14 @@ class _Frame:
         self.h_tb = self.tbin(self.h_ts) if self.h_ts is not None else None
 
     def tbin(self, ts: np.ndarray) -> np.ndarray:
-        return (ts - self.t0 + self._step // 2) // self._step
+        """Time bin of each timestamp (< T, so int32), computed in blocks: no row-sized int64
+        temporaries (fresh memory costs more to touch than the arithmetic on it)."""
+        out = np.empty(len(ts), np.int32)
+        for s in range(0, len(ts), _BLOCK_ROWS):
+            b = ts[s : s + _BLOCK_ROWS] - self.t0
+            b += self._step // 2
+            np.floor_divide(b, self._step, out=out[s : s + _BLOCK_ROWS])
+        return out
 
     def ts_of(self, i: Any) -> Any:
         return self.t0 + np.asarray(i, np.int64) * int(self.step_ns)
@@ -751,11 +767,16 @@ class _GpuContext:
 
     def __init__(self, gt: pa.Table, fr: _Frame, th: _Thresholds) -> None:
         H, T = fr.H, fr.T
-        gpu = gt.column("gpu").to_numpy().astype(np.int64)
+        gpu = gt.column("gpu").to_numpy()
         self.G = G = int(gpu.max()) + 1
         self.gpu = gpu
-        self.unit = unit = fr.g_host * G + gpu
-        self.flat = unit * T + fr.g_tb
+        # Row indices in int32 where the grid allows: every row-sized array is fresh memory.
+        idx = np.int32 if H * G * T < 2**31 else np.int64
+        self.unit = unit = fr.g_host.astype(idx)
+        unit *= G
+        unit += gpu
+        self.flat = unit * T
+        self.flat += fr.g_tb
         self.shape = (H, G, T)
         present = _grid(self.flat, True, self.shape, False, bool)
         self.present_any = present.any(-1)  # (H, G)
@@ -772,7 +793,8 @@ class _GpuContext:
             self.working = self.util >= th.idle_util_pct
         # One row per GPU (any of its rows: they agree) for what is fixed per GPU: SKU, default limit.
         self.row_of_unit = np.full(H * G, -1, np.int64)
-        self.row_of_unit[unit] = np.arange(len(unit))
+        for s in range(0, len(unit), _BLOCK_ROWS):  # the last row wins, as one assignment would
+            self.row_of_unit[unit[s : s + _BLOCK_ROWS]] = np.arange(s, min(s + _BLOCK_ROWS, len(unit)))
         self.sku = self._unit_strings(gt, "gpu_name")
         have = self.row_of_unit >= 0
         self.default_w = np.full(H * G, np.nan)
@@ -809,11 +831,10 @@ class _GpuContext:
         units = np.unique(self.unit[other])
         pos = np.full(len(self.row_of_unit), -1, np.int64)
         pos[units] = np.arange(len(units))
-        at = pos[self.unit]
-        rows = np.flatnonzero(at >= 0)
+        rows = np.flatnonzero((pos >= 0)[self.unit])  # a bool per row, not an int64 per row
         v = _np(pa.table({name: col.take(rows)}), name)
         T = self.shape[2]
-        return units, _grid(at[rows] * T + self.flat[rows] % T, v, (len(units), T))
+        return units, _grid(pos[self.unit[rows]] * T + self.flat[rows] % T, v, (len(units), T))
 
     def _unit_strings(self, gt: pa.Table, name: str) -> list[str | None]:
         n = len(self.row_of_unit)
@@ -1373,12 +1394,14 @@ def _peer_outliers(
     cont = fr.samples(th.continuity_s)
     h_flat = fr.h_host * T + fr.h_tb if ht is not None else None
     for m in th.outlier_metrics:
-        floor = th.floors.get(m.floor_kw)
-        if floor is None:
+        if m.floor_kw not in th.floors:
             raise ValueError(f"outlier metric {m.column}: no keyword argument {m.floor_kw!r} holds its floor")
+
+    def one(m: OutlierMetric) -> list[tuple[Any, ...]]:
+        """One metric's findings, as the arguments of `_Collector.add`."""
         if m.table == "gpu":
             if gt is None or g is None or m.column not in gt.column_names:
-                continue
+                return []
             if m.column == "sm_util_pct":  # the same grid as the context's (read-only here)
                 x = g.util.reshape(H * g.G, T)
             else:
@@ -1392,19 +1415,38 @@ def _peer_outliers(
             )
         else:
             if ht is None:
-                continue
+                return []
             if m.column == "net_bytes_per_s":
                 vals = _np(ht, "net_rx_bytes_per_s") + _np(ht, "net_tx_bytes_per_s")
             elif m.column in ht.column_names:
                 vals = _np(ht, m.column)
             else:
-                continue
+                return []
             x = _grid(h_flat, vals.astype(np.float32), (H, T), np.nan, np.float32)
             owner, sub, group, active, keys = np.arange(H), None, host_group, host_active, host_group_keys
         if np.isnan(x).all():
-            continue
+            return []
         mw = fr.samples(m.window_s) if m.window_s else w
-        _outliers_one(col, fr, th, m, floor * m.scale, x, owner, sub, group, keys, active, mw, cont)
+        out = _Deferred()
+        _outliers_one(out, fr, th, m, th.floors[m.floor_kw] * m.scale, x, owner, sub, group, keys, active, mw, cont)
+        return out.calls
+
+    # Two metrics at a time (numpy's passes release the GIL; the scan's second core is idle by
+    # now); their findings are added in metric order, as one metric after another would add them.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for calls in pool.map(one, th.outlier_metrics):
+            for args in calls:
+                col.add(*args)
+
+
+class _Deferred:
+    """Stands in for a _Collector: records the `add` calls, to be replayed in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def add(self, *args: Any) -> None:
+        self.calls.append(args)
 
 
 def _group_ids(keys: list[Any]) -> tuple[np.ndarray, list[Any]]:
@@ -1443,7 +1485,7 @@ def _history(d: np.ndarray, ok: np.ndarray) -> np.ndarray:
 
 
 def _outliers_one(
-    col: _Collector,
+    col: _Collector | _Deferred,
     fr: _Frame,
     th: _Thresholds,
     m: OutlierMetric,
@@ -1477,10 +1519,13 @@ def _outliers_one(
         # seconds on different hosts (each agent samples at its own offset).
         vr = valid[rows]
         n = _window_sum(vr, w, np.float32)
-        mean_w = _window_sum(np.where(vr, x[rows], np.float32(0.0)), w, np.float32)
-        mean_w /= np.maximum(n, 1)
+        xr = x[rows]  # a copy: zeroed where not valid in place (no second grid)
+        np.copyto(xr, np.float32(0.0), where=~vr)
+        mean_w = _window_sum(xr, w, np.float32)
+        del xr, vr
         ok = n >= max(1, w // 2)
-        del n, vr
+        mean_w /= np.maximum(n, 1, out=n)
+        del n
         pick = _sample_rows(len(rows))
         ref = _nanmedian0(np.where(ok[pick], mean_w[pick], np.nan)).astype(np.float32)
         ok &= ~np.isnan(ref)[None, :]

@@ -47,6 +47,9 @@ def test_same_table_as_the_scan_with_constant_moving_null_and_absent_columns(tmp
     assert got.equals(want) and got.schema.equals(want.schema, check_metadata=True)
     assert got.column("ecc_dbe_total").to_pylist() == [0] * 4 + [0, 0, 3, 3] + [1, 1, 2, 2] + [0] * 3
     assert got.column("throttle_reasons").to_pylist()[0] == 1 << 63
+    system, before = pa.system_memory_pool(), pa.system_memory_pool().bytes_allocated()
+    in_system = read_columns(ds, COLS, memory_pool=system)  # the analyzer's pool: the same table
+    assert in_system.equals(want) and system.bytes_allocated() > before
 
     provable = [("ecc_dbe_total", True), ("xid", True), ("gpu_name", True), ("power_limit_w", False), ("ts", True)]
     fills = {f.path.split("host=")[1][0]: _footer_fills(f.metadata, provable) for f in ds.get_fragments()}
