@@ -23,7 +23,14 @@ from dataclasses import dataclass
 
 from trainctl.errors import CheckpointError
 
-__all__ = ["GridLayout", "source_rank"]
+__all__ = ["GridLayout", "default_tp", "source_rank"]
+
+
+def default_tp(world_size: int) -> int:
+    """The reference trainer's tensor-parallel size when `--tp` is not given: 2 for an even world,
+    else 1 (a one-GPU box runs at world 1). Launch (trainctl.ops.launch.request.trainer_tp) and the
+    trainer both take it from here, so a relaunch passes the tp the run actually had."""
+    return 2 if world_size % 2 == 0 else 1
 
 
 @dataclass(frozen=True)

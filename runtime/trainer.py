@@ -581,8 +581,8 @@ def train(args: argparse.Namespace) -> int:
     server = debug_server.start(run_dir, rank)  # kept alive for the run
     write_rank_file(run_dir, host, rank, local_rank, world)
 
-    if args.tp is None:  # the default trainctl.ops.launch.request.trainer_tp assumes (a one-GPU box: 1)
-        args.tp = 2 if world % 2 == 0 else 1
+    if args.tp is None:
+        args.tp = rank_map.default_tp(world)
     if world % args.tp:
         raise SystemExit(f"--tp {args.tp} does not divide world size {world}; pick a divisor")
     topo = Topology(world, args.tp)

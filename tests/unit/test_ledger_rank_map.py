@@ -76,3 +76,13 @@ def test_manifest_layout_maps_a_shrink() -> None:
 def test_invalid_degree_is_refused() -> None:
     with pytest.raises(CheckpointError, match="every degree must be >= 1"):
         GridLayout(dp=0, tp=2)
+
+
+def test_the_reference_trainers_default_tp_is_launchs_too() -> None:
+    """One rule for the default --tp: launch passes what the trainer would pick (a one-GPU world gets 1)."""
+    from trainctl.ops.launch.request import trainer_tp
+    from trainctl.runtime.rank_map import default_tp
+
+    assert [default_tp(w) for w in (1, 2, 3, 4, 8)] == [1, 2, 1, 2, 2]
+    assert all(trainer_tp([], w) == default_tp(w) for w in range(1, 17))
+    assert trainer_tp(["--tp", "4"], 8) == 4

@@ -30,6 +30,7 @@ from typing import Any
 from trainctl.errors import InputError
 from trainctl.inventory import parse_hosts
 from trainctl.rundir import HostRanks
+from trainctl.runtime.rank_map import default_tp
 
 __all__ = [
     "Mode",
@@ -455,7 +456,7 @@ def simulated_hosts(n: int) -> tuple[str, ...]:
 
 
 def trainer_tp(args: Sequence[str], world: int) -> int:
-    """The reference trainer's --tp in `args`, else its default (2 for an even world, else 1)."""
+    """The reference trainer's --tp in `args`, else its default (runtime.rank_map.default_tp)."""
     for i, a in enumerate(args):
         if a == "--tp" and i + 1 < len(args):
             try:
@@ -467,7 +468,7 @@ def trainer_tp(args: Sequence[str], world: int) -> int:
                 return int(a.split("=", 1)[1])
             except ValueError:
                 raise InputError(f"{a!r}: --tp must be an integer that divides the world size") from None
-    return 2 if world % 2 == 0 else 1
+    return default_tp(world)
 
 
 def reference_layout(world: int, tp: int) -> tuple[dict[str, tuple[tuple[int, ...], ...]], dict[str, int]]:
