@@ -1,6 +1,6 @@
 """Log signatures scored on labelled real excerpts: dev and held-out side by side (issue 13 item 3).
 
-    .venv/bin/python bench/logs_accuracy.py [--json OUT]
+    .venv/bin/python bench/logs_accuracy.py [--json OUT] [--carriers]
 
 Splits (frozen; tests/fixtures/logs/README.md):
 - dev: the 35 rows of shared/corpus (tests/fixtures/logs/real_logs_dev.jsonl), which the signatures
@@ -17,6 +17,10 @@ Splits (frozen; tests/fixtures/logs/README.md):
   and corpus_ext9.jsonl (32 rows, gathered 2026-11-26 20:00-20:50 UTC while the analyzer's last
   changes were being written by others): held-out-7 (heldout9.sha256) and dev; so is
   corpus_ext10.jsonl (20 rows, gathered 2026-11-26 23:10-23:17 UTC): held-out-8 (heldout10.sha256) and dev.
+
+`--carriers` scores each split again under every launcher prefix and shipper envelope of
+bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
+reached the user.
 
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
@@ -99,6 +103,13 @@ def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
+def dev_rows() -> list[dict]:
+    """Every dev row: the dev-only files and the dev half of each split batch (never a held-out row)."""
+    rows = load(DEV) + [r for p in (EXT, EXT2, EXT3) for r in load(p) if split_of(r["id"]) == "dev"] + load(DEV4)
+    rows += [r for r in load(EXT5) if split_of(r["id"]) == "dev"] + load(DEV6)
+    return rows + [r for p in (EXT7, EXT8, EXT9, EXT10) for r in load(p) if split_of(r["id"]) == "dev"]
+
+
 def _mentioned(value: object, text: str) -> bool:
     v = re.escape(str(value))
     return bool(re.search(rf"(?:(?<![\w.])|(?<=rank)|(?<=Rank)|(?<=RANK)){v}(?!\w)", text))
@@ -173,6 +184,17 @@ def score(rows: list[dict], findings_of: Callable[[dict], list[Finding]] = diagn
     }
 
 
+def _print_carriers(splits: dict[str, list[dict]], of: Callable[[dict], list[Finding]]) -> None:
+    """Kind accuracy and silent rows of each split as it reads plain and under each carrier."""
+    from log_carriers import CARRIERS  # bench/ is the script's directory
+
+    carriers = {"(plain)": (lambda log: log, False), **CARRIERS}
+    print(f"\n{'kind accuracy / silent':>24}" + "".join(f"{s:>16}" for s in splits))
+    for name, (carry, _) in carriers.items():
+        scores = [score([dict(r, log=carry(r["log"])) for r in rows], of) for rows in splits.values()]
+        print(f"{name:>24}" + "".join(f"{s['kind_accuracy']!s:>10} / {s['silent']:<3}" for s in scores))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path, help="write the scores here too")
@@ -188,13 +210,16 @@ def main() -> int:
         default="diagnose",
         help="score what diagnose prints (default) or the log analyzer's own order",
     )
+    ap.add_argument(
+        "--carriers",
+        action="store_true",
+        help="also score every split with its logs rewritten by each launcher/shipper of bench/log_carriers.py",
+    )
     args = ap.parse_args()
     of = diagnose_order if args.order == "diagnose" else analyzer_order
-    ext, ext2, ext3, ext5 = load(EXT), load(EXT2), load(EXT3), load(EXT5)
-    ext7, ext8, ext9, ext10 = load(EXT7), load(EXT8), load(EXT9), load(EXT10)
-    dev = load(DEV) + [r for r in ext + ext2 + ext3 if split_of(r["id"]) == "dev"] + load(DEV4)
-    dev += [r for r in ext5 if split_of(r["id"]) == "dev"] + load(DEV6)
-    dev += [r for r in ext7 + ext8 + ext9 + ext10 if split_of(r["id"]) == "dev"]
+    ext, ext5 = load(EXT), load(EXT5)
+    ext2, ext3, ext7, ext8, ext9, ext10 = (load(p) for p in (EXT2, EXT3, EXT7, EXT8, EXT9, EXT10))
+    dev = dev_rows()
     if args.dev_only:
         dev_score = score(dev, of)
         for c, v in dev_score.items():
@@ -225,6 +250,8 @@ def main() -> int:
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
+    if args.carriers:
+        _print_carriers({"dev": dev, "held-out": held1 + held2 + held3 + held4 + held5 + held6 + held7 + held8}, of)
     for split in ("dev", "heldout") if args.show_heldout_misses else ("dev",):
         for m in out[split]["misses"]:
             print(f"  {split} miss: {m}", file=sys.stderr)

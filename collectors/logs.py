@@ -25,6 +25,7 @@ Each line goes through three steps:
 
 from __future__ import annotations
 
+import html
 import ipaddress
 import json
 import logging
@@ -2604,17 +2605,40 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("grep_file", re.compile(r"^(?P<file>[\w./-]+\.(?:log|txt|out|err)):(?=\S)")),
     ("line_counter", re.compile(r"^\[\d+\]\s(?=\S)")),
     ("rank_world", re.compile(r"^\[(?P<rank>\d{1,6})/(?P<world>\d{1,6})\]")),
-    # An ISO time, bracketed or not, maybe followed by ":" (log shippers: "2019-06-02T16:13:44.884Z: <line>").
-    ("iso_ts", re.compile(r"^\[?(?P<ts>\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?:?\s*")),
+    # An ISO time, bracketed or not, maybe followed by ":" (log shippers: "2019-06-02T16:13:44.884Z: <line>"),
+    # or Go's log.LstdFlags time ("2009/01/23 01:23:23 ", src/log/log.go formatHeader).
+    (
+        "iso_ts",
+        re.compile(r"^\[?(?P<ts>\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?:?\s*"),
+    ),
     ("dmesg_ctime", re.compile(r"^\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s*")),
     ("dmesg_uptime", re.compile(r"^\[\s*\d+\.\d+\]\s*")),
     (
         "syslog",
         re.compile(
-            r"^[A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:(?P<host>[\w.-]+)\s+(?=kernel:|[\w.-]+\[\d+\]:))?"
+            r"^[A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?\s+(?:(?P<host>[\w.-]+)\s+(?=kernel:|[\w.@/-]+\[\d+\]:))?"
+        ),
+    ),
+    # journalctl's short formats (systemd src/shared/logs-show.c output_short: "[time] HOST IDENT[PID]: MSG";
+    # -o short-iso puts an ISO time first, peeled by iso_ts): the host and the printing program's tag.
+    # Not a rank or device tag ("rank[3]: ", "GPU[0]: "), which frameworks print, nor the kernel's own
+    # "COMM[PID]: segfault at ..." (arch/x86/mm/fault.c show_signal_msg), whose task is the message.
+    (
+        "journal_ident",
+        re.compile(
+            r"^(?:(?P<host>[\w.-]{1,253}) )?(?!(?:rank|gpu|device|worker|node)\[)[\w.@/-]{1,64}\[\d{1,10}\]: (?!segfault at )",
+            re.I,
         ),
     ),
     ("kernel_tag", re.compile(r"^kernel:\s*")),
+    # A container log file as the kubelet writes it (kubernetes pkg/kubelet/kuberuntime/logs/logs.go
+    # parseCRILog: "TIMESTAMP STREAM TAG CONTENT", TAG F for a full line, P for a partial one); the
+    # time is peeled by iso_ts.
+    ("cri_stream", re.compile(r"^(?:stdout|stderr) [FP] ")),
+    # docker compose's log prefix (docker/compose cmd/formatter/logs.go: the container name padded
+    # to the widest, then " | "; v1 names "svc_1", v2 "svc-1"): a container, not a host.
+    # A line that ends on "|" is a table row, unless the container printed the table.
+    ("compose", re.compile(r"^[A-Za-z0-9][\w.-]{0,120}?\s+\| (?:(?=[|+])|(?!.*\|\s*$))")),
     ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
     ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
     # Lightning (lightning_fabric/utilities/rank_zero.py rank_prefixed_message): "[rank: N] " with the global rank.
@@ -2622,7 +2646,12 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # kubectl logs --prefix: "[pod/NAME/CONTAINER] "; the pod is where the process ran.
     ("kubectl_prefix", re.compile(r"^\[pod/(?P<host>[\w.-]{1,253})/[\w.-]{1,63}\] ")),
     # Open MPI mpirun --tag-output (orte/mca/iof/base/iof_base_output.c): "[jobid,rank]<stdout>:".
-    ("mpi_tag", re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:\s?")),
+    # SageMaker's mpirun names the rank and the host in the tag ("[1,mpirank:3,algo-2]<stderr>:", as
+    # printed in huggingface/accelerate and sagemaker issue threads).
+    (
+        "mpi_tag",
+        re.compile(r"^\[\d+,(?:mpirank:)?(?P<rank>\d+)(?:,(?P<host>[\w.-]{1,253}))?\]<(?:stdout|stderr|stddiag)>:\s?"),
+    ),
     # A launcher's per-stream tag ("<name> [stderr] "): the name is a job/host label, not used as a host.
     ("stream_tag", re.compile(r"^[\w.-]{1,120} \[(?:stdout|stderr)\] ")),
     ("torchx", re.compile(r"^[\w-]+/\d+ \[(?P<local_rank>\d+)\]:")),
@@ -2632,8 +2661,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("slurmstepd", re.compile(r"^slurmstepd-(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
     # srun --label: "%*d: " (the task id, right-aligned). Kept as a field: a task index is neither a host nor,
     # under a per-node launcher (torchrun), a rank.
-    ("srun_label", re.compile(r"^(?P<task>\d{1,6}): (?=\S)")),
-    ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\S)")),
+    # The printed line may itself start with spaces (a traceback's frames): "  3:   File ...".
+    ("srun_label", re.compile(r"^(?P<task>\d{1,6}): (?=\s*\S)")),
+    ("pdsh", re.compile(r"^(?P<host>[A-Za-z0-9](?:[\w.-]*[\w])?): (?=\s*\S)")),
 )
 _NOT_HOSTS = re.compile(
     r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$"
@@ -2657,7 +2687,9 @@ _RECORD_START = re.compile(
 
 # "=====" / "-----" banner rules, and table rows that end on their border ("| ... |", as nvidia-smi
 # pads every row to one width), are never wrapped text.
-_RULE = re.compile(r"^\W*$|^\|.*\|\s*$")
+# A per-host or per-task label in front (pdsh "node3: ", srun --label "  3: ") keeps a row a row:
+# `pdsh -w ... nvidia-smi` is how a table of every host is usually fetched.
+_RULE = re.compile(r"^\s*(?:[\w.-]{1,64}: )?(?:\W*|\|.*\|\s*)$")
 
 
 @dataclass
@@ -2674,11 +2706,13 @@ class _Record:
 
 
 def _wrap_width(lines: list[str]) -> int | None:
-    """The terminal width a paste was wrapped at: a long length shared by several lines."""
+    """The terminal width a paste was wrapped at: a long length shared by several lines, or one
+    line's length when the line after it is its wrapped tail, padded with spaces to the same width
+    (as a terminal's copy pads the last row of a wrapped line)."""
     counts: dict[int, int] = {}
-    for ln in lines:
+    for i, ln in enumerate(lines):
         if len(ln) >= 60 and not ln.endswith("  ") and not _RULE.match(ln):
-            counts[len(ln)] = counts.get(len(ln), 0) + 1
+            counts[len(ln)] = counts.get(len(ln), 0) + (2 if _padded_run(lines, i) else 1)
     best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
     return best[0] if best and best[1] >= 2 else None
 
@@ -2689,12 +2723,32 @@ def _shape(line: str) -> str:
     return re.sub(r"\d", "0", line[:12])
 
 
+MAX_WRAP_ROWS = 16  # rows of one wrapped line looked through for its padded last row
+
+
+def _padded_run(lines: list[str], i: int) -> int:
+    """How many rows after lines[i] are its terminal-wrapped continuation, read from the wrap's own
+    evidence: rows of exactly its length, the last one padded with spaces to that width (0 if none)."""
+    width = len(lines[i])
+    if width < 60 or lines[i].endswith(" ") or _RULE.match(lines[i]):
+        return 0
+    for j in range(i + 1, min(len(lines), i + 1 + MAX_WRAP_ROWS)):
+        if len(lines[j]) != width:
+            return 0
+        if lines[j].endswith(" "):
+            return j - i if lines[j].strip() else 0
+    return 0
+
+
 def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     """Join terminal-wrapped continuation lines back onto the line they were cut from.
 
     A line is a wrap when it is exactly the paste's wrap width (and does not end padded with
     spaces: the last fragment of a wrapped line is padded to the width); the next line continues
     it unless it starts like a new record or repeats the previous line's opening (tables, progress).
+    A next line padded with spaces to exactly this line's length is its wrapped tail whatever it
+    starts with (a paste may mix widths, and a word cut in two can look like a record: "XidC" /
+    "riticalError: ...").
     """
     width = _wrap_width(lines)
     out: list[tuple[int, str]] = []
@@ -2702,18 +2756,22 @@ def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     while i < len(lines):
         start, text = i + 1, lines[i]
         head = _shape(text)
-        while (
-            width
-            and len(lines[i]) == width
-            and not lines[i].endswith("  ")
-            and not _RULE.match(lines[i])
-            and i + 1 < len(lines)
-            and lines[i + 1].strip()
-            and not _RECORD_START.match(lines[i + 1])
-            and _shape(lines[i + 1]) != head
-        ):
-            i += 1
-            text += lines[i]
+        while i + 1 < len(lines):
+            rows = _padded_run(lines, i)
+            if not rows and (
+                width
+                and len(lines[i]) == width
+                and not lines[i].endswith("  ")
+                and not _RULE.match(lines[i])
+                and lines[i + 1].strip()
+                and not _RECORD_START.match(lines[i + 1])
+                and _shape(lines[i + 1]) != head
+            ):
+                rows = 1
+            if not rows:
+                break
+            text += "".join(lines[i + 1 : i + 1 + rows])
+            i += rows
         out.append((start, text.rstrip()))
         i += 1
     return out
@@ -2755,7 +2813,7 @@ def _parse_ts(raw: str) -> datetime | None:
 
 
 def _norm_ts(raw: str) -> str:
-    return raw.replace("T", " ").replace("_", " ").replace(",", ".")
+    return raw.replace("T", " ").replace("_", " ").replace(",", ".").replace("/", "-")
 
 
 def _peel(text: str, rec: _Record) -> str:
@@ -2771,7 +2829,7 @@ def _peel(text: str, rec: _Record) -> str:
                 if _NOT_HOSTS.search(h) or not re.search(r"[\d.-]", h):
                     continue
                 rec.host, rec.host_basis = h, "pdsh_prefix"
-            elif name in ("syslog", "nccl_prefix") and g.get("host"):
+            elif name in ("syslog", "journal_ident", "nccl_prefix") and g.get("host"):
                 rec.host, rec.host_basis = g["host"], f"{name}"
                 if g.get("pid"):  # NCCL's printer pid: its init line says which rank it is (log_identity)
                     rec.fields["nccl_pid"] = int(g["pid"])
@@ -2785,6 +2843,8 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.rank, rec.rank_basis = int(g["rank"]), name
                 if g.get("world"):
                     rec.fields["world_size"] = int(g["world"])
+                if g.get("host"):  # SageMaker's mpirun tag
+                    rec.host, rec.host_basis = g["host"], name
             elif name in ("torchx", "elastic_tee"):
                 rec.fields["local_rank"] = int(g["local_rank"])
             elif name == "iso_ts":
@@ -2806,11 +2866,57 @@ def _peel(text: str, rec: _Record) -> str:
 _SYSLOGD_WALL = re.compile(r"^Message from syslogd@(?P<host>[\w.-]{1,253}) at .{0,60}\.\.\.$")
 
 
+# A log line shipped as a JSON object: docker's json-file driver (moby daemon/logger/jsonfilelog:
+# {"log": "...\n", "stream": ..., "time": ...}), `journalctl -o json` (systemd man journalctl:
+# MESSAGE, _HOSTNAME), fluentd/fluent-bit and Cloud Logging exports ("log", "message", "msg",
+# "textPayload"). The message is the line; the host field says where it ran.
+_JSON_MESSAGE_KEYS = ("log", "MESSAGE", "message", "msg", "textPayload")
+_JSON_HOST_KEYS = ("_HOSTNAME", "hostname", "host")
+# HTML character references, as a log copied from a rendered page or an HTML export carries them.
+_HTML_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|apos|#39|#x27|#34);")
+
+
+def _unwrap_json_line(line: str) -> tuple[str, str | None] | None:
+    """(message, host) of a log line that is a shipper's JSON object, else None."""
+    s = line.strip()
+    if not (s.startswith("{") and s.endswith("}")):
+        return None
+    try:
+        obj = json.loads(s)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    msg = next((obj[k] for k in _JSON_MESSAGE_KEYS if isinstance(obj.get(k), str)), None)
+    if msg is None:
+        return None
+    host = next((obj[k] for k in _JSON_HOST_KEYS if isinstance(obj.get(k), str) and obj[k]), None)
+    return msg.rstrip("\r\n"), host
+
+
+def _normalized_lines(text: str) -> tuple[list[str], dict[int, str]]:
+    """The text's lines with colour codes, CRLF endings, HTML character references and shippers'
+    JSON envelopes removed, and the host each JSON envelope named (by 1-based line number)."""
+    text = _ANSI_RE.sub("", text).replace("\r\n", "\n")
+    if _HTML_ENTITY.search(text):
+        text = html.unescape(text)
+    lines = text.split("\n")
+    hosts: dict[int, str] = {}
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("{"):
+            unwrapped = _unwrap_json_line(line)
+            if unwrapped is not None:
+                lines[i], host = unwrapped
+                if host:
+                    hosts[i + 1] = host
+    return lines, hosts
+
+
 def clean_lines(text: str) -> Iterator[_Record]:
     """Yield one record per logical message: noise removed, prefixes peeled, wraps joined."""
-    raw = _ANSI_RE.sub("", text).split("\n")
+    raw, json_hosts = _normalized_lines(text)
     wall_host: str | None = None  # "Message from syslogd@HOST at ...": the host of the next message
-    for line_no, joined in _join_wraps([ln.rstrip("\n") for ln in raw]):
+    for line_no, joined in _join_wraps(raw):
         m = _SYSLOGD_WALL.match(joined.strip())
         if m:
             wall_host = m.group("host")
@@ -2844,6 +2950,8 @@ def clean_lines(text: str) -> Iterator[_Record]:
                     continue
                 if wall_host is not None and rec.host is None:
                     rec.host, rec.host_basis = wall_host, "syslogd_wall"
+                if rec.host is None and line_no in json_hosts:
+                    rec.host, rec.host_basis = json_hosts[line_no], "json_envelope"
                 rec.text = body
                 _line_tags(rec)
                 yield rec

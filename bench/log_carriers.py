@@ -1,0 +1,96 @@
+"""How a log reaches the user: the launchers and shippers that rewrite every line (issue 13 item 3).
+
+The same failure arrives through torchrun's tee, srun --label, pdsh, journald, a Kubernetes container
+log file, docker compose or mpirun's tag, each of which puts its own text in front of every line; or
+wrapped in a shipper's JSON (docker's json-file, `journalctl -o json`); with CRLF endings; wrapped
+by the terminal it was copied from; or HTML-escaped from a rendered page. A verdict must not depend on the carrier: bench/logs_accuracy.py
+`--carriers` scores every split under each, tests/unit/test_log_carriers.py holds the dev rows to it.
+
+CARRIERS: name -> (how the carrier rewrites a log, whether it names a host or a rank of its own).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable
+
+from trainctl.collectors.logs import _join_wraps
+
+# name -> (the text the printer puts in front of a line, whether it names a host or a rank of its own)
+PREFIXES: dict[str, tuple[str, bool]] = {
+    # torch/distributed/elastic/multiprocessing/api.py (--tee): "[{role}{local_rank}]:"
+    "torchrun_tee": ("[default0]:", False),
+    # moreutils ts(1) default format "%b %d %H:%M:%S "
+    "ts": ("Nov 27 01:02:03 ", False),
+    # GitHub Actions / Azure Pipelines runner logs: ISO time with 7 fractional digits
+    "ci_runner": ("2026-11-27T01:02:03.1234567Z ", False),
+    # Go's log.LstdFlags (src/log/log.go formatHeader): "2009/01/23 01:23:23 "
+    "go_log": ("2026/11/27 01:02:03 ", False),
+    # Slurm srun --label: the task id right-aligned to the widest ("%*d: ")
+    "srun_label": ("  3: ", False),
+    # kubernetes pkg/kubelet/kuberuntime/logs/logs.go parseCRILog: "TIMESTAMP STREAM TAG CONTENT"
+    "cri_file": ("2026-11-27T01:02:03.123456789Z stderr F ", False),
+    # docker/compose cmd/formatter/logs.go: the container name padded to the widest, then " | "
+    "compose": ("trainer-1  | ", False),
+    # a paste from a code block indented by four spaces
+    "indent": ("    ", False),
+    # systemd src/shared/logs-show.c output_short: "TIME HOST IDENT[PID]: "
+    "journald": ("Nov 27 01:02:03 gpu-node-7 python3[4242]: ", True),
+    # pdsh(1): "HOST: "
+    "pdsh": ("gpu-node-3: ", True),
+    # Open MPI --tag-output as SageMaker's mpirun prints it: "[JOB,mpirank:RANK,HOST]<stream>:"
+    "sagemaker_mpi": ("[1,mpirank:3,algo-2]<stderr>:", True),
+}
+_QUOTE = re.compile(r"^(?:> ?)+")  # a markdown quote is the paste's, put on after the launcher's prefix
+
+
+def _lines(log: str) -> list[str]:
+    """The log's whole lines: a launcher writes them before any terminal wraps them."""
+    return [line for _, line in _join_wraps(log.split("\n"))]
+
+
+def prefixed(log: str, prefix: str) -> str:
+    out = []
+    for line in _lines(log):
+        quote = _QUOTE.match(line)
+        q = quote.group(0) if quote else ""
+        out.append(q + prefix + line[len(q) :] if line[len(q) :].strip() else line)
+    return "\n".join(out)
+
+
+def docker_json_file(log: str) -> str:
+    """moby daemon/logger/jsonfilelog: one JSON object per line, the line (with its newline) in "log"."""
+    stamp = "2026-11-27T01:02:03.123456789Z"
+    return "\n".join(json.dumps({"log": ln + "\n", "stream": "stderr", "time": stamp}) for ln in _lines(log))
+
+
+def journal_json(log: str) -> str:
+    """journalctl -o json (systemd man journalctl, systemd.journal-fields): MESSAGE and _HOSTNAME."""
+    rows = ({"_HOSTNAME": "gpu-node-7", "SYSLOG_IDENTIFIER": "python3", "MESSAGE": ln} for ln in _lines(log))
+    return "\n".join(json.dumps(r) for r in rows if r["MESSAGE"].strip())
+
+
+def terminal_wrap(log: str, width: int) -> str:
+    """A paste copied off a terminal that wrapped long lines at `width` and padded each line's last
+    row with spaces to the width (the shape of tests/fixtures/logs/real_logs_dev.jsonl wd-13)."""
+    out = []
+    for ln in _lines(log):
+        rows = [ln[i : i + width] for i in range(0, len(ln), width)] or [ln]
+        if len(rows) > 1:
+            rows[-1] = rows[-1].ljust(width)
+        out += rows
+    return "\n".join(out)
+
+
+CARRIERS: dict[str, tuple[Callable[[str], str], bool]] = {
+    **{name: ((lambda log, p=prefix: prefixed(log, p)), own) for name, (prefix, own) in PREFIXES.items()},
+    "docker_json_file": (docker_json_file, False),
+    "journal_json": (journal_json, True),
+    "crlf": (lambda log: log.replace("\n", "\r\n"), False),
+    # nvidia-smi's 91-column table cut at 80 columns is not read back (its rows are no longer rows)
+    "terminal_wrap_120": (lambda log: terminal_wrap(log, 120), False),
+    "terminal_wrap_200": (lambda log: terminal_wrap(log, 200), False),
+    "html_escaped": (lambda log: html.escape(log, quote=True), False),
+}

@@ -1,0 +1,69 @@
+"""A log reads the same whatever launcher or log shipper carried it (issue 13 item 3).
+
+Every dev excerpt the analyzer reads right must read the same under each carrier of
+bench/log_carriers.py (launcher prefixes, shippers' JSON, CRLF, HTML escaping): the same kind of first
+finding and, where the carrier names no host or rank of its own, the same culprit. Dev rows only
+(bench/logs_accuracy.py dev_rows): the held-out rows stay unread.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@cache
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+CARRIERS = _bench("log_carriers").CARRIERS
+
+
+@cache
+def _read_right() -> tuple[tuple[dict, object], ...]:
+    """The dev rows whose first finding has the label's kind, with that finding."""
+    b = _bench("logs_accuracy")
+    out = []
+    for row in b.dev_rows():
+        findings = b.diagnose_order(row)
+        if findings and findings[0].kind in b.LABEL_KINDS[row["category"]]:
+            out.append((row, findings[0]))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name", sorted(CARRIERS))
+def test_the_carrier_changes_no_verdict(name: str) -> None:
+    carry, names_its_own = CARRIERS[name]
+    b = _bench("logs_accuracy")
+    right = _read_right()
+    assert len(right) >= 330  # the dev rows read right today (338 of 346 on 2026-11-27)
+    changed = []
+    for row, first in right:
+        findings = b.diagnose_order(dict(row, log=carry(row["log"])))
+        if not findings or findings[0].kind is not first.kind:
+            changed.append((row["id"], first.kind.value, findings[0].kind.value if findings else "silent"))
+        # A syslogd wall message is a terminal broadcast that no launcher carries.
+        elif not names_its_own and "Message from syslogd@" not in row["log"]:
+            if (findings[0].ranks, findings[0].hosts) != (first.ranks, first.hosts):
+                changed.append((row["id"], (first.ranks, first.hosts), (findings[0].ranks, findings[0].hosts)))
+    assert changed == []
+
+
+def test_a_shipper_envelope_names_the_host_it_ran_on() -> None:
+    from trainctl.collectors.logs import parse_log_text
+
+    carry, _ = CARRIERS["journal_json"]
+    table = parse_log_text(carry("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
+    rows = [r for r in table.to_pylist() if r["kind"]]
+    assert rows and rows[0]["kind"] == "oom" and rows[0]["rank"] == 3 and rows[0]["host"] == "gpu-node-7"
