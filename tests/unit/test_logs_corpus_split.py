@@ -122,8 +122,12 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
 
 @pytest.mark.parametrize(
     "name, hash_file, n_held, n_rows",
-    [("corpus_ext9.jsonl", "heldout9.sha256", 14, 32), ("corpus_ext10.jsonl", "heldout10.sha256", 11, 20)],
-    ids=["seventh", "eighth"],
+    [
+        ("corpus_ext9.jsonl", "heldout9.sha256", 14, 32),
+        ("corpus_ext10.jsonl", "heldout10.sha256", 11, 20),
+        ("corpus_ext11.jsonl", "heldout11.sha256", 29, 63),
+    ],
+    ids=["seventh", "eighth", "ninth"],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
     rows = _rows(name)
