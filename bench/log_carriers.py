@@ -3,7 +3,8 @@
 The same failure arrives through torchrun's tee, srun --label, pdsh, journald, a Kubernetes container
 log file, docker compose or mpirun's tag, each of which puts its own text in front of every line; or
 wrapped in a shipper's JSON (docker's json-file, `journalctl -o json`); with CRLF endings; wrapped
-by the terminal it was copied from; or HTML-escaped from a rendered page. A verdict must not depend on the carrier: bench/logs_accuracy.py
+by the terminal it was copied from; or HTML-escaped from a rendered page. And an excerpt is a part
+of a longer log: a healthy run's start-up lines in front of it change nothing either. A verdict must not depend on the carrier: bench/logs_accuracy.py
 `--carriers` scores every split under each, tests/unit/test_log_carriers.py holds the dev rows to it.
 
 CARRIERS: name -> (how the carrier rewrites a log, whether it names a host or a rank of its own).
@@ -15,6 +16,7 @@ import html
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from trainctl.collectors.logs import _join_wraps
 
@@ -72,6 +74,38 @@ def journal_json(log: str) -> str:
     return "\n".join(json.dumps(r) for r in rows if r["MESSAGE"].strip())
 
 
+_H100_RUN = Path(__file__).resolve().parents[1] / "tests/fixtures/gpu_h100/trainer_run/logs/node01/rank-0.log"
+# What a healthy run prints before anything fails, each line from the code that prints it: torchrun's
+# OMP banner (torch 2.13 torch/distributed/run.py), c10d's IPv6 socket warnings (torch
+# csrc/distributed/c10d/socket.cpp, printed on hosts without IPv6), NCCL's init lines (2.30.7
+# src/bootstrap.cc, src/plugin/net.cc, src/init.cc, src/transport/net_socket.cc; libibverbs missing is
+# INFO since 2.5), then a healthy reference-trainer run recorded on an H100 (its warnings say "hang"
+# and "deprecated"). On its own it gives no finding; in front of an excerpt it changes no verdict.
+HEALTHY_PREAMBLE = (
+    """WARNING:torch.distributed.run:
+*****************************************
+Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system \
+being overloaded, please further tune the variable for optimal performance in your application as needed.\x20
+*****************************************
+[W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family \
+not supported by protocol).
+[W socket.cpp:697] [c10d] The client socket cannot be initialized to connect to [localhost]:29500 (errno: 97 - \
+Address family not supported by protocol).
+node01:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
+node01:1234:1234 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation
+node01:1234:1234 [0] NCCL INFO cudaDriverVersion 12020
+NCCL version 2.18.1+cuda12.1
+node01:1234:1250 [0] NCCL INFO Failed to open libibverbs.so[.1]
+node01:1234:1250 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>
+node01:1234:1250 [0] NCCL INFO Using network Socket
+node01:1234:1250 [0] NCCL INFO ncclCommInitRank comm 0x55d0c8a0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 \
+commId 0x1a2b3c4d - Init COMPLETE
+"""
+    + _H100_RUN.read_text().rstrip("\n")
+    + "\n"
+)
+
+
 def terminal_wrap(log: str, width: int) -> str:
     """A paste copied off a terminal that wrapped long lines at `width` and padded each line's last
     row with spaces to the width (the shape of tests/fixtures/logs/real_logs_dev.jsonl wd-13)."""
@@ -93,4 +127,6 @@ CARRIERS: dict[str, tuple[Callable[[str], str], bool]] = {
     "terminal_wrap_120": (lambda log: terminal_wrap(log, 120), False),
     "terminal_wrap_200": (lambda log: terminal_wrap(log, 200), False),
     "html_escaped": (lambda log: html.escape(log, quote=True), False),
+    # its lines name node01 and rank 0, which may join an excerpt's culprit
+    "healthy_preamble": (lambda log: HEALTHY_PREAMBLE + log, True),
 }

@@ -27,6 +27,14 @@ _COMM_ID = re.compile(r"\bcommId (0x[0-9a-f]+)")  # rank and nranks: nccl_topolo
 _NCCL_SETUP = re.compile(
     r"\bNCCL INFO (?:Channel \d+|Trees|Ring \d+|P2P Chunksize|Connected all|Init START|comm 0x|NET/|Bootstrap|Setting affinity|cudaDriverVersion|NCCL_)"
 )
+# Lines only a communicator's init prints (2.30.7 src/init.cc: "... - Init START", "Trees%s", "P2P
+# Chunksize set to %d", "Setting affinity for GPU %d to %s"; <= 2.4 "comm %p rank %d nranks %d cudaDev
+# %d nvmlDev %d" before its "Init COMPLETE"). Channel connection lines are not among them: since 2.22
+# (NCCL_RUNTIME_CONNECT) channels connect at a communicator's first collective, after Init COMPLETE.
+_NCCL_INIT_ONLY = re.compile(
+    r"\bNCCL INFO (?:.*- Init START|Trees|P2P Chunksize|Setting affinity"
+    r"|comm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ nvmlDev \d+\s*$)"
+)
 # A rank or device number in a message the application prints once per rank ("Rank 3: After
 # broadcast", "pass forward on device 3 step 3942", "[rank3]: ...").
 _RANK_IN_LINE = re.compile(r"\b(?:[Rr]ank|RANK|[Dd]evice|local_rank)\s*[:=#]?\s*(\d{1,5})\b")
@@ -103,15 +111,27 @@ def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
             evidence=evidence,
         )
     # Some ranks completed: a culprit only where the roster proves it (one communicator, nranks N,
-    # every rank but one printed Init COMPLETE).
+    # every rank but one printed Init COMPLETE), and only when at least two ranks' lines are in the
+    # log: one process's log (rank 0 of 2 complete) shows no other rank, so it says nothing of rank 1.
     done: dict[tuple[str, int], set[int]] = {}
     for _, t in nccl:
         if _NCCL_DONE.search(t) and (rn := comm_rank(t)) is not None:
             cid = m.group(1) if (m := _COMM_ID.search(t)) else ""
             done.setdefault((cid, rn[1]), set()).add(rn[0])
-    short = [(n, ranks) for (_, n), ranks in done.items() if len(ranks) == n - 1]
+    short = [(n, ranks) for (_, n), ranks in done.items() if len(ranks) == n - 1 >= 2]
     if len(short) != 1:
-        return None
+        # No roster proves a culprit; a communicator that started its init after the last one
+        # completed, with the log ending in its set-up, is the generic reading again.
+        last_done = max(i for i, (_, t) in enumerate(nccl) if _NCCL_DONE.search(t))
+        if not any(_NCCL_INIT_ONLY.search(t) for _, t in nccl[last_done + 1 :]):
+            return None
+        return Reading(
+            "nccl_init_incomplete",
+            f"NCCL set-up never completed: a communicator's init began after the last 'Init COMPLETE' (line"
+            f" {nccl[last_done][0]}), and the log ends in its set-up (hung at NCCL init, or the excerpt is cut)",
+            nccl[-1][0],
+            evidence=evidence,
+        )
     n, ranks = short[0]
     missing = next(r for r in range(n) if r not in ranks)
     return Reading(

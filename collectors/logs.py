@@ -2706,13 +2706,18 @@ class _Record:
 
 
 def _wrap_width(lines: list[str]) -> int | None:
-    """The terminal width a paste was wrapped at: a long length shared by several lines, or one
-    line's length when the line after it is its wrapped tail, padded with spaces to the same width
-    (as a terminal's copy pads the last row of a wrapped line)."""
+    """The terminal width a paste was wrapped at: a long length shared by several lines that each
+    go on in a line that does not start a record, or one line's length when the line after it is
+    its wrapped tail, padded with spaces to the same width (as a terminal's copy pads the last row
+    of a wrapped line). Whole lines that happen to share a length (each followed by a blank line
+    or a new record) set no width."""
     counts: dict[int, int] = {}
-    for i, ln in enumerate(lines):
+    for i, ln in enumerate(lines[:-1]):
         if len(ln) >= 60 and not ln.endswith("  ") and not _RULE.match(ln):
-            counts[len(ln)] = counts.get(len(ln), 0) + (2 if _padded_run(lines, i) else 1)
+            if _padded_run(lines, i):
+                counts[len(ln)] = counts.get(len(ln), 0) + 2
+            elif lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]):
+                counts[len(ln)] = counts.get(len(ln), 0) + 1
     best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
     return best[0] if best and best[1] >= 2 else None
 

@@ -67,3 +67,10 @@ def test_a_shipper_envelope_names_the_host_it_ran_on() -> None:
     table = parse_log_text(carry("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
     rows = [r for r in table.to_pylist() if r["kind"]]
     assert rows and rows[0]["kind"] == "oom" and rows[0]["rank"] == 3 and rows[0]["host"] == "gpu-node-7"
+
+
+def test_a_healthy_runs_start_up_lines_give_no_finding() -> None:
+    """The preamble the carriers put in front of excerpts: torchrun's banner, c10d's IPv6 warnings,
+    NCCL's init lines and a healthy H100 run (whose warnings say "hang" and "deprecated")."""
+    b = _bench("logs_accuracy")
+    assert b.diagnose_order({"id": "healthy", "log": _bench("log_carriers").HEALTHY_PREAMBLE}) == []

@@ -63,10 +63,13 @@ def test_pdsh_prefix_pairs_its_rank_tag() -> None:
 
 
 def test_a_wrap_glued_onto_another_hosts_line_pairs_nothing() -> None:
-    """Two lines of one width read as a terminal wrap: the pdsh line is glued onto n2's NCCL line,
-    whose host must not be paired with the rank tag of the glued text."""
-    lines = [INIT.format(h="n2", pid=70, r=3, n=8), INIT.format(h="n2", pid=71, r=2, n=8), PDSH_RANK4]
+    """A line followed by one padded with spaces to its width reads as a terminal wrap: the pdsh line
+    is glued onto node02's NCCL line, whose host must not be paired with the rank tag of the glued text."""
+    second = INIT.format(h="node02", pid=71, r=2, n=8)  # longer than the pdsh line
+    lines = [INIT.format(h="node02", pid=70, r=3, n=8), second, PDSH_RANK4.ljust(len(second))]
     assert _identity(lines).host_of(4) is None
+    # unpadded, the same lines are three records and the pdsh prefix pairs its rank tag
+    assert _identity(lines[:2] + [PDSH_RANK4]).host_of(4) == "n1"
 
 
 def test_completed_culprit_cites_the_pairing_line() -> None:

@@ -58,6 +58,22 @@ def test_nccl_setup_that_completed_or_was_followed_by_progress_is_nothing():
     assert findings(NCCL_SETUP + "\nEpoch 0 step 10 loss 2.31") == []
 
 
+def test_a_one_process_log_names_no_rank_from_a_two_rank_roster():
+    """Rank 0 of 2 completing says nothing of rank 1 when no other rank's lines are in the log: the
+    set-up that follows is rank 0's next communicator, hung or cut, with no culprit."""
+    f = only(complete(0, nranks=2) + "\n" + NCCL_SETUP)
+    assert f.ranks == () and "arrived_ranks" not in f.evidence
+    assert "after the last 'Init COMPLETE'" in f.summary
+
+
+def test_a_communicator_whose_init_began_after_every_other_completed_is_a_hang_at_init():
+    every = "\n".join(complete(r) for r in range(3))
+    f = only(NCCL_SETUP + "\n" + every + "\n" + NCCL_SETUP)
+    assert f.ranks == () and f.evidence["signatures"] == ["nccl_init_incomplete"]
+    # channels connected after Init COMPLETE are a first collective's (NCCL_RUNTIME_CONNECT), not an init
+    assert findings(NCCL_SETUP + "\n" + every + "\n" + NCCL_SETUP.splitlines()[-1]) == []
+
+
 LOCKSTEP = "\n".join(
     [f"Rank {r}: After broadcast" for r in (1, 0, 3, 2)] + [f"pass forward on device {r} step 3942" for r in (2, 1, 3)]
 )
