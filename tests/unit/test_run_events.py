@@ -52,6 +52,30 @@ CASES = [
     # no signature knows it: the unclassified-error fallback is not a classification
     ("ValueError: invalid literal for int() with base 10: 'abc'", (None, None), ("crash", "exception"), "ValueError"),
 ]
+IDS = ["cuda_oom", "hip_oom", "cublas", "cudnn", "nccl", "value_error"]
+# torch.OutOfMemoryError without the caching allocator's "Tried to allocate": the memory-fraction
+# limit (c10/cuda/CUDACachingAllocator.cpp, set_per_process_memory_fraction) and XPU's allocator.
+# root_cause's own regex took the class name as an OOM; no log signature does yet (collectors/logs.py
+# cuda_oom wants "(CUDA|HIP) out of memory. Tried to allocate"), so these read as unclassified.
+# Strict: once a signature knows them they pass, and the mark is to go.
+_NO_SIGNATURE_YET = pytest.mark.xfail(strict=True, reason="collectors/logs.py: no signature for OutOfMemoryError alone")
+_CLASS_NAME_ONLY = {
+    "memory_fraction_oom": (
+        "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+        "Currently allocated     : 9.43 GiB",
+        ("oom", None),
+        ("oom", None),
+        "rank 1 ran out of memory first",
+    ),
+    "xpu_oom": (
+        "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 64.00 GiB",
+        ("oom", None),
+        ("oom", None),
+        "rank 1 ran out of memory first",
+    ),
+}
+CASES += [pytest.param(*case, marks=_NO_SIGNATURE_YET) for case in _CLASS_NAME_ONLY.values()]
+IDS += list(_CLASS_NAME_ONLY)
 
 
 def _error_file(run: Path, rank: int, message: str, ts_ns: int, *, plain: bool = False) -> None:
@@ -64,9 +88,7 @@ def _error_file(run: Path, rank: int, message: str, ts_ns: int, *, plain: bool =
     (run / "errors" / f"rank-{rank}.json").write_text(json.dumps(doc))
 
 
-@pytest.mark.parametrize(
-    "message, row, finding, words", CASES, ids=["cuda_oom", "hip_oom", "cublas", "cudnn", "nccl", "value_error"]
-)
+@pytest.mark.parametrize("message, row, finding, words", CASES, ids=IDS)
 def test_an_error_files_exception_is_classified_where_it_is_read(tmp_path: Path, message, row, finding, words) -> None:
     _error_file(tmp_path, 1, message, 1_000_000_000)
     _error_file(tmp_path, 0, "RuntimeError: Connection closed by peer", 2_000_000_000)  # later: not the first
