@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from trainctl.analyzers.root_cause import findings_from_run_events
 from trainctl.dataset import read_table, write_table
 from trainctl.ops.diagnose.diagnosis import diagnose_path
 from trainctl.ops.diagnose.run_events import MAX_MESSAGE_CHARS, parse_run_dir_events
-from trainctl.schemas import SignalKind
+from trainctl.schemas import SignalKind, schema_for
 
 CUBLAS = (
     "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, "
@@ -122,17 +123,15 @@ def test_a_collected_dataset_is_read_by_the_same_reader_and_an_old_run_events_fi
     top = diagnose_path(ds).findings[0]
     assert (top.kind.value, top.ranks, top.evidence["error_file"]) == ("oom", (0,), "errors/rank-0.json")
 
+    # a file as the writer of the schema before kind/category wrote it (its columns, its metadata)
     old = tmp_path / "old"
-    table = pa.table(
-        {
-            "ts": pa.array([5], pa.timestamp("ns", tz="UTC")),
-            "rank": pa.array([0], pa.int32()),
-            "event": ["exception"],
-            "message": ["torch.OutOfMemoryError: CUDA out of memory."],
-            "source": ["errors/rank-0.json"],
-        }
-    )
-    write_table(old, SignalKind.RUN_EVENTS, "node01", table)
+    now = schema_for(SignalKind.RUN_EVENTS)
+    before = pa.schema([f for f in now if f.name not in ("kind", "category")], metadata=now.metadata)
+    part = old / SignalKind.RUN_EVENTS.value / "host=node01" / "part-0.parquet"
+    part.parent.mkdir(parents=True)
+    row = {"ts": 5, "rank": 0, "event": "exception", "message": "torch.OutOfMemoryError: CUDA out of memory."}
+    pq.write_table(pa.Table.from_pylist([row], schema=before), part)
+    assert "kind" not in pq.read_schema(part).names
     (r,) = read_table(old, SignalKind.RUN_EVENTS).to_pylist()
     assert (r["kind"], r["category"], r["host"]) == (None, None, "node01")
     top = diagnose_path(old).findings[0]
