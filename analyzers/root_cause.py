@@ -9,8 +9,10 @@ other analyzer (and after consolidate), one pure pass:
 1. turns what the runtime recorded (run_events: torchelastic error files, first non-finite loss)
    into findings, with torchelastic's own root-cause rule: the smallest error-file timestamp is the
    first failure (torch/distributed/elastic/multiprocessing/errors/__init__.py,
-   ChildFailedError.get_first_failure); a first failure whose exception is an out-of-memory is an
-   OOM finding, not a crash;
+   ChildFailedError.get_first_failure); the first failure's finding has the kind and category the
+   log signatures gave its exception (run_events.kind/category, filled by the reader): an
+   out-of-memory is an OOM finding, an NCCL error a network error, an ECC error a faulty host, a
+   CUDA error a cuda_error crash, and an exception no signature knows a crash (exception);
 2. picks the incident's root: a critical hardware finding (faulty_host: Xid, ECC, lost GPU...)
    first, since it explains the crash of the ranks on that host; else the first failing rank; else a
    hung collective; else the first non-finite loss;
@@ -26,7 +28,6 @@ findings about other hosts' hardware stay as they are.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -40,14 +41,35 @@ __all__ = ["findings_from_run_events", "rank_root_cause", "analyze_root_cause", 
 
 # Kinds a failing rank drags its peers into (folded under a root).
 CONSEQUENCE_KINDS = frozenset({FindingKind.CRASH, FindingKind.NETWORK_ERROR, FindingKind.RENDEZVOUS_ERROR})
-_FAILED = frozenset({FindingKind.CRASH, FindingKind.OOM})
 _MAX_FOLLOWED = 50  # evidence keeps this many folded findings (the count is always complete)
-# An exception that says the rank ran out of memory: torch.OutOfMemoryError's class name and the
-# caching allocator's message (c10/cuda/CUDACachingAllocator.cpp: "CUDA out of memory. Tried to
-# allocate ..."), the CPU allocator's (c10/core/impl/alloc_cpu.cpp: "DefaultCPUAllocator: can't
-# allocate memory"). Seen on an H100 (tests/fixtures/gpu_h100/oom_run): the error file's message
-# is "OutOfMemoryError: CUDA out of memory. Tried to allocate 158.36 GiB. GPU 0 has ...".
-_OOM = re.compile(r"\bOutOfMemoryError\b|(?:CUDA|HIP) out of memory|DefaultCPUAllocator: (?:can't|not enough memory)")
+# Kinds the first failure's finding takes from its exception's classification: what a rank that
+# raised one died of, named on that rank. Other kinds of a line (a hang names the ranks that never
+# arrived, a non-finite loss the rank of numerics/rank-R.json's first one) would name another rank
+# than the one that raised, so such an exception stays a crash (exception).
+_OWN_FAILURE = frozenset(
+    {
+        FindingKind.OOM,
+        FindingKind.CRASH,
+        FindingKind.NETWORK_ERROR,
+        FindingKind.RENDEZVOUS_ERROR,
+        FindingKind.FAULTY_HOST,
+    }
+)
+_VERB = {FindingKind.OOM: "ran out of memory", FindingKind.FAULTY_HOST: "failed on its hardware"}
+
+
+def _classified(row: Mapping[str, Any]) -> tuple[FindingKind, Category | None]:
+    """The row's kind/category (run_events, from the log signatures) as the finding's. Null (no
+    signature knew the message, or a file from before the columns), a value this trainctl does not
+    know, or a kind that names another rank: a crash (exception), as before the classification."""
+    try:
+        kind = FindingKind(row.get("kind"))
+        category = Category(row["category"]) if row.get("category") else None
+    except ValueError:
+        return FindingKind.CRASH, Category.EXCEPTION
+    if kind not in _OWN_FAILURE:
+        return FindingKind.CRASH, Category.EXCEPTION
+    return kind, Category.EXCEPTION if kind is FindingKind.CRASH and category is None else category
 
 
 def _host(rank: int, row_host: Any, rank_to_host: Mapping[int, str]) -> str | None:
@@ -93,16 +115,15 @@ def findings_from_run_events(
             }
             for r in exc[1:]
         ]
-        oom = _OOM.search(message) is not None
-        category = None if oom else Category.CUDA_ERROR if "CUDA error" in message else Category.EXCEPTION
+        kind, category = _classified(first)
         first_line = message.splitlines()[0][:200]
         tail = f"; {len(later)} other rank(s) failed after it" if later else ""
         out.append(
             Finding(
-                kind=FindingKind.OOM if oom else FindingKind.CRASH,
+                kind=kind,
                 severity=Severity.CRITICAL,
                 category=category,
-                summary=f"{_where(rank, host)} {'ran out of memory' if oom else 'failed'} first: {first_line}{tail}",
+                summary=f"{_where(rank, host)} {_VERB.get(kind, 'failed')} first: {first_line}{tail}",
                 ranks=(rank,),
                 hosts=(host,) if host else (),
                 confidence=0.95 if t0 is not None else 0.8,
@@ -207,9 +228,10 @@ def _first_in_its_log(hang: Finding, findings: list[Finding]) -> Finding:
 def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
     """Fold the consequences of the incident's root into it (module docstring); pure, order kept."""
     findings = list(findings)
-    hardware = [f for f in findings if _hardware_root(f)]
-    # the first failing rank of the error files: a crash, or an OOM when its exception says so
-    crashes = [f for f in findings if f.kind in _FAILED and f.evidence.get("error_file")]
+    # the first failing rank of the error files, whatever its exception's kind (findings_from_run_events)
+    crashes = [f for f in findings if f.evidence.get("error_file")]
+    # a hardware fault the first failure's own exception reports is that failure, not a second root
+    hardware = [f for f in findings if _hardware_root(f) and f not in crashes]
     hangs = [f for f in findings if f.kind is FindingKind.HUNG_COLLECTIVE and f.severity is Severity.CRITICAL]
     # A hang that names its rank first (an analyzer's before the launcher's record), then one that
     # names none: a watchdog's timeout line says who noticed, the launcher's record of a one-rank
@@ -248,6 +270,9 @@ def rank_root_cause(findings: Iterable[Finding]) -> list[Finding]:
             # a hang report naming no rank (who noticed a timeout) under the hang that names one
             or (root.kind is FindingKind.HUNG_COLLECTIVE and f.kind is FindingKind.HUNG_COLLECTIVE and not f.ranks)
             or (fold_hangs and f.kind is FindingKind.HUNG_COLLECTIVE)
+            # the first failure's exception reported its host's hardware fault (ECC, a lost GPU), which
+            # the host's own record (its kernel log's Xid) shows as the root
+            or (f in crashes and f.kind is FindingKind.FAULTY_HOST and set(f.hosts) <= root_hosts)
             or (f.kind is FindingKind.NUMERICAL and root.kind is FindingKind.NUMERICAL)
             # the root's own OOM again, as its log lines print it (the rank's log, the agent's copy)
             or (

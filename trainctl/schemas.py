@@ -287,6 +287,13 @@ _FIELDS: Mapping[SignalKind, list[pa.Field]] = {
         _f("message", pa.string()),  # "RuntimeError: ...", or the loss value ("nan", "inf")
         _f("detail", pa.string()),  # the traceback's last frames
         _f("source", pa.string()),
+        # An exception's message as the log signatures classify it (collectors/logs.py, filled by
+        # trainctl.ops.diagnose.run_events for a run dir and a collected dataset alike): the
+        # FindingKind and Category values a log line saying it gets (oom, crash/cuda_error,
+        # network_error/nccl, faulty_host/ecc, ...); null when no signature knows the message, for
+        # other events, and in files written before these columns (absent is read as null).
+        _f("kind", pa.string()),
+        _f("category", pa.string()),
     ],
     SignalKind.HOST_FACTS: [
         _f("collected_ts", _TS),

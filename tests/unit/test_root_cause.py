@@ -16,10 +16,12 @@ from trainctl.signals import Signals
 R2H = {0: "node01", 1: "node01", 2: "node02", 3: "node02"}
 
 
-def _exc(rank: int, ts_ns: int | None, message: str = "RuntimeError: boom") -> dict:
+def _exc(rank: int, ts_ns: int | None, message: str = "RuntimeError: boom", kind=None, category=None) -> dict:
+    """A run_events exception row; kind/category as the reader's log signatures give them (null:
+    no signature knew the message)."""
     ts = None if ts_ns is None else datetime.fromtimestamp(ts_ns / 1e9, tz=UTC)
     return {"rank": rank, "host": None, "event": "exception", "message": message, "detail": "tb", "ts": ts,
-            "source": f"errors/rank-{rank}.json", "step": None}  # fmt: skip
+            "source": f"errors/rank-{rank}.json", "step": None, "kind": kind, "category": category}  # fmt: skip
 
 
 def _f(kind: FindingKind, severity=Severity.CRITICAL, *, ranks=(), hosts=(), category=None, **ev) -> Finding:
@@ -67,7 +69,8 @@ def test_a_follow_on_hang_in_any_group_is_not_a_second_root() -> None:
 
 
 def test_hardware_explains_the_crash_on_its_host() -> None:
-    (crash,) = findings_from_run_events([_exc(3, 5, "RuntimeError: CUDA error: unspecified launch failure")], R2H)
+    cuda = _exc(3, 5, "RuntimeError: CUDA error: unspecified launch failure", "crash", "cuda_error")
+    (crash,) = findings_from_run_events([cuda], R2H)
     assert crash.category is Category.CUDA_ERROR
     xid = _f(FindingKind.FAULTY_HOST, hosts=("node02",), category=Category.GPU_LOST)
     other = _f(FindingKind.FAULTY_HOST, Severity.WARNING, hosts=("node01",), category=Category.THERMAL)
@@ -153,3 +156,47 @@ def test_a_hang_from_a_recorder_stays_the_root_over_a_log_line() -> None:
     out = rank_root_cause([net, hang])
     assert [f.kind for f in out] == [FindingKind.HUNG_COLLECTIVE]
     assert out[0].evidence["followed_by"][0]["kind"] == "network_error"
+
+
+def test_the_first_failure_takes_its_exceptions_classification_and_keeps_its_rank() -> None:
+    """The reader's kind/category decide the finding (what a log line saying it gets); the rank is
+    still the smallest timestamp's, whatever the later ranks' exceptions say."""
+    nccl = _exc(1, 10, "DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970", "network_error", "nccl")
+    oom_later = _exc(2, 20, "torch.OutOfMemoryError: CUDA out of memory.", "oom", None)
+    (f,) = findings_from_run_events([oom_later, nccl], R2H)
+    assert (f.kind, f.category, f.ranks, f.hosts) == (FindingKind.NETWORK_ERROR, Category.NCCL, (1,), ("node01",))
+    assert f.severity is Severity.CRITICAL and f.evidence["error_file"] == "errors/rank-1.json"
+    # the root of its incident, as a crash was: its peers' consequences fold into it
+    peer = _f(FindingKind.CRASH, hosts=("node02",), category=Category.SIGNAL)
+    (root,) = rank_root_cause([f, peer])
+    assert root.ranks == (1,) and root.evidence["followed_by_total"] == 1
+
+
+def test_a_classification_that_would_name_another_rank_or_a_value_not_known_stays_a_crash() -> None:
+    """A hang names the ranks that never arrived and a NaN the first non-finite rank: an exception saying
+    either is still the raising rank's crash. A value this trainctl does not know (a newer writer), or a
+    row from before the columns, is read as no classification."""
+    old = {k: v for k, v in _exc(0, 1).items() if k not in ("kind", "category")}
+    for row in (
+        _exc(0, 1, "RuntimeError: Loss is NaN at step 5", "numerical", "nan_loss"),
+        _exc(0, 1, "DistBackendError: Watchdog caught collective operation timeout", "hung_collective", None),
+        _exc(0, 1, "RuntimeError: boom", "kind_of_tomorrow", "crash"),
+        old,
+    ):
+        (f,) = findings_from_run_events([row], R2H)
+        assert (f.kind, f.category, f.ranks) == (FindingKind.CRASH, Category.EXCEPTION, (0,)), row
+
+
+def test_a_hardware_fault_in_the_first_exception_is_one_root_with_its_hosts_kernel_record() -> None:
+    ecc = _exc(3, 5, "RuntimeError: CUDA error: uncorrectable ECC error encountered", "faulty_host", "ecc")
+    (f,) = findings_from_run_events([ecc], R2H)
+    assert (f.kind, f.category, f.ranks, f.hosts) == (FindingKind.FAULTY_HOST, Category.ECC, (3,), ("node02",))
+    assert "failed on its hardware first" in f.summary
+    # alone, it is the root (the first failure); beside its host's kernel Xid, that record is the
+    # root and the exception its evidence: one critical finding either way
+    hang = _f(FindingKind.HUNG_COLLECTIVE, ranks=(1,), hosts=("node01",))
+    assert [x.kind for x in rank_root_cause([f, hang])] == [FindingKind.FAULTY_HOST]
+    xid = _f(FindingKind.FAULTY_HOST, hosts=("node02",), category=Category.XID)
+    (root,) = rank_root_cause([f, xid])
+    assert root is not f and root.category is Category.XID
+    assert [x["category"] for x in root.evidence["followed_by"]] == ["ecc"]

@@ -6,7 +6,10 @@ back as they are), so both are read the same way:
 - errors/rank-R.json: torchelastic's error file (written by `@record` / trainctl.runtime.trainer's
   write_error_file): the exception, its traceback and the time. torchelastic names the root cause
   by the smallest error-file timestamp (torch/distributed/elastic/multiprocessing/errors/__init__.py,
-  ChildFailedError.get_first_failure); diagnose uses the same rule (analyzers/root_cause.py).
+  ChildFailedError.get_first_failure); diagnose uses the same rule (analyzers/root_cause.py). The
+  exception's message is classified here by the log signatures (collectors/logs.py: CUDA/HIP OOM,
+  CUDA/cuBLAS/cuDNN errors, NCCL and gloo errors, ECC, ...), which analyzers may not import: the row
+  carries their kind and category, null when no signature knows the message.
 - numerics/rank-R.json: the first step whose local loss was NaN or inf on that rank
   (trainer.record_nonfinite_loss), read as a fact rather than guessed from printed loss lines.
 - hang.json: the launcher's own record of a hang it detected and stopped (why, when, the ranks
@@ -19,15 +22,18 @@ Every file is read with a size cap: a run dir is input we did not write.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
 
 from trainctl.dataset import HOST_COLUMN
+from trainctl.findings import Category
 from trainctl.rundir import RunInfo, read_rank_files
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
@@ -37,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 MAX_EVENT_FILE_BYTES = 1 << 20  # an error file is a few KB; past 1 MiB it is not one
 TRACEBACK_LINES = 8  # the traceback's last lines kept as evidence (innermost frames and the exception)
+MAX_MESSAGE_CHARS = 2000  # an exception's message kept (and classified): its first lines say what failed
 
 
 def _read_json(path: Path) -> Any | None:
@@ -75,22 +82,49 @@ def _ts_ns(*values: Any) -> int | None:
     return None
 
 
+def _log_parser() -> ModuleType:
+    # Imported where used: it compiles ~150 log signatures (~40 ms), which a run dir without error
+    # files or drills skips.
+    from trainctl.collectors import logs
+
+    return logs
+
+
+@functools.lru_cache(maxsize=4096)
+def _classify(message: str) -> tuple[str | None, str | None]:
+    """What the log signatures say of an exception's message (kind, category), as a log line saying
+    it would be diagnosed: the first specific (non-generic) event's, else the first generic one's;
+    (None, None) when only the unclassified-error fallback matched (an error that no signature
+    knows, such as a ValueError). Only the message: the traceback's frames would read as a stack
+    dump. Cached: the ranks of one crash often raise the same text (~0.2 ms a message)."""
+    rows = _log_parser().parse_log_text(message).select(["kind", "category", "fields"]).to_pylist()
+    known = [r for r in rows if r["kind"] is not None and r["category"] != Category.UNCLASSIFIED.value]
+    known.sort(key=lambda r: bool(r["fields"] and json.loads(r["fields"]).get("generic")))  # stable: order kept
+    return (known[0]["kind"], known[0]["category"]) if known else (None, None)
+
+
 def _error_row(path: Path, rank: int, doc: Any) -> dict[str, Any] | None:
     """One torchelastic error file -> a row; None when it does not have the documented shape."""
     msg = doc.get("message") if isinstance(doc, Mapping) else None
     if isinstance(msg, str):  # torchelastic writes a plain string for some failures
-        return {"rank": rank, "event": "exception", "message": msg[:2000], "detail": None, "ts": None}
-    if not isinstance(msg, Mapping):
+        message, tail, ts = msg, None, None
+    elif isinstance(msg, Mapping):
+        extra = msg.get("extraInfo") if isinstance(msg.get("extraInfo"), Mapping) else {}
+        tb = str(extra.get("py_callstack") or "")
+        tail = "\n".join(tb.rstrip().splitlines()[-TRACEBACK_LINES:]) or None
+        message, ts = str(msg.get("message") or ""), _ts_ns(extra.get("timestamp_ns"), extra.get("timestamp"))
+    else:
         return None
-    extra = msg.get("extraInfo") if isinstance(msg.get("extraInfo"), Mapping) else {}
-    tb = str(extra.get("py_callstack") or "")
-    tail = "\n".join(tb.rstrip().splitlines()[-TRACEBACK_LINES:]) or None
+    message = message[:MAX_MESSAGE_CHARS]
+    kind, category = _classify(message)
     return {
         "rank": rank,
         "event": "exception",
-        "message": str(msg.get("message") or "")[:2000],
+        "message": message,
         "detail": tail,
-        "ts": _ts_ns(extra.get("timestamp_ns"), extra.get("timestamp")),
+        "ts": ts,
+        "kind": kind,
+        "category": category,
     }
 
 
@@ -170,9 +204,7 @@ def _drill_kernel_logs(root: Path, run: RunInfo | None) -> pa.Table | None:
     drills = root / "drills"
     if not drills.is_dir():
         return None
-    # Imported here: it compiles ~150 log signatures (~40 ms), which a run without drills skips.
-    from trainctl.collectors import logs as _logs
-
+    _logs = _log_parser()
     known = [h.host for h in run.hosts] if run is not None else []
     tables = []
     for host_dir in sorted(p for p in drills.iterdir() if p.is_dir()):
