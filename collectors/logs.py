@@ -1212,17 +1212,33 @@ SIGNATURES: tuple[Signature, ...] = (
         "cuda_oom",
         # ROCm builds print the same message hipified: "HIP out of memory. Tried to allocate ... GPU 0
         # has a total capacity of ..." (torch's hipify turns c10/cuda's CUDACachingAllocator.cpp into
-        # c10/hip's, CUDA -> HIP in its strings; the advice names PYTORCH_HIP_ALLOC_CONF).
-        rf"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
+        # c10/hip's, CUDA -> HIP in its strings; the advice names PYTORCH_HIP_ALLOC_CONF); Intel GPUs'
+        # allocator the same words with XPU (c10/xpu/XPUCachingAllocator.cpp).
+        rf"(?:CUDA|HIP|XPU) out of memory\. Tried to allocate (?P<tried>{_SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{_SIZE}) total capacity)?"
         rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{_SIZE}))?",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["CUDA out of memory", "HIP out of memory"],
-        "CUDA (or ROCm's HIP) caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
+        ["CUDA out of memory", "HIP out of memory", "XPU out of memory"],
+        "CUDA (or ROCm's HIP, Intel's XPU) caching allocator OOM, every era (1.x '(GPU 0; X total capacity; ...)', 2.1 'capacty' typo, "
         "2.2+ 'Including non-PyTorch memory', 2.4+ 'private pools'). The process that printed it is the culprit.",
         post=_oom_post,
+    ),
+    _sig(
+        "allocator_limit_oom",
+        # torch c10/cuda/CUDACachingAllocator.cpp: over the per-process memory fraction
+        # (torch.cuda.set_per_process_memory_fraction), OutOfMemoryError "Allocation on device %d would
+        # exceed allowed memory. (out of memory)\nCurrently allocated     : ..."; aten/src/ATen/mps/
+        # MPSAllocator.mm: "MPS backend out of memory (MPS allocated: ..., max allowed: ...)".
+        r"Allocation on device (?P<gpu>\d+) would exceed allowed memory|MPS backend out of memory",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["would exceed allowed memory", "MPS backend out of memory"],
+        "The allocator refused an allocation over the process's memory limit (a memory fraction, MPS's "
+        "high watermark): an OOM of the process that printed it.",
     ),
     _sig(
         "cuda_error_oom",

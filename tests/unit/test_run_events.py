@@ -55,28 +55,24 @@ CASES = [
 ]
 IDS = ["cuda_oom", "hip_oom", "cublas", "cudnn", "nccl", "value_error"]
 # torch.OutOfMemoryError without the caching allocator's "Tried to allocate": the memory-fraction
-# limit (c10/cuda/CUDACachingAllocator.cpp, set_per_process_memory_fraction) and XPU's allocator.
-# root_cause's own regex took the class name as an OOM; no log signature does yet (collectors/logs.py
-# cuda_oom wants "(CUDA|HIP) out of memory. Tried to allocate"), so these read as unclassified.
-# Strict: once a signature knows them they pass, and the mark is to go.
-_NO_SIGNATURE_YET = pytest.mark.xfail(strict=True, reason="collectors/logs.py: no signature for OutOfMemoryError alone")
-_CLASS_NAME_ONLY = {
-    "memory_fraction_oom": (
+# limit (c10/cuda/CUDACachingAllocator.cpp, set_per_process_memory_fraction) and XPU's allocator,
+# which root_cause's old regex took by the class name alone; the log signatures know both.
+CASES += [
+    (
         "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
         "Currently allocated     : 9.43 GiB",
         ("oom", None),
         ("oom", None),
         "rank 1 ran out of memory first",
     ),
-    "xpu_oom": (
+    (
         "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 64.00 GiB",
         ("oom", None),
         ("oom", None),
         "rank 1 ran out of memory first",
     ),
-}
-CASES += [pytest.param(*case, marks=_NO_SIGNATURE_YET) for case in _CLASS_NAME_ONLY.values()]
-IDS += list(_CLASS_NAME_ONLY)
+]
+IDS += ["memory_fraction_oom", "xpu_oom"]
 
 
 def _error_file(run: Path, rank: int, message: str, ts_ns: int, *, plain: bool = False) -> None:
