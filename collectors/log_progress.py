@@ -28,11 +28,14 @@ _NCCL_SETUP = re.compile(
     r"\bNCCL INFO (?:Channel \d+|Trees|Ring \d+|P2P Chunksize|Connected all|Init START|comm 0x|NET/|Bootstrap|Setting affinity|cudaDriverVersion|NCCL_)"
 )
 # Lines only a communicator's init prints (2.30.7 src/init.cc: "... - Init START", "Trees%s", "P2P
-# Chunksize set to %d", "Setting affinity for GPU %d to %s"; <= 2.4 "comm %p rank %d nranks %d cudaDev
-# %d nvmlDev %d" before its "Init COMPLETE"). Channel connection lines are not among them: since 2.22
+# Chunksize set to %d", "Setting affinity for GPU %d to %s", "Using network %s"; <= 2.4 "comm %p rank
+# %d nranks %d cudaDev %d nvmlDev %d" before its "Init COMPLETE"; a process's first init also
+# bootstrap.cc "Bootstrap: Using", src/plugin/net "NET/Plugin", misc/cudawrap.cc "cudaDriverVersion
+# %d", the transports' "NET/Socket : Using" / "NET/IB : Using"). Channel connection lines are not among them: since 2.22
 # (NCCL_RUNTIME_CONNECT) channels connect at a communicator's first collective, after Init COMPLETE.
 _NCCL_INIT_ONLY = re.compile(
-    r"\bNCCL INFO (?:.*- Init START|Trees|P2P Chunksize|Setting affinity"
+    r"\bNCCL INFO (?:.*- Init START|Trees|P2P Chunksize|Setting affinity|Bootstrap ?: Using|NET/Plugin"
+    r"|cudaDriverVersion|Using network|NET/(?:Socket|IB) ?: Using"
     r"|comm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ nvmlDev \d+\s*$)"
 )
 # A rank or device number in a message the application prints once per rank ("Rank 3: After
@@ -111,24 +114,43 @@ def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
             evidence=evidence,
         )
     # Some ranks completed: a culprit only where the roster proves it (one communicator, nranks N,
-    # every rank but one printed Init COMPLETE), and only when at least two ranks' lines are in the
-    # log: one process's log (rank 0 of 2 complete) shows no other rank, so it says nothing of rank 1.
+    # every rank but one printed Init COMPLETE) and the log holds the other process too: two ranks
+    # completed, or the missing rank's own init line (Init START, or <= 2.4's "comm %p rank %d nranks
+    # %d ...") is there without its Init COMPLETE. One process's log (rank 0 of 2 complete, nothing of
+    # rank 1) shows no other rank, so it says nothing of rank 1.
     done: dict[tuple[str, int], set[int]] = {}
+    started: dict[tuple[str, int], set[int]] = {}
     for _, t in nccl:
-        if _NCCL_DONE.search(t) and (rn := comm_rank(t)) is not None:
+        if (rn := comm_rank(t)) is not None and (_NCCL_DONE.search(t) or _NCCL_INIT_ONLY.search(t)):
             cid = m.group(1) if (m := _COMM_ID.search(t)) else ""
-            done.setdefault((cid, rn[1]), set()).add(rn[0])
-    short = [(n, ranks) for (_, n), ranks in done.items() if len(ranks) == n - 1 >= 2]
+            (done if _NCCL_DONE.search(t) else started).setdefault((cid, rn[1]), set()).add(rn[0])
+    short = [
+        (n, ranks)
+        for key, ranks in done.items()
+        if len(ranks) == (n := key[1]) - 1 and (n >= 3 or set(range(n)) - ranks <= started.get(key, set()))
+    ]
     if len(short) != 1:
-        # No roster proves a culprit; a communicator that started its init after the last one
-        # completed, with the log ending in its set-up, is the generic reading again.
+        # No roster proves a culprit: the log still ends in NCCL set-up after the last Init COMPLETE,
+        # a later communicator's init (its init-only lines) or channels connecting (at init before
+        # 2.22, at a communicator's first collective since: NCCL_RUNTIME_CONNECT), with no rank named.
+        # Or it ends at an Init COMPLETE while some communicator shows fewer ranks completing than it
+        # has (the others never completed, or their lines are not in this log: nobody is named).
         last_done = max(i for i, (_, t) in enumerate(nccl) if _NCCL_DONE.search(t))
-        if not any(_NCCL_INIT_ONLY.search(t) for _, t in nccl[last_done + 1 :]):
+        after = [t for _, t in nccl[last_done + 1 :]]
+        short_rosters = [(len(ranks), n) for (_, n), ranks in done.items() if len(ranks) < n]
+        if any(_NCCL_INIT_ONLY.search(t) for t in after):
+            what = "a communicator's init began after the last 'Init COMPLETE'"
+        elif any(_NCCL_SETUP.search(t) for t in after):
+            what = "channels were still connecting after the last 'Init COMPLETE'"
+        elif short_rosters:
+            k, n = short_rosters[0]
+            what = f"{k} of {n} ranks of a communicator are shown completing init, and nothing follows the last"
+        else:
             return None
         return Reading(
             "nccl_init_incomplete",
-            f"NCCL set-up never completed: a communicator's init began after the last 'Init COMPLETE' (line"
-            f" {nccl[last_done][0]}), and the log ends in its set-up (hung at NCCL init, or the excerpt is cut)",
+            f"NCCL set-up never completed: {what} (line {nccl[last_done][0]}), and the log ends in that set-up"
+            " (hung in NCCL set-up, or the excerpt is cut)",
             nccl[-1][0],
             evidence=evidence,
         )

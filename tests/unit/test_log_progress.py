@@ -54,8 +54,16 @@ def test_nccl_init_completed_by_all_ranks_but_one_names_that_rank_from_the_roste
 def test_nccl_setup_that_completed_or_was_followed_by_progress_is_nothing():
     done = NCCL_SETUP + "\n" + "\n".join(complete(r) for r in range(3))
     assert findings(done) == []
-    assert findings(NCCL_SETUP + "\n" + complete(0) + "\n" + NCCL_SETUP.splitlines()[-1]) == []  # 1 of 3: no roster
     assert findings(NCCL_SETUP + "\nEpoch 0 step 10 loss 2.31") == []
+
+
+def test_a_short_roster_that_proves_no_rank_is_a_hang_at_init_naming_nobody():
+    """1 of 3 completed: the other two never did or are not in this log; either way the log ends in
+    NCCL set-up, and no roster names one rank."""
+    f = only(NCCL_SETUP + "\n" + complete(0) + "\n" + NCCL_SETUP.splitlines()[-1])
+    assert f.ranks == () and "channels were still connecting" in f.summary
+    f = only(NCCL_SETUP + "\n" + complete(0))  # ends at the completion itself
+    assert f.ranks == () and "1 of 3 ranks" in f.summary
 
 
 def test_a_one_process_log_names_no_rank_from_a_two_rank_roster():
@@ -70,8 +78,10 @@ def test_a_communicator_whose_init_began_after_every_other_completed_is_a_hang_a
     every = "\n".join(complete(r) for r in range(3))
     f = only(NCCL_SETUP + "\n" + every + "\n" + NCCL_SETUP)
     assert f.ranks == () and f.evidence["signatures"] == ["nccl_init_incomplete"]
-    # channels connected after Init COMPLETE are a first collective's (NCCL_RUNTIME_CONNECT), not an init
-    assert findings(NCCL_SETUP + "\n" + every + "\n" + NCCL_SETUP.splitlines()[-1]) == []
+    assert "a communicator's init began after the last 'Init COMPLETE'" in f.summary
+    # channels connecting after Init COMPLETE: a first collective's (NCCL_RUNTIME_CONNECT), not an init
+    f = only(NCCL_SETUP + "\n" + every + "\n" + NCCL_SETUP.splitlines()[-1])
+    assert "channels were still connecting" in f.summary
 
 
 LOCKSTEP = "\n".join(
