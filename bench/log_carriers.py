@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from trainctl.collectors.logs import _join_wraps
+from trainctl.collectors.logs import _join_wraps, _wrap_width
 
 # name -> (the text the printer puts in front of a line, whether it names a host or a rank of its own)
 PREFIXES: dict[str, tuple[str, bool]] = {
@@ -106,6 +106,13 @@ commId 0x1a2b3c4d - Init COMPLETE
 )
 
 
+def with_preamble(log: str) -> str:
+    """HEALTHY_PREAMBLE in front of the excerpt, wrapped as the excerpt is where a terminal wrapped it
+    (one terminal prints both)."""
+    width = _wrap_width(log.split("\n"))
+    return (terminal_wrap(HEALTHY_PREAMBLE, width) + "\n" if width else HEALTHY_PREAMBLE) + log
+
+
 def terminal_wrap(log: str, width: int) -> str:
     """A paste copied off a terminal that wrapped long lines at `width` and padded each line's last
     row with spaces to the width (the shape of tests/fixtures/logs/real_logs_dev.jsonl wd-13)."""
@@ -128,5 +135,5 @@ CARRIERS: dict[str, tuple[Callable[[str], str], bool]] = {
     "terminal_wrap_200": (lambda log: terminal_wrap(log, 200), False),
     "html_escaped": (lambda log: html.escape(log, quote=True), False),
     # its lines name node01 and rank 0, which may join an excerpt's culprit
-    "healthy_preamble": (lambda log: HEALTHY_PREAMBLE + log, True),
+    "healthy_preamble": (lambda log: with_preamble(log), True),
 }

@@ -411,7 +411,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "nccl_watchdog_timeout",
         r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
         r"(?:,\s*NumelIn=(?P<numel_in>-?\d+),\s*NumelOut=(?P<numel_out>-?\d+))?,\s*Timeout\(ms\)=(?P<timeout_ms>\d+)\)"
-        r"\s*ran for (?P<ran_ms>\d+) milliseconds",
+        # "ran for N milliseconds before timing out." ends it; a line cut there (a paste, a tqdm bar
+        # glued in front that the excerpt ends on) still says which collective timed out
+        r"(?:\s*ran for (?P<ran_ms>\d+) milliseconds)?",
         K.HUNG_COLLECTIVE,
         C.COLLECTIVE_TIMEOUT,
         S.CRITICAL,
@@ -551,6 +553,20 @@ SIGNATURES: tuple[Signature, ...] = (
         generic=True,
     ),
     _sig(
+        "nccl_comm_abort_complete",
+        # NVIDIA/nccl 2.12.7-2.21 src/init.cc ncclCommAbort: INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev
+        # %d busId %lx - Abort COMPLETE"): the communicator was torn down (after an error or a timeout,
+        # which its own lines say); the rank is the communicator's, the reporter's.
+        r"\bcomm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ busId [0-9a-f]+ - Abort COMPLETE",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["Abort COMPLETE"],
+        "NCCL 2.12-2.21 communicator abort finished: teardown after a failure named elsewhere.",
+        generic=True,
+    ),
+    _sig(
         "gloo_timeout",
         r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>\w+) operation to complete",
         K.HUNG_COLLECTIVE,
@@ -574,6 +590,24 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["Detected mismatch between collectives"],
         "TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch check; either side may be the one that diverged.",
+    ),
+    _sig(
+        "fsdp_order_mismatch",
+        # torch/distributed/fsdp/_exec_order_utils.py (torch 2.x): warnings.warn("Forward order differs from
+        # that of the first iteration on rank {r}. Collectives are unchecked and may give incorrect results
+        # or hang."), under TORCH_DISTRIBUTED_DEBUG=DETAIL RuntimeError("Forward order differs across ranks:
+        # rank {r1} is all-gathering {n1} parameters while rank {r2} is all-gathering {n2} parameters");
+        # torch 1.12-1.13 fully_sharded_data_parallel.py: "All-gather order differs from that of the first
+        # iteration on rank {r} -- collectives are unchecked and may give incorrect results or hang".
+        r"(?:Forward|All-gather) order differs from that of the first iteration on rank (?P<order_rank>\d+)"
+        r"|Forward order differs across ranks: rank (?P<mismatch_rank_a>\d+) is all-gathering",
+        K.COLLECTIVE_MISMATCH,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["order differs from that of the first iteration", "Forward order differs across ranks"],
+        "FSDP's execution-order check: ranks (or iterations) all-gather in different orders; collectives "
+        "may mismatch and hang. Every rank warns the same: a code path, not a rank.",
     ),
     _sig(
         "collective_fingerprint_trace",
@@ -689,6 +723,34 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["ncclRemoteError", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclInvalidArgument"],
         "NCCL result code explanation line.",
+    ),
+    _sig(
+        "nccl_result_text",
+        # NVIDIA/nccl src/init.cc ncclGetErrorString: "unhandled system error (run with NCCL_DEBUG=INFO for
+        # details)", "remote process exited or there was a network error", as other frameworks print it
+        # (TensorFlow/HybridBackend "NCCL communication aborted: unhandled system error", Horovod).
+        r"NCCL[^\n]{0,160}?(?P<nccl_text>unhandled system error|remote process exited or there was a network error)"
+        r"|unhandled system error \(run with NCCL_DEBUG",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["unhandled system error", "remote process exited or there was a network error"],
+        "An NCCL call failed with a system (socket, network) or remote error; the line names no peer.",
+        generic=True,
+    ),
+    _sig(
+        "nccl_service_accept_failed",
+        # NVIDIA/nccl src/proxy.cc (service thread): "[Service thread] Accept failed %s" (WARN up to 2.2x,
+        # INFO since), src/os/linux.cc "ncclOsSocketTryAccept: Accept failed: %s": the proxy's listening
+        # socket failed to accept a peer's connection (its strerror can read "Success" when a peer closed).
+        r"\[Service thread\] Accept failed|ncclOsSocketTryAccept: Accept failed",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.WARNING,
+        Blame.NONE,
+        ["Accept failed"],
+        "NCCL's proxy could not accept a peer's socket connection (often teardown after another failure).",
     ),
     _sig(
         "nccl_socket_connect_failed",
@@ -1207,6 +1269,33 @@ SIGNATURES: tuple[Signature, ...] = (
         "mpirun aborted the job because a process exited non-zero; the process is named elsewhere.",
         generic=True,
     ),
+    _sig(
+        "mpi_errors_are_fatal",
+        # Open MPI ompi/errhandler/errhandler_predefined.c (backend_fatal_aggregate): "*** An error occurred
+        # in %s" then "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,"; in
+        # MPI_Init "*** on a NULL communicator". The process aborts; the MPI call is named, not a culprit.
+        r"\*\*\* An error occurred in (?P<mpi_call>MPI_\w+)",
+        K.CRASH,
+        C.EXCEPTION,
+        S.CRITICAL,
+        Blame.NONE,
+        ["An error occurred in MPI_"],
+        "An MPI call failed and MPI_ERRORS_ARE_FATAL aborted the process (in MPI_Init: the MPI runtime "
+        "could not start).",
+    ),
+    _sig(
+        "deepspeed_empty_master_addr",
+        # DeepSpeed deepspeed/launcher/runner.py main: logger.info(f"Using IP address of {master_addr} for
+        # node {first_host}") after resolving the first host's IP with `hostname -I` over ssh/pdsh: an empty
+        # address launches every node with --master_addr= and rendezvous cannot happen.
+        r"Using IP address of\s+for node (?P<first_host>\S+)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Using IP address of"],
+        "DeepSpeed's launcher resolved an empty master address for the first node: no rank can rendezvous.",
+    ),
     # ---- CUDA errors, OOM ---------------------------------------------------------------------
     _sig(
         "cuda_oom",
@@ -1322,6 +1411,20 @@ SIGNATURES: tuple[Signature, ...] = (
         "Ray's raylet: a worker process died while running a task (SIGKILL by the OOM killer, a crash, "
         "ray stop); names the worker's node IP.",
         post=lambda ev: _ray_node_post(ev),
+    ),
+    _sig(
+        "ray_actor_died",
+        # ray python/ray/exceptions.py ActorDiedError.BASE_ERROR_MSG "The actor died unexpectedly before
+        # finishing this task." (RayActorError before 2.x), followed by its context as tab-indented
+        # "class_name:", "actor_id:", "pid:", "name:", "namespace:", "ip:" lines (parse_records takes
+        # the ip: the node the dead actor ran on).
+        r"(?:ActorDiedError|RayActorError): The actor died unexpectedly before finishing this task",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["The actor died unexpectedly"],
+        "A Ray actor's worker process died (OOM killer, a crash, ray stop); its context names the node IP.",
     ),
     _sig(
         "kubelet_eviction",
@@ -1595,6 +1698,21 @@ SIGNATURES: tuple[Signature, ...] = (
         ["fallen off the bus", "nv_err_gpu_is_lost"],
         "GPU lost (Xid 79 text, or the r570 multi-line 'The NVIDIA GPU <pci> ... has fallen off the bus' "
         "without an Xid token; the PCI address is taken from the header line above).",
+    ),
+    _sig(
+        "nvrm_reset_required",
+        # NVIDIA/open-gpu-kernel-modules src/nvidia/src/libraries/utils/nvassert.c: "Check failed: %s
+        # (0x%08X) returned from ..." (nvCheckOkFailedNoLog / nvAssertOkFailedNoLog), the status named
+        # by nvstatuscodes.h: NV_ERR_RESET_REQUIRED (0x62, "Reset required"), NV_ERR_GPU_IN_FULLCHIP_RESET
+        # (0x10, "GPU currently in full-chip reset"). The GPU answers nothing until it is reset.
+        r"(?:Assertion|Check) failed: (?:Reset required \[NV_ERR_RESET_REQUIRED\]"
+        r"|GPU currently in full-chip reset \[NV_ERR_GPU_IN_FULLCHIP_RESET\])",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["nv_err_reset_required", "nv_err_gpu_in_fullchip_reset"],
+        "The NVIDIA driver returned 'reset required' / 'in full-chip reset': the GPU is unusable until reset.",
     ),
     _sig(
         "ecc_uncorrectable",
@@ -2378,6 +2496,23 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["soft lockup", "hard LOCKUP", "blocked for more than"],
         "The host's kernel reported a CPU lockup or a task stuck in the kernel (driver or storage).",
+    ),
+    _sig(
+        "kernel_stack_in_nvidia",
+        # A kernel stack frame inside an NVIDIA kernel module: /proc/PID/stack and older oopses/hung-task
+        # dumps "[<ffffffffc33d41c2>] uvm_spin_loop+0xb2/0xe0 [nvidia_uvm]" (fs/proc/base.c proc_pid_stack,
+        # "[<%pK>] %pB"), newer "Call Trace:" frames " uvm_spin_loop+0xb2/0xe0 [nvidia_uvm]"
+        # (lib/vsprintf.c %pB: symbol+off/size [module]). A process whose kernel stack sits in the
+        # driver is stuck there (unkillable, D state): the host's driver, not the training code.
+        r"^(?:\[<[0-9a-f]{1,16}>\]\s+)?(?:\? )?(?P<kfunc>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ "
+        r"\[(?P<kmodule>nvidia(?:_uvm|_modeset|_drm|_peermem)?)\]",
+        K.FAULTY_HOST,
+        C.HOST_KERNEL,
+        S.WARNING,
+        Blame.SELF,
+        ["[nvidia"],
+        "A kernel stack frame inside the NVIDIA driver: a process stuck in the driver on this host.",
+        generic=True,
     ),
     _sig(
         "kernel_segfault",
@@ -3226,6 +3361,11 @@ def _elastic_events(entries: list[_ElasticEntry], no_other: bool, default_host: 
     return out
 
 
+# ray python/ray/exceptions.py ActorDiedError: "\tclass_name: ...", "\tactor_id:", "\tpid:", "\tname:",
+# "\tnamespace:", "\tip: a.b.c.d" after its message.
+_RAY_ACTOR_FIELD = re.compile(r"^(?P<key>class_name|actor_id|pid|name|namespace|ip): (?P<value>\S.*)$")
+
+
 def parse_records(
     records: Iterable[_Record], *, default_rank: int | None = None, default_host: str | None = None
 ) -> list[Event]:
@@ -3239,6 +3379,8 @@ def parse_records(
     gpu_header: tuple[int, str] | None = None
     # stack dumps: frames following a thread header
     stack_ev: Event | None = None
+    # Ray's ActorDiedError: its context lines follow it ("ip: a.b.c.d" names the dead actor's node)
+    actor_ev: Event | None = None
 
     def flush_banner() -> None:
         nonlocal entries, no_other, current, section
@@ -3291,6 +3433,14 @@ def parse_records(
                     stack_ev.severity = S.WARNING
                 continue
             stack_ev = None
+        # ---- Ray actor context ------------------------------------------------------------
+        if actor_ev is not None:
+            mc = _RAY_ACTOR_FIELD.match(t)
+            if mc:
+                if mc.group("key") == "ip" and _plausible_host(mc.group("value")):
+                    actor_ev.host, actor_ev.host_basis = mc.group("value"), "text"
+                continue
+            actor_ev = None
         # ---- ordinary lines --------------------------------------------------------------
         mh = _NVRM_GPU_HEADER.search(t)
         if mh:
@@ -3308,6 +3458,8 @@ def parse_records(
                 ev.category = C.GPU_LOST
             if ev.signature == "stack_dump_thread":
                 stack_ev = ev
+            if ev.signature == "ray_actor_died":
+                actor_ev = ev
             events.append(ev)
     if entries:
         flush_banner()
@@ -3392,7 +3544,9 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
 _ERRORISH = re.compile(
     r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF]\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
     r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\berror:|NCCL WARN|terminate called"
-    r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b"
+    r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b|\bAn error occurred\b"
+    # TensorFlow/absl's "E file.cc:123] msg" (tsl/platform/default/logging.cc; its time is peeled by iso_ts)
+    r"|^[EF] [\w./-]{1,200}:\d+\] "
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted

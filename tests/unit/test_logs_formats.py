@@ -979,3 +979,16 @@ def test_a_message_less_exception_is_an_error_looking_line() -> None:
 def test_the_remap_field_says_nothing_when_it_is_no_and_a_healthy_port_is_not_a_finding() -> None:
     assert not events("        Pending                           : No")
     assert not events("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 state ACTIVE physical_state LINK_UP")
+
+
+def test_a_dead_ray_actor_is_blamed_on_the_node_its_context_names() -> None:
+    """ray python/ray/exceptions.py ActorDiedError: the message, then tab-indented context lines; the
+    "ip:" line names the node the dead actor ran on (the context ends at the first other line)."""
+    ctx = ["\tclass_name: TrainWorker", "\tactor_id: 81d5", "\tpid: 2318", "\tname: TrainWorker_0:2", "\tip: 10.2.4.26"]
+    text = "\n".join(["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.", *ctx])
+    f = first_finding(text)
+    assert (f.kind, f.hosts) == (FindingKind.CRASH, ("10.2.4.26",))
+    # an "ip:" line after the context has ended names nobody
+    later = "\n".join(["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+                       "The actor is dead because its worker process has died.", "ip: 10.9.9.9"])  # fmt: skip
+    assert first_finding(later).hosts == ()
