@@ -28,6 +28,10 @@ PREFIXES: dict[str, tuple[str, bool]] = {
     "ts": ("Nov 27 01:02:03 ", False),
     # GitHub Actions / Azure Pipelines runner logs: ISO time with 7 fractional digits
     "ci_runner": ("2026-11-27T01:02:03.1234567Z ", False),
+    # horovodrun's gloo launcher (horovod/runner/common/util/safe_shell_exec.py): "[RANK]<stream>:"
+    "horovod_gloo": ("[3]<stderr>:", True),
+    # Determined's launchers (harness/determined/launch/wrap_rank.py): "[rank=RANK] "
+    "determined": ("[rank=5] ", True),
     # Go's log.LstdFlags (src/log/log.go formatHeader): "2009/01/23 01:23:23 "
     "go_log": ("2026/11/27 01:02:03 ", False),
     # Slurm srun --label: the task id right-aligned to the widest ("%*d: ")

@@ -2803,6 +2803,12 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "mpi_tag",
         re.compile(r"^\[\d+,(?:mpirank:)?(?P<rank>\d+)(?:,(?P<host>[\w.-]{1,253}))?\]<(?:stdout|stderr|stddiag)>:\s?"),
     ),
+    # horovodrun's gloo launcher (horovod/runner/common/util/safe_shell_exec.py prefix_connection:
+    # "{time}[{index}]<{prefix}>:{line}", the index being the worker's rank in gloo_run).
+    ("horovod_tag", re.compile(r"^\[(?P<rank>\d{1,6})\]<(?:stdout|stderr)>:\s?")),
+    # Determined's launchers (harness determined/launch/wrap_rank.py, worker_process_wrapper.py):
+    # "[rank={rank}] " in front of every line a worker prints.
+    ("determined_rank", re.compile(r"^\[rank=(?P<rank>\d{1,6})\] ")),
     # A launcher's per-stream tag ("<name> [stderr] "): the name is a job/host label, not used as a host.
     ("stream_tag", re.compile(r"^[\w.-]{1,120} \[(?:stdout|stderr)\] ")),
     ("torchx", re.compile(r"^[\w-]+/\d+ \[(?P<local_rank>\d+)\]:")),
@@ -2995,7 +3001,7 @@ def _peel(text: str, rec: _Record) -> str:
                 rec.host, rec.host_basis = g["host"], name
             elif name == "srun_label":
                 rec.fields["slurm_task"] = int(g["task"])
-            elif name in ("rank_prefix", "rank_world", "mpi_tag", "lightning_rank"):
+            elif name in ("rank_prefix", "rank_world", "mpi_tag", "lightning_rank", "horovod_tag", "determined_rank"):
                 rec.rank, rec.rank_basis = int(g["rank"]), name
                 if g.get("world"):
                     rec.fields["world_size"] = int(g["world"])
