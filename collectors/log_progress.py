@@ -31,8 +31,9 @@ _NCCL_SETUP = re.compile(
 # Chunksize set to %d", "Setting affinity for GPU %d to %s", "Using network %s"; <= 2.4 "comm %p rank
 # %d nranks %d cudaDev %d nvmlDev %d" before its "Init COMPLETE"; a process's first init also
 # bootstrap.cc "Bootstrap: Using", src/plugin/net "NET/Plugin", misc/cudawrap.cc "cudaDriverVersion
-# %d", the transports' "NET/Socket : Using" / "NET/IB : Using"). Channel connection lines are not among them: since 2.22
-# (NCCL_RUNTIME_CONNECT) channels connect at a communicator's first collective, after Init COMPLETE.
+# %d", the transports' "NET/Socket : Using" / "NET/IB : Using"). Channel connection lines are not
+# among them: since 2.22 (NCCL_RUNTIME_CONNECT) channels connect at a communicator's first
+# collective, after Init COMPLETE.
 _NCCL_INIT_ONLY = re.compile(
     r"\bNCCL INFO (?:.*- Init START|Trees|P2P Chunksize|Setting affinity|Bootstrap ?: Using|NET/Plugin"
     r"|cudaDriverVersion|Using network|NET/(?:Socket|IB) ?: Using"
@@ -144,12 +145,12 @@ def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
             what = "channels were still connecting after the last 'Init COMPLETE'"
         elif short_rosters:
             k, n = short_rosters[0]
-            what = f"{k} of {n} ranks of a communicator are shown completing init, and nothing follows the last"
+            what = f"only {k} of {n} ranks of a communicator printed 'Init COMPLETE'"
         else:
             return None
         return Reading(
             "nccl_init_incomplete",
-            f"NCCL set-up never completed: {what} (line {nccl[last_done][0]}), and the log ends in that set-up"
+            f"NCCL set-up never completed: {what} (line {nccl[last_done][0]}), and the log ends there"
             " (hung in NCCL set-up, or the excerpt is cut)",
             nccl[-1][0],
             evidence=evidence,
