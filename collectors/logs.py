@@ -2744,7 +2744,19 @@ for _i, _s in enumerate(SIGNATURES):
 # Noise removal and line prefixes
 # ---------------------------------------------------------------------------------------------
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-_PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[[^\]\n]{0,120}\])?")
+_PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[(?P<r_bar>[^\]\n]{0,400})\])?")
+# tqdm's r_bar is "[{elapsed}<{remaining}, {rate_fmt}{postfix}]" (tqdm/std.py format_meter): the
+# postfix holds the metrics a trainer sets on its bar (Lightning's "loss=nan, v_num=3"), kept as text.
+_TQDM_POSTFIX = re.compile(r"^[^,]*,\s*[^,]*?(?:it/s|s/it|/s)\s*,\s*(?P<postfix>.+)$")
+
+
+def _progress_postfix(m: re.Match[str]) -> str:
+    """A tqdm bar removed, its postfix metrics kept."""
+    r_bar = m.group("r_bar") or ""
+    pm = _TQDM_POSTFIX.match(r_bar)
+    return f" {pm.group('postfix')} " if pm else " "
+
+
 _MD_QUOTE_RE = re.compile(r"^\s{0,3}(?:[+-]?\s?>\s?)+")
 # Link text excludes "[" and is bounded: `[^\]\n]+` let every "[" of a long run of "[" scan to the end of
 # the line (quadratic: a 100 KB line of "[" took 44 s).
@@ -3085,7 +3097,7 @@ def clean_lines(text: str) -> Iterator[_Record]:
             continue
         # tqdm redraws with \r: every segment is a separate screen state; progress segments are noise.
         for seg in joined.split("\r"):
-            seg = _PROGRESS_RE.sub(" ", seg) if "%|" in seg else seg
+            seg = _PROGRESS_RE.sub(_progress_postfix, seg) if "%|" in seg else seg
             seg = _MD_QUOTE_RE.sub("", seg)
             seg = _MD_LINK_RE.sub(r"\1", seg).replace("`", "")
             if not seg.strip():
