@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.collectors.log_identity import complete_culprits, read_identity
+from trainctl.collectors.log_net_mismatch import read_net_mismatch
 from trainctl.collectors.log_progress import INTERRUPTED, read_progress
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind, empty_table, schema_for
@@ -3457,6 +3458,13 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     complete_culprits(events, read_identity(records, events, plausible_host=_plausible_host))
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
+    # hosts that chose disjoint NCCL networks (collectors/log_net_mismatch.py): what a stalled set-up
+    # after them means, so it comes before (and instead of) the reading of absence
+    if mm := read_net_mismatch((r.line_no, r.host, r.text) for r in records):
+        for n, h, t in mm.lines:
+            ev = Event(n, t, "nccl_network_mismatch", K.NETWORK_ERROR, C.NCCL, S.WARNING, Blame.NONE, False, host=h)
+            ev.fields.update(reason=mm.reason, networks_by_host=mm.networks_by_host)
+            events.append(ev)
     if not any(e.kind is not None for e in events):
         events = events + _progress_stopped(records, rank, host)
     return _to_table(events, source)
