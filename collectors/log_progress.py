@@ -9,7 +9,7 @@ turns it into a finding. docs/log-signatures.md "Progress stopped (reading absen
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,12 +114,17 @@ class Reading:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def read_progress(lines: Iterable[tuple[int, str]]) -> Reading | None:
-    """The first reading that holds for these (line_no, text) lines of a log with no error line."""
+def read_progress(lines: Iterable[tuple[int, str]], rank_of_line: Mapping[int, int] | None = None) -> Reading | None:
+    """The first reading that holds for these (line_no, text) lines of a log with no error line;
+    rank_of_line: the rank a line's own prefix names ("[rank3]: "), peeled off its text."""
     numbered = [(n, t) for n, t in lines if t.strip()]
     if not numbered or any(_NORMAL_END.search(t) for _, t in numbered):
         return None
-    for read in (_nccl_init, _lightning_init, _lockstep, _stack_dump, _gpu_processes):
+
+    def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
+        return _stack_dump(ls, rank_of_line or {})
+
+    for read in (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes):
         r = read(numbered)
         if r is not None:
             return r
@@ -294,9 +299,10 @@ def _native_frame(text: str) -> str | None:
     return f"{name} ({where})" if where else name
 
 
-def _stack_dump(lines: list[tuple[int, str]]) -> Reading | None:
+def _stack_dump(lines: list[tuple[int, str]], rank_of_line: Mapping[int, int]) -> Reading | None:
     """Stack frames with no exception: a dump (py-spy, faulthandler, gdb, lldb, a cut traceback) of a
-    live process."""
+    live process; the rank whose prefix every frame line carries is the one dumped (a reporter, not a
+    suspect: a stack that waits does not say whom it waits for)."""
     frames: list[tuple[int, str]] = []
     native: list[str] = []
     for n, t in lines:
@@ -320,14 +326,18 @@ def _stack_dump(lines: list[tuple[int, str]]) -> Reading | None:
     if len(native_waits) > 1 and native_waits[-1] != waiting[0]:
         where += f" under {native_waits[-1][:100]}"
     interrupted = any(INTERRUPTED.match(t) for _, t in lines)
+    dumped = {rank_of_line.get(n) for n, _ in frames}
+    rank = dumped.pop() if len(dumped) == 1 else None
     return Reading(
         "stack_dump_no_exception",
         ("the user interrupted (Ctrl-C) a process" if interrupted else "stack dump of a live process")
+        + (f" (rank {rank})" if rank is not None else "")
         + f" with no exception ({len(frames)} frames)"
         + (f", waiting in {where}" if where else "")
         + ": the process was stuck, not crashed; the frames do not say which rank the others wait for",
         frames[0][0],
-        evidence={"frames": [f for _, f in frames[:20]], "waiting_frames": waiting[:5]},
+        evidence={"frames": [f for _, f in frames[:20]], "waiting_frames": waiting[:5]}
+        | ({"reporting_ranks": [rank]} if rank is not None else {}),
     )
 
 

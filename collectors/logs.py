@@ -3473,7 +3473,9 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
 def _progress_stopped(records: list[_Record], default_rank: int | None, default_host: str | None) -> list[Event]:
     """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
     as one event that analyzers/log_progress.py makes a low-confidence finding of."""
-    r = read_progress((rec.line_no, rec.text) for rec in records)
+    r = read_progress(
+        ((rec.line_no, rec.text) for rec in records), {rec.line_no: rec.rank for rec in records if rec.rank is not None}
+    )
     if r is None:
         return []
     ev = Event(r.line_no, r.summary, r.signature, K.HUNG_COLLECTIVE, None, S.WARNING, Blame.NONE, True,

@@ -226,3 +226,12 @@ def test_py_spy_native_frames_are_read_and_lines_that_only_look_numbered_are_not
     ]
     assert f.evidence["waiting_frames"] == ["pthread_cond_timedwait@@GLIBC_2.3.2 (libpthread-2.31.so)"]
     assert findings("#1 GPU is fine\n#2 loss went down (a lot)\nEpoch (1)\n    loss (avg)") == []
+
+
+def test_a_dump_whose_frame_lines_one_rank_printed_names_that_rank_as_its_reporter_not_a_suspect():
+    frames = GDB_BT.splitlines()[1:]
+    f = only("\n".join(f"[rank3]: {t}" for t in frames))
+    assert f.ranks == () and f.evidence["reporting_ranks"] == [3]
+    assert f.summary.startswith("stack dump of a live process (rank 3) with no exception (5 frames)")
+    mixed = only("\n".join(f"[rank{i % 2}]: {t}" for i, t in enumerate(frames)))  # two ranks' frames: nobody's
+    assert mixed.ranks == () and "reporting_ranks" not in mixed.evidence
