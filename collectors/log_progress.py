@@ -9,7 +9,7 @@ turns it into a finding. docs/log-signatures.md "Progress stopped (reading absen
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,11 +49,40 @@ _NUMBER = re.compile(r"\d+")
 # func') whose exception line is absent.
 _PYSPY_FRAME = re.compile(r"^\s*([\w<>.]+) \(([^()\s]+\.py):(\d+)\)\s*$")
 _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+),? in (\S+)')
+# Native frames of a live process (where it sat in C/C++: NCCL, CUDA, libc):
+# - gdb `bt` / `thread apply all bt` (gdb/stack.c print_frame_info / print_frame): "#" and the level
+#   (field_fmt_signed(2, ui_left, "level")), the pc and " in " when it is not at a line's start, the
+#   function and its " (args)", then " at file:line" (debug info) or " from /lib/x.so" (none):
+#   "#2  0x00007f.. in c10d::ProcessGroupNCCL::abort (this=0x..) at ProcessGroupNCCL.cpp:1187",
+#   "#3  0x00007f.. in ncclCommAbort () from /usr/lib/x86_64-linux-gnu/libnccl.so.2";
+# - lldb `bt` (llvm-project lldb/source/Core/Debugger.cpp / CoreProperties.td DEFAULT_FRAME_FORMAT:
+#   "frame #${frame.index}: ${frame.pc}" "{ ${module.file.basename}{`${function.name-with-args}
+#   ${function.pc-offset}}}" "{ at ${line.file.basename}:${line.number}{:${line.column}}}"), the
+#   selected frame marked "* ": "frame #2: 0x00007fb0.. libtorch_cuda.so`c10d::...(...) + 725";
+# - py-spy dump --native (src/dump.rs as above; src/native_stack_trace.rs: a symbol's frame names
+#   its source file and line, or its module with no line): "    pthread_cond_wait (libc.so.6)",
+#   "    c10d::ProcessGroupNCCL::waitForFutureOrTimeout (ProcessGroupNCCL.cpp:1042)".
+_GDB_FRAME = re.compile(
+    r"^\s*#\d{1,4}\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>[\w:~<].*\))(?: at (?P<loc>\S+:\d+)| from (?P<lib>\S+))?\s*$"
+)
+# clean_lines drops backticks (markdown code spans), so lldb's "libc.so.6`syscall" arrives as
+# "libc.so.6syscall": a shared object's name ends at its ".so[.N]", another module's at the backtick.
+_LLDB_FRAME = re.compile(
+    r"^\s*(?:\* )?frame #\d{1,4}: 0x[0-9a-fA-F]+"
+    r"(?: (?P<lib>[^\s`]+?\.(?:so(?:\.\d+)*|dylib|dll)|[^\s`]+(?=`))`?(?P<func>[A-Za-z_~].*?)?(?: \+ \d+)?)?"
+    r"(?: at (?P<loc>[^\s:]+:\d+)(?::\d+)?)?\s*$"
+)
+_NATIVE_FILE = r"[^()\s]*\.(?:so(?:\.\d+)*|c|cc|cpp|cxx|cu|h|hpp|cuh)"
+_PYSPY_NATIVE_FRAME = re.compile(rf"^\s*(?P<func>[\w:~<>.@$]+) \((?P<loc>{_NATIVE_FILE}(?::\d+)?)\)\s*$")
+_FUNC_NAME = re.compile(r"(?:[^\s(<]|<[^<>]*(?:<[^<>]*>[^<>]*)*>)+")  # a C++ name, its template arguments kept
 # Frames that wait (quoted as where the process sat): collectives and syncs, a `.item()` (a host sync
-# on the GPU stream), Ray's idle worker loop (ray/_private/worker.py main_loop: waiting for a task).
+# on the GPU stream), Ray's idle worker loop (ray/_private/worker.py main_loop: waiting for a task);
+# native waits: a futex, a condition variable or semaphore, epoll / poll, a CUDA stream sync, NCCL's
+# abort, torch's ProcessGroupNCCL::waitForFutureOrTimeout (what abort and shutdown wait in).
 _WAIT_FRAME = re.compile(
     r"all_reduce|allreduce|all_gather|allgather|reduce_scatter|broadcast|barrier|\bwait\b|_wait|synchronize"
-    r"|\.item\(\)|recv|send|join|main_loop|_run_ddp_forward|get_future",
+    r"|\.item\(\)|recv|send|join|main_loop|_run_ddp_forward|get_future"
+    r"|futex|pthread_cond_\w*wait|sem_\w*wait|(?<![a-z])poll\b|ncclCommAbort|waitFor",
     re.I,
 )
 # The exception line of a traceback the user's Ctrl-C raised: CPython raises KeyboardInterrupt in
@@ -86,12 +115,17 @@ class Reading:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def read_progress(lines: Iterable[tuple[int, str]]) -> Reading | None:
-    """The first reading that holds for these (line_no, text) lines of a log with no error line."""
+def read_progress(lines: Iterable[tuple[int, str]], rank_of_line: Mapping[int, int] | None = None) -> Reading | None:
+    """The first reading that holds for these (line_no, text) lines of a log with no error line;
+    rank_of_line: the rank a line's own prefix names ("[rank3]: "), peeled off its text."""
     numbered = [(n, t) for n, t in lines if t.strip()]
     if not numbered or any(_NORMAL_END.search(t) for _, t in numbered):
         return None
-    for read in (_nccl_init, _lightning_init, _lockstep, _stack_dump, _gpu_processes):
+
+    def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
+        return _stack_dump(ls, rank_of_line or {})
+
+    for read in (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes):
         r = read(numbered)
         if r is not None:
             return r
@@ -255,31 +289,56 @@ def _lockstep(lines: list[tuple[int, str]]) -> Reading | None:
     )  # fmt: skip
 
 
-def _stack_dump(lines: list[tuple[int, str]]) -> Reading | None:
-    """Stack frames with no exception: a dump (py-spy, faulthandler, a cut traceback) of a live process."""
+def _native_frame(text: str) -> str | None:
+    """A native frame as "function (file:line)" / "function (module)", or None: not a native frame line."""
+    m = _GDB_FRAME.match(text) or _LLDB_FRAME.match(text) or _PYSPY_NATIVE_FRAME.match(text)
+    if m is None:
+        return None
+    func = m.group("func")
+    name = n.group(0) if func and (n := _FUNC_NAME.match(func)) else "??"  # lldb prints a bare pc for no symbol
+    where = m.group("loc") or m.groupdict().get("lib")
+    return f"{name} ({where})" if where else name
+
+
+def _stack_dump(lines: list[tuple[int, str]], rank_of_line: Mapping[int, int]) -> Reading | None:
+    """Stack frames with no exception: a dump (py-spy, faulthandler, gdb, lldb, a cut traceback) of a
+    live process; the rank whose prefix every frame line carries is the one dumped (a reporter, not a
+    suspect: a stack that waits does not say whom it waits for)."""
     frames: list[tuple[int, str]] = []
+    native: list[str] = []
     for n, t in lines:
-        m = _PYSPY_FRAME.match(t)
-        if m:
+        if m := _PYSPY_FRAME.match(t):
             frames.append((n, f"{m.group(1)} ({m.group(2)}:{m.group(3)})"))
-            continue
-        m = _PY_FRAME.match(t)
-        if m:
+        elif m := _PY_FRAME.match(t):
             frames.append((n, f"{m.group(3)} ({m.group(1)}:{m.group(2)})"))
+        elif f := _native_frame(t):
+            frames.append((n, f))
+            native.append(f)
     if len(frames) < 2:
         return None
     waiting = [f for _, f in frames if _WAIT_FRAME.search(f)] or [
         t.strip() for _, t in lines if _WAIT_FRAME.search(t) and not _PY_FRAME.match(t)
     ]
+    # Native dumps list the innermost frame first: where a caller waits too, it says what the process
+    # waited for (torch's waitForFutureOrTimeout above a libstdc++ futex); Python tracebacks list the
+    # outermost first, so only native frames get the caller.
+    native_waits = [f for f in native if _WAIT_FRAME.search(f)]
+    where = waiting[0][:100] if waiting else ""
+    if len(native_waits) > 1 and native_waits[-1] != waiting[0]:
+        where += f" under {native_waits[-1][:100]}"
     interrupted = any(INTERRUPTED.match(t) for _, t in lines)
+    dumped = {rank_of_line.get(n) for n, _ in frames}
+    rank = dumped.pop() if len(dumped) == 1 else None
     return Reading(
         "stack_dump_no_exception",
         ("the user interrupted (Ctrl-C) a process" if interrupted else "stack dump of a live process")
+        + (f" (rank {rank})" if rank is not None else "")
         + f" with no exception ({len(frames)} frames)"
-        + (f", waiting in {waiting[0][:100]}" if waiting else "")
+        + (f", waiting in {where}" if where else "")
         + ": the process was stuck, not crashed; the frames do not say which rank the others wait for",
         frames[0][0],
-        evidence={"frames": [f for _, f in frames[:20]], "waiting_frames": waiting[:5]},
+        evidence={"frames": [f for _, f in frames[:20]], "waiting_frames": waiting[:5]}
+        | ({"reporting_ranks": [rank]} if rank is not None else {}),
     )
 
 

@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.collectors.log_identity import complete_culprits, read_identity
+from trainctl.collectors.log_net_mismatch import read_net_mismatch
 from trainctl.collectors.log_progress import INTERRUPTED, read_progress
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind, empty_table, schema_for
@@ -3629,6 +3630,13 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     complete_culprits(events, read_identity(records, events, plausible_host=_plausible_host))
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
+    # hosts that chose disjoint NCCL networks (collectors/log_net_mismatch.py): what a stalled set-up
+    # after them means, so it comes before (and instead of) the reading of absence
+    if mm := read_net_mismatch((r.line_no, r.host, r.text) for r in records):
+        for n, h, t in mm.lines:
+            ev = Event(n, t, "nccl_network_mismatch", K.NETWORK_ERROR, C.NCCL, S.WARNING, Blame.NONE, False, host=h)
+            ev.fields.update(reason=mm.reason, networks_by_host=mm.networks_by_host)
+            events.append(ev)
     if not any(e.kind is not None for e in events):
         events = events + _progress_stopped(records, rank, host)
     return _to_table(events, source)
@@ -3637,7 +3645,9 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
 def _progress_stopped(records: list[_Record], default_rank: int | None, default_host: str | None) -> list[Event]:
     """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
     as one event that analyzers/log_progress.py makes a low-confidence finding of."""
-    r = read_progress((rec.line_no, rec.text) for rec in records)
+    r = read_progress(
+        ((rec.line_no, rec.text) for rec in records), {rec.line_no: rec.rank for rec in records if rec.rank is not None}
+    )
     if r is None:
         return []
     ev = Event(r.line_no, r.summary, r.signature, K.HUNG_COLLECTIVE, None, S.WARNING, Blame.NONE, True,

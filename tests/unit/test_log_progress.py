@@ -164,3 +164,74 @@ def test_lightning_init_that_registered_every_process_is_nothing():
     text = _pl_members([0, 1], 4) + "All distributed processes registered. Starting with 4 processes\n"
     assert findings(text) == []
     assert findings(_pl_members([0, 1, 2, 3], 4)) == []
+
+
+# Native dumps in their printers' formats (collectors/log_progress.py cites each): gdb's
+# print_frame ("#N  0xPC in func (args) at file:line" / "... from lib"), lldb's default frame-format
+# ("frame #N: 0xPC module`func(args) + off" / "... at file:line:col"), py-spy dump --native. (A gdb
+# frame "from libnccl/libcuda" is the gdb_frame_in_cuda signature's, not a reading of absence.)
+GDB_BT = """Thread 3 (Thread 0x7f3b2effd640 (LWP 4242) "python"):
+#0  0x00007f3b9c6907ea in __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0, op=393, expected=0, futex_word=0x55c7a0) at ./nptl/futex-internal.c:57
+#1  0x00007f3b9c693300 in __pthread_cond_wait_common (abstime=0x0, clockid=0, mutex=0x55c7a8, cond=0x55c7a0) at ./nptl/pthread_cond_wait.c:503
+#2  0x00007f3b4a1c2d10 in std::condition_variable::wait(std::unique_lock<std::mutex>&) () from /lib/x86_64-linux-gnu/libstdc++.so.6
+#3  0x00007f3b12345678 in ncclCommAbort (comm=0x55c7c0) at src/init.cc:2093
+#4  0x00007f3b23456789 in c10d::ProcessGroupNCCL::abort (this=0x55c7b0) at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1187"""
+
+
+def test_a_gdb_backtrace_is_a_stuck_process_quoting_the_native_waits():
+    f = only(GDB_BT)
+    assert f.evidence["signatures"] == ["stack_dump_no_exception"]
+    assert f.ranks == () and f.hosts == ()
+    assert f.evidence["frames"][2] == "std::condition_variable::wait (/lib/x86_64-linux-gnu/libstdc++.so.6)"
+    assert f.evidence["frames"][4] == (
+        "c10d::ProcessGroupNCCL::abort (/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1187)"
+    )
+    assert f.evidence["waiting_frames"][3] == "ncclCommAbort (src/init.cc:2093)"
+    # the innermost wait, and the outermost one it sits under
+    assert "waiting in __futex_abstimed_wait_common64 (./nptl/futex-internal.c:57) under ncclCommAbort" in f.summary
+
+
+LLDB_BT = """* thread #1, name = 'python', stop reason = signal SIGSTOP
+  * frame #0: 0x00007f1a2b3c4d5e libc.so.6`__GI___poll(fds=0x00007ffd, nfds=1, timeout=-1) at poll.c:29:10
+    frame #1: 0x00007f1a11223344 libcuda.so.1`cuStreamSynchronize + 122
+    frame #2: 0x00007f1a55667788 libtorch_cuda.so`c10d::ProcessGroupNCCL::waitForFutureOrTimeout(std::future<bool>&, std::chrono::duration<long, std::ratio<1l, 1000l>> const&) + 401
+    frame #3: 0x0000000000401000"""
+
+
+def test_an_lldb_backtrace_with_or_without_its_backticks_is_a_stuck_process():
+    f = only(LLDB_BT)
+    assert f.ranks == ()
+    assert f.evidence["frames"] == [
+        "__GI___poll (poll.c:29)",
+        "cuStreamSynchronize (libcuda.so.1)",
+        "c10d::ProcessGroupNCCL::waitForFutureOrTimeout (libtorch_cuda.so)",
+        "??",
+    ]
+    assert len(f.evidence["waiting_frames"]) == 3
+    assert f.summary.count("waitForFutureOrTimeout") == 1
+    # a paste that lost lldb's backticks (markdown) still splits a shared object from its function
+    assert only(LLDB_BT.replace("`", "")).evidence["frames"] == f.evidence["frames"]
+
+
+def test_py_spy_native_frames_are_read_and_lines_that_only_look_numbered_are_not():
+    native = (
+        "    pthread_cond_timedwait@@GLIBC_2.3.2 (libpthread-2.31.so)\n"
+        "    c10d::ProcessGroupNCCL::workCleanupLoop (ProcessGroupNCCL.cpp:1432)\n"
+        "    run (threading.py:953)"
+    )
+    f = only(native)
+    assert f.evidence["frames"][:2] == [
+        "pthread_cond_timedwait@@GLIBC_2.3.2 (libpthread-2.31.so)",
+        "c10d::ProcessGroupNCCL::workCleanupLoop (ProcessGroupNCCL.cpp:1432)",
+    ]
+    assert f.evidence["waiting_frames"] == ["pthread_cond_timedwait@@GLIBC_2.3.2 (libpthread-2.31.so)"]
+    assert findings("#1 GPU is fine\n#2 loss went down (a lot)\nEpoch (1)\n    loss (avg)") == []
+
+
+def test_a_dump_whose_frame_lines_one_rank_printed_names_that_rank_as_its_reporter_not_a_suspect():
+    frames = GDB_BT.splitlines()[1:]
+    f = only("\n".join(f"[rank3]: {t}" for t in frames))
+    assert f.ranks == () and f.evidence["reporting_ranks"] == [3]
+    assert f.summary.startswith("stack dump of a live process (rank 3) with no exception (5 frames)")
+    mixed = only("\n".join(f"[rank{i % 2}]: {t}" for i, t in enumerate(frames)))  # two ranks' frames: nobody's
+    assert mixed.ranks == () and "reporting_ranks" not in mixed.evidence
