@@ -332,7 +332,11 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             return f"stack dump of a live rank: thread {f.get('thread', '?')} ({f.get('thread_state', '?')})" + (
                 f" in {frames[0]}" if frames else ""
             )
+        if first.signature == "gdb_frame_in_cuda":
+            return f"stack of a live process: a thread inside {f.get('func', '?')} ({f.get('lib', '?')}){on}"
         last = ev.get("last_collective_by_rank") or {}
+        if not last:  # no per-rank trace to list: the line says what stalled
+            return f"stalled in a collective or a CUDA/NCCL call{on}: {first.message[:200]}"
         return "collective trace (DETAIL): last collective per rank: " + ", ".join(
             f"rank {r} {v}" for r, v in last.items()
         )

@@ -992,3 +992,13 @@ def test_a_dead_ray_actor_is_blamed_on_the_node_its_context_names() -> None:
     later = "\n".join(["ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
                        "The actor is dead because its worker process has died.", "ip: 10.9.9.9"])  # fmt: skip
     assert first_finding(later).hosts == ()
+
+
+def test_a_gdb_frame_inside_nccl_says_where_the_thread_sat() -> None:
+    """gdb's backtrace line (gdb/stack.c print_frame) alone: the summary names the function and the
+    library, not an empty per-rank collective trace."""
+    f = first_finding("#3  0x00007f1c2a3b4c5d in ncclCommAbort () from /usr/lib/x86_64-linux-gnu/libnccl.so.2")
+    assert f.kind is FindingKind.HUNG_COLLECTIVE
+    assert (
+        f.summary == "stack of a live process: a thread inside ncclCommAbort (/usr/lib/x86_64-linux-gnu/libnccl.so.2)"
+    )
