@@ -461,12 +461,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "nccl_heartbeat_stuck",
-        r"watchdog got stuck for (?P<stuck_s>\d+) seconds",
+        # torch ProcessGroupNCCL.cpp heartbeat monitor: LOG(ERROR) "Heartbeat monitor timed out! Process will be
+        # terminated after dumping debug info. workMetaList_.size()=N", exit "ProcessGroupNCCL's watchdog got
+        # stuck for N seconds without making progress in monitoring enqueued collectives."
+        r"watchdog got stuck for (?P<stuck_s>\d+) seconds|Heartbeat monitor timed out! Process will be terminated",
         K.HUNG_COLLECTIVE,
         C.COLLECTIVE_TIMEOUT,
         S.CRITICAL,
         Blame.NONE,
-        ["watchdog got stuck"],
+        ["watchdog got stuck", "Heartbeat monitor timed out"],
         "Heartbeat monitor (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): the watchdog itself hung (a CUDA/NCCL call "
         "that never returns); followed by an F-level terminate.",
     ),
@@ -738,6 +741,22 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["unhandled system error", "remote process exited or there was a network error"],
         "An NCCL call failed with a system (socket, network) or remote error; the line names no peer.",
+        generic=True,
+    ),
+    _sig(
+        "python_connection_error",
+        # CPython's OSError subclasses for a connection that failed (Objects/exceptions.c:
+        # ConnectionResetError, ConnectionRefusedError, ConnectionAbortedError, BrokenPipeError) and the
+        # errno texts socket calls raise ("[Errno 113] No route to host", 101 network unreachable, 110
+        # timed out): a peer, a store or a server went away; the line names none for certain.
+        r"\b(?P<conn_error>ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError)\b"
+        r"|\[Errno (?:101|110|113)\] (?:Network is unreachable|Connection timed out|No route to host)",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["connectionreseterror", "connectionrefusederror", "connectionabortederror", "brokenpipeerror", "[errno 1"],
+        "A socket connection failed in this process (reset, refused, aborted, broken pipe, unreachable).",
         generic=True,
     ),
     _sig(
@@ -1332,13 +1351,41 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "cuda_error_oom",
-        r"CUDA error: out of memory",
+        # torch's "CUDA error: out of memory" (c10/cuda/CUDAException), "CUDA driver error: out of memory"
+        # (c10/cuda/driver_api.h C10_CUDA_DRIVER_CHECK); the error names as the APIs spell them
+        # (cuda.h CUDA_ERROR_OUT_OF_MEMORY, driver_types.h cudaErrorMemoryAllocation, HIP's
+        # hipErrorOutOfMemory); cuBLAS/cuDNN's allocation failures (cublas_api.h CUBLAS_STATUS_ALLOC_FAILED:
+        # "usually caused by a cudaMalloc() failure", cudnn CUDNN_STATUS_ALLOC_FAILED).
+        r"CUDA (?:driver )?error: out of memory|\b(?:CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|hipErrorOutOfMemory"
+        r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED)\b",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["out of memory"],
+        [
+            "out of memory",
+            "cuda_error_out_of_memory",
+            "cudaerrormemoryallocation",
+            "hiperroroutofmemory",
+            "_status_alloc_failed",
+        ],  # fmt: skip
         "OOM raised as a CUDA error (outside the caching allocator, e.g. NCCL or cuBLAS workspace).",
+    ),
+    _sig(
+        "host_oom",
+        # The process's host memory ran out: libstdc++'s terminate handler ("terminate called after throwing
+        # an instance of 'std::bad_alloc'", what(): "std::bad_alloc"), Python's MemoryError (numpy
+        # _ArrayMemoryError: "Unable to allocate %s for an array with shape %s and data type %s"), and
+        # TensorFlow's ResourceExhaustedError "OOM when allocating tensor with shape[...]" (a GPU's BFC
+        # allocator: device memory).
+        r"\bstd::bad_alloc\b|^(?:[\w.]+\.)?MemoryError\b(?::|$)|Unable to allocate [\d.]+ [KMGTP]?i?B for an array"
+        r"|OOM when allocating tensor",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["bad_alloc", "memoryerror", "unable to allocate", "oom when allocating"],
+        "The process could not allocate memory (C++ bad_alloc, Python MemoryError, TensorFlow's allocator).",
     ),
     _sig(
         "cpu_oom",
@@ -1578,7 +1625,8 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "cublas_cudnn_error",
-        r"(?P<cuda_error>CUBLAS_STATUS_(?!SUCCESS)\w+|CUDNN_STATUS_(?!SUCCESS)\w+|CUDA driver error: [^\n]+)",
+        r"(?P<cuda_error>CUBLAS_STATUS_(?!SUCCESS|ALLOC_FAILED)\w+|CUDNN_STATUS_(?!SUCCESS|ALLOC_FAILED)\w+"
+        r"|CUDA driver error: (?!out of memory)[^\n]+)",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,
