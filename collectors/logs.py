@@ -586,8 +586,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # collectives on ranks. Rank R is running collective: <fingerprint>, but Rank S is running collective:
         # <fingerprint>." The fingerprint nests parentheses (TensorOptions(dtype=float (default), ...)).
         # A pasted line is often cut inside the first fingerprint: the first half alone says it.
-        r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running collective: "
-        r"CollectiveFingerPrint\((?P<fp_a>[^\n]{0,4000}?)(?:\)+,? but Rank (?P<mismatch_rank_b>\d+) is running collective|$)",
+        r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running (?:inconsistent )?collective: "
+        r"CollectiveFingerPrint\((?P<fp_a>[^\n]{0,4000}?)(?:\)+,? but Rank (?P<mismatch_rank_b>\d+) is running collective|$)"
+        # cut before the fingerprint: the check's own words still say it
+        r"|Detected mismatch between collectives on ranks\.(?! Rank \d+ is running (?:inconsistent )?collective: CollectiveFingerPrint)",
         K.COLLECTIVE_MISMATCH,
         C.TYPE_MISMATCH,
         S.CRITICAL,
@@ -1094,6 +1096,19 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["failed on SocketImpl"],
         "A rank lost its connection to the c10d store (the store's host died or restarted).",
+    ),
+    _sig(
+        "rendezvous_env_missing",
+        # torch/distributed/rendezvous.py _env_rendezvous_handler: _rendezvous_error("env:// rendezvous:
+        # environment variable {var} expected, but not set") (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE):
+        # the launch did not tell the process where to rendezvous.
+        r"env:// rendezvous: environment variable (?P<env_var>\w+) expected, but not set",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["expected, but not set"],
+        "The env:// rendezvous found no MASTER_ADDR/PORT/RANK/WORLD_SIZE: a launch configuration error.",
     ),
     _sig(
         "rendezvous_timeout",
@@ -2265,6 +2280,20 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["wait timeout after"],
         "A c10d store wait timed out: the keys another rank should have set never came.",
+    ),
+    _sig(
+        "cuda_unavailable",
+        # torch/cuda/__init__.py _lazy_init: RuntimeError "No CUDA GPUs are available" (the runtime saw no
+        # device: none visible to the process, CUDA_VISIBLE_DEVICES, or a GPU the driver lost), and
+        # DeferredCudaCallError "CUDA call failed lazily at initialization with error: ...". The process
+        # could not use CUDA; whether the host or the job's settings are at fault, the line does not say.
+        r"(?P<cuda_error>No CUDA GPUs are available|CUDA call failed lazily at initialization)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["No CUDA GPUs are available", "failed lazily at initialization"],
+        "The process found no usable CUDA device at start (visibility settings, or a GPU the host lost).",
     ),
     _sig(
         "cuda_init_failed",
