@@ -410,7 +410,10 @@ SIGNATURES: tuple[Signature, ...] = (
     # ---- collective timeouts (NCCL watchdog, all eras) -------------------------------------
     _sig(
         "nccl_watchdog_timeout",
-        r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
+        # torch 1.8 ProcessGroupNCCL.cpp printed "Caught collective operation timeout: WorkNCCL(OpType=X,
+        # TensorShape=[...], Timeout(ms)=N) ran for ...", 1.9-1.10 with "Watchdog caught" and TensorShape.
+        r"(?:Watchdog c|\bC)aught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
+        r"(?:,\s*TensorShape=\[[^\]\n]{0,200}\])?"
         r"(?:,\s*NumelIn=(?P<numel_in>-?\d+),\s*NumelOut=(?P<numel_out>-?\d+))?,\s*Timeout\(ms\)=(?P<timeout_ms>\d+)\)"
         # "ran for N milliseconds before timing out." ends it; a line cut there (a paste, a tqdm bar
         # glued in front that the excerpt ends on) still says which collective timed out
@@ -419,7 +422,7 @@ SIGNATURES: tuple[Signature, ...] = (
         C.COLLECTIVE_TIMEOUT,
         S.CRITICAL,
         Blame.NONE,
-        ["Watchdog caught"],
+        ["caught collective operation timeout"],
         "WorkNCCL(...) ran for N ms before timing out (<=1.10 without SeqNum, 2.1+ with NumelIn/Out). "
         "Names the reporting rank only: the culprit is whoever never arrived.",
     ),
@@ -967,13 +970,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "ib_link_down_kernel",
-        r"(?P<nic>mlx\d_\w+|ib\w+)\b.*?(?:[Ll]ink (?:down|DOWN)|changed state to DOWN|port state changed to DOWN)",
+        r"(?P<nic>mlx\d_\w+|ib\w+)\b.*?(?:[Ll]ink (?:down|DOWN)|changed state to DOWN|port state changed to DOWN)"
+        # mlx5_core events.c mlx5_port_module_event: "Port module event: module %u, %s" (the cable's status)
+        r"|mlx5_core (?P<nic__2>[0-9a-f:.]+):? [^\n]*?Port module event(?:\[error\])?: module \d+, Cable (?:unplugged|error)",
         K.NETWORK_ERROR,
         C.IB,
         S.WARNING,
         Blame.SELF,
-        ["link down", "to down"],
-        "Kernel: an IB/RoCE port of this host went down.",
+        ["link down", "to down", "port module event"],
+        "Kernel: an IB/RoCE port of this host went down (or its cable was unplugged / failed).",
         flags=re.I,
     ),
     # ---- rendezvous / c10d store ------------------------------------------------------------
@@ -1267,12 +1272,14 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "fatal_signal",
-        r"(?:Fatal Python error: (?P<fatal>Segmentation fault|Aborted|Bus error)|\*\*\* (?P<sig_name>SIG\w+) received at time)",
+        # ... and the shell's report of a child killed by SIGBUS/SIGSEGV (bash's strsignal text, "(core dumped)").
+        r"(?:Fatal Python error: (?P<fatal>Segmentation fault|Aborted|Bus error)|\*\*\* (?P<sig_name>SIG\w+) received at time"
+        r"|^(?:(?:[\w/.-]+: )?line \d+: +\d+ )?(?P<fatal__2>Bus error|Segmentation fault) +\(core dumped\))",
         K.CRASH,
         C.SIGNAL,
         S.CRITICAL,
         Blame.SELF,
-        ["Fatal Python error", "received at time"],
+        ["Fatal Python error", "received at time", "(core dumped)"],
         "The process that printed it crashed on a signal.",
     ),
     _sig(
@@ -2916,7 +2923,9 @@ _NOT_HOSTS = re.compile(
     r"(?:error|exception|warning|kernel|traceback|info|debug|nccl|nvrm|critical|fatal)$|^torch|^(?:file|line|note|hint)$"
     # the NVIDIA drivers' device prefixes ("nvidia-nvswitch3: SXid ...", common_nvswitch.h) and nvidia-ml-py's
     # exception classes ("pynvml.NVMLError_GpuIsLost: GPU is lost") are printers, not hosts
-    r"|^nvidia-(?:nvswitch|peermem|modeset|uvm|drm)\d*$|\bNVMLError_",
+    r"|^nvidia-(?:nvswitch|peermem|modeset|uvm|drm)\d*$|\bNVMLError_"
+    # a shell script's name in front of its error ("train.sh: line 12: ..."), not a host
+    r"|\.(?:sh|bash|py)$",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")
