@@ -355,6 +355,13 @@ def _slurm_cancel_post(ev: Event) -> None:
         ev.kind, ev.category = K.FAULTY_HOST, None
 
 
+def _srun_node_failure_post(ev: Event) -> None:
+    """One node named (not a hostlist range) is the failed node; a range stays in the fields."""
+    node = ev.fields.get("failed_nodes", "")
+    if node and "[" not in node and "," not in node:
+        ev.host, ev.host_basis = node, "text"
+
+
 def _srun_exit_post(ev: Event) -> None:
     if ev.exit_code is not None:
         ev.category = C.EXIT_CODE
@@ -2247,6 +2254,33 @@ SIGNATURES: tuple[Signature, ...] = (
         ["CANCELLED AT"],
         "Slurm cancelled the job or step (time limit, preemption, scancel; a node failure names no node here).",
         post=lambda ev: _slurm_cancel_post(ev),
+    ),
+    _sig(
+        "srun_node_failure",
+        # Slurm src/srun (launch plugin _node_fail_handler): error("Node failure on %s", msg->nodelist):
+        # slurmctld told srun these nodes failed (down, not responding) while the step ran.
+        r"srun: error: Node failure on (?P<failed_nodes>[\w.,\[\]-]{1,400})",
+        K.FAULTY_HOST,
+        C.UNREACHABLE,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Node failure on"],
+        "Slurm's controller declared the named node(s) failed during the step.",
+        post=lambda ev: _srun_node_failure_post(ev),
+    ),
+    _sig(
+        "k8s_backoff_restart",
+        # kubernetes pkg/kubelet/kuberuntime (event reason BackOff): "Back-off restarting failed container
+        # %s in pod %s" (older: "Back-off %s restarting failed container=%s pod=%s"): the container keeps
+        # exiting with an error and the kubelet delays its restarts (CrashLoopBackOff).
+        r"Back-off (?:\S+ )?restarting failed container",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["restarting failed container"],
+        "Kubernetes restarts a container that keeps failing (CrashLoopBackOff); its own logs say why.",
+        generic=True,
     ),
     _sig(
         "srun_task_exit",
