@@ -2908,7 +2908,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "journal_ident",
         re.compile(
-            r"^(?:(?P<host>[\w.-]{1,253}) )?(?!(?:rank|gpu|device|worker|node)\[)[\w.@/-]{1,64}\[\d{1,10}\]: (?!segfault at )",
+            r"^(?:(?P<host>[\w.-]{1,253}) )?(?:(?!(?:rank|gpu|device|worker|node)\[)[\w.@/-]{1,64}\[\d{1,10}\]"
+            # the kernel's own tag has no pid ("HOST kernel: ...", rsyslog's RFC 3339 file format after its time)
+            r"|(?<= )kernel): (?!segfault at )",
             re.I,
         ),
     ),
