@@ -44,6 +44,8 @@ PREFIXES: dict[str, tuple[str, bool]] = {
     "indent": ("    ", False),
     # systemd src/shared/logs-show.c output_short: "TIME HOST IDENT[PID]: "
     "journald": ("Nov 27 01:02:03 gpu-node-7 python3[4242]: ", True),
+    # journalctl -o short-iso / rsyslog's RSYSLOG_FileFormat: "RFC3339-TIME HOST IDENT[PID]: "
+    "journald_iso": ("2026-11-27T01:02:03.123456+00:00 gpu-node-7 python3[4242]: ", True),
     # pdsh(1): "HOST: "
     "pdsh": ("gpu-node-3: ", True),
     # Open MPI --tag-output as SageMaker's mpirun prints it: "[JOB,mpirank:RANK,HOST]<stream>:"
