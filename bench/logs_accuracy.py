@@ -17,7 +17,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   and corpus_ext9.jsonl (32 rows, gathered 2026-11-26 20:00-20:50 UTC while the analyzer's last
   changes were being written by others): held-out-7 (heldout9.sha256) and dev; so is
   corpus_ext10.jsonl (20 rows, gathered 2026-11-26 23:10-23:17 UTC): held-out-8 (heldout10.sha256) and dev;
-  so is corpus_ext11.jsonl (63 rows, gathered 2026-11-27 02:00-02:22 UTC): held-out-9 (heldout11.sha256) and dev.
+  so is corpus_ext11.jsonl (63 rows, gathered 2026-11-27 02:00-02:22 UTC): held-out-9 (heldout11.sha256) and dev;
+  so is corpus_ext12.jsonl (48 rows, gathered 2026-11-27 03:10-03:31 UTC): held-out-10 (heldout12.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -73,6 +74,7 @@ EXT8 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext8.jsonl"  # held-out-6 
 EXT9 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext9.jsonl"  # held-out-7 + dev (heldout9.sha256)
 EXT10 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext10.jsonl"  # held-out-8 + dev (heldout10.sha256)
 EXT11 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext11.jsonl"  # held-out-9 + dev (heldout11.sha256)
+EXT12 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext12.jsonl"  # held-out-10 + dev (heldout12.sha256)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -109,7 +111,7 @@ def dev_rows() -> list[dict]:
     """Every dev row: the dev-only files and the dev half of each split batch (never a held-out row)."""
     rows = load(DEV) + [r for p in (EXT, EXT2, EXT3) for r in load(p) if split_of(r["id"]) == "dev"] + load(DEV4)
     rows += [r for r in load(EXT5) if split_of(r["id"]) == "dev"] + load(DEV6)
-    return rows + [r for p in (EXT7, EXT8, EXT9, EXT10, EXT11) for r in load(p) if split_of(r["id"]) == "dev"]
+    return rows + [r for p in (EXT7, EXT8, EXT9, EXT10, EXT11, EXT12) for r in load(p) if split_of(r["id"]) == "dev"]
 
 
 def _mentioned(value: object, text: str) -> bool:
@@ -220,7 +222,9 @@ def main() -> int:
     args = ap.parse_args()
     of = diagnose_order if args.order == "diagnose" else analyzer_order
     ext, ext5 = load(EXT), load(EXT5)
-    ext2, ext3, ext7, ext8, ext9, ext10, ext11 = (load(p) for p in (EXT2, EXT3, EXT7, EXT8, EXT9, EXT10, EXT11))
+    ext2, ext3, ext7, ext8, ext9, ext10, ext11, ext12 = (
+        load(p) for p in (EXT2, EXT3, EXT7, EXT8, EXT9, EXT10, EXT11, EXT12)
+    )
     dev = dev_rows()
     if args.dev_only:
         dev_score = score(dev, of)
@@ -230,11 +234,11 @@ def main() -> int:
         for m in dev_score["misses"]:
             print(f"  dev miss: {m}", file=sys.stderr)
         return 0
-    held1, held2, held3, held4, held5, held6, held7, held8, held9 = (
+    held1, held2, held3, held4, held5, held6, held7, held8, held9, held10 = (
         [r for r in e if split_of(r["id"]) == "heldout"]
-        for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9, ext10, ext11)
+        for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9, ext10, ext11, ext12)
     )
-    every_heldout = held1 + held2 + held3 + held4 + held5 + held6 + held7 + held8 + held9
+    every_heldout = held1 + held2 + held3 + held4 + held5 + held6 + held7 + held8 + held9 + held10
     out = {
         "dev": score(dev, of),
         "heldout": score(every_heldout, of),
@@ -247,11 +251,12 @@ def main() -> int:
         "heldout7": score(held7, of),
         "heldout8": score(held8, of),
         "heldout9": score(held9, of),
+        "heldout10": score(held10, of),
     }
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, 10)))
-    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, 10)))
+    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, 11)))
+    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, 11)))
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
