@@ -38,6 +38,8 @@ PREFIXES: dict[str, tuple[str, bool]] = {
     "srun_label": ("  3: ", False),
     # kubernetes pkg/kubelet/kuberuntime/logs/logs.go parseCRILog: "TIMESTAMP STREAM TAG CONTENT"
     "cri_file": ("2026-11-27T01:02:03.123456789Z stderr F ", False),
+    # the CloudWatch Logs console's table copied as text: "  | TIMESTAMP | message"
+    "cloudwatch_console": ("  | 2026-11-27T01:02:03.208-07:00 | ", False),
     # docker/compose cmd/formatter/logs.go: the container name padded to the widest, then " | "
     "compose": ("trainer-1  | ", False),
     # a paste from a code block indented by four spaces

@@ -362,6 +362,11 @@ def _srun_node_failure_post(ev: Event) -> None:
         ev.host, ev.host_basis = node, "text"
 
 
+def _pod_status_post(ev: Event) -> None:
+    if "OOMKilled" in str(ev.fields.get("pod_status", "")):
+        ev.kind, ev.category = K.OOM, None
+
+
 def _srun_exit_post(ev: Event) -> None:
     if ev.exit_code is not None:
         ev.category = C.EXIT_CODE
@@ -930,6 +935,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "A libfabric provider (EFA) reported a failed network completion: the job's transport, no one host by itself.",
     ),
     _sig(
+        "libfabric_no_provider",
+        # libfabric src/fabric.c fi_getinfo_: FI_WARN(..., "fi_getinfo: provider %s output empty list\n"): the
+        # provider the job asked for (FI_PROVIDER=efa) found no usable device on this host, so aws-ofi-nccl
+        # cannot use it (NCCL falls back to sockets, or fails).
+        r"libfabric:\d+:\d+:[^\n]{0,80}<warn> fi_getinfo: provider (?P<fi_prov>\w+) output empty list",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.WARNING,
+        Blame.SELF,
+        ["output empty list"],
+        "libfabric found no usable device for the requested provider (EFA) on the host that printed it.",
+    ),
+    _sig(
         "nccl_warn_ib",
         r"NCCL WARN NET/IB\s*:\s*(?P<ib_warn>[^\n]+)",
         K.NETWORK_ERROR,
@@ -1331,6 +1349,60 @@ SIGNATURES: tuple[Signature, ...] = (
         ["An error occurred in MPI_"],
         "An MPI call failed and MPI_ERRORS_ARE_FATAL aborted the process (in MPI_Init: the MPI runtime "
         "could not start).",
+    ),
+    _sig(
+        "mpi_abort_invoked",
+        # Open MPI ompi/mpi/help-mpi-api.txt [mpi-abort]: "MPI_ABORT was invoked on rank %d in communicator %s
+        # with errorcode %d." then "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.": the
+        # rank that called MPI_Abort (a framework's error handler, Horovod's) stopped the job; the rank is
+        # where the error surfaced, not proven its cause.
+        r"MPI_ABORT was invoked on rank (?P<abort_rank>\d+) in communicator",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["MPI_ABORT was invoked"],
+        "A rank called MPI_Abort and Open MPI killed every process of the job.",
+    ),
+    _sig(
+        "kubectl_pod_status",
+        # kubectl get pods (kubectl's pod printer: NAME READY STATUS RESTARTS AGE, STATUS the container's
+        # waiting or terminated reason): CrashLoopBackOff / Error / Init:Error / Init:CrashLoopBackOff, a
+        # container that keeps failing; OOMKilled, its memory limit.
+        r"^(?P<pod>[a-z0-9][a-z0-9.-]{0,252})\s+\d+/\d+\s+(?P<pod_status>CrashLoopBackOff|Error|OOMKilled"
+        r"|Init:Error|Init:CrashLoopBackOff|Init:OOMKilled)\s+\d+",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["crashloopbackoff", "error", "oomkilled"],
+        "A pod listing shows a container that keeps failing (or was OOM-killed); its own logs say why.",
+        post=lambda ev: _pod_status_post(ev),
+    ),
+    _sig(
+        "determined_rendezvous_incomplete",
+        # determined master/internal/trial.go pushRendezvous: ctx.Log().Info("found not all containers are
+        # connected"): the trial's containers did not all start and connect, so the master cannot hand out
+        # the rendezvous information.
+        r"found not all containers are connected",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["found not all containers are connected"],
+        "Determined's master is still waiting for a trial's containers to connect (rendezvous).",
+    ),
+    _sig(
+        "jax_backend_init_slow",
+        # jax/_src/xla_bridge.py: warnings.warn(f"TPU backend initialization is taking more than {timeout}
+        # seconds. Did you run your code on all TPU hosts? ...") while the backend waits for every host.
+        r"TPU backend initialization is taking more than [\d.]+ seconds",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["TPU backend initialization is taking"],
+        "JAX's TPU backend is still initialising: the hosts have not all joined (or the runtime cannot start).",
     ),
     _sig(
         "deepspeed_empty_master_addr",
@@ -1979,7 +2051,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # (driver API, 2.19+): WARN("Cuda failure %d '%s'", err, errStr); transport/nvls.cc: "Failed to bind NVLink
         # SHARP (NVLS) Multicast memory of size %ld : CUDA error %d '%s'"; transport/p2p.cc: "failed to peer with
         # device %d(=%lx): %d %s", "cudaIpcGetMemHandle failed : %s". A CUDA call of this process failed.
-        r"(?:Cuda failure|CUDA error)(?: (?P<cuda_errno>\d+))? '(?P<cuda_error>[^'\n]{1,200})'"
+        # (a line cut inside the quoted error still says it)
+        r"(?:Cuda failure|CUDA error)(?: (?P<cuda_errno>\d+))? '(?P<cuda_error>[^'\n]{1,200})(?:'|$)"
         r"|failed to peer with device \d+\(=\w+\): (?P<cuda_errno__2>\d+) (?P<cuda_error__2>[^\n]{1,200})"
         r"|cudaIpcGetMemHandle failed : (?P<cuda_error__3>[^\n]{1,200})",
         K.CRASH,
@@ -2356,8 +2429,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # NVIDIA open-gpu-kernel-modules src/nvidia/arch/nvalloc/unix/src/osinit.c RmInitAdapter:
         # NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", ...), prefixed "NVRM: GPU <pci>: "
         # and kernel-open/nvidia/nv.c nv_start_device: "rm_init_adapter failed, device minor number %d" after it.
-        rf"NVRM: GPU {_PCI}: (?:RmInitAdapter failed! \((?P<init_status>0x[0-9a-fA-F]+):(?P<rm_status>0x[0-9a-fA-F]+):\d+\)"
-        r"|rm_init_adapter failed, device minor number (?P<minor>\d+))",
+        # Older drivers print it without the "GPU <pci>: " prefix, and "rm_init_adapter failed for device bearing
+        # minor number %d" (kernel/nvidia/nv.c before the open modules).
+        rf"NVRM: (?:GPU {_PCI}: )?(?:RmInitAdapter failed! \((?P<init_status>0x[0-9a-fA-F]+):(?P<rm_status>0x[0-9a-fA-F]+):\d+\)"
+        r"|rm_init_adapter failed(?:, device| for device bearing) minor number (?P<minor>\d+))",
         K.FAULTY_HOST,
         C.GPU_LOST,
         S.CRITICAL,
@@ -2915,6 +2990,12 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("kernel_tag", re.compile(r"^kernel:\s*")),
+    # A log copied from the CloudWatch console's table: "| TIMESTAMP | message", the time in its cell
+    # (the copy sometimes glues the message to the time, without the second rule).
+    (
+        "console_cell",
+        re.compile(r"^\|\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?:\s*\|)?\s*"),
+    ),
     # A container log file as the kubelet writes it (kubernetes pkg/kubelet/kuberuntime/logs/logs.go
     # parseCRILog: "TIMESTAMP STREAM TAG CONTENT", TAG F for a full line, P for a partial one); the
     # time is peeled by iso_ts.
@@ -3686,6 +3767,7 @@ _ERRORISH = re.compile(
     r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF]\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
     r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\berror:|NCCL WARN|terminate called"
     r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b|\bAn error occurred\b"
+    r"|\[[A-Z]\w{0,60}(?:Error|Exception)\]"  # an exception's class in brackets ("[AssertionError] ...")
     # TensorFlow/absl's "E file.cc:123] msg" (tsl/platform/default/logging.cc; its time is peeled by iso_ts)
     r"|^[EF] [\w./-]{1,200}:\d+\] "
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
