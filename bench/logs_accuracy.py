@@ -75,6 +75,8 @@ EXT9 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext9.jsonl"  # held-out-7 
 EXT10 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext10.jsonl"  # held-out-8 + dev (heldout10.sha256)
 EXT11 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext11.jsonl"  # held-out-9 + dev (heldout11.sha256)
 EXT12 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext12.jsonl"  # held-out-10 + dev (heldout12.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-10.
+SPLIT_BATCHES = (EXT, EXT2, EXT3, EXT5, EXT7, EXT8, EXT9, EXT10, EXT11, EXT12)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
@@ -220,11 +222,14 @@ def main() -> int:
         help="also score every split with its logs rewritten by each launcher/shipper of bench/log_carriers.py",
     )
     args = ap.parse_args()
-    of = diagnose_order if args.order == "diagnose" else analyzer_order
-    ext, ext5 = load(EXT), load(EXT5)
-    ext2, ext3, ext7, ext8, ext9, ext10, ext11, ext12 = (
-        load(p) for p in (EXT2, EXT3, EXT7, EXT8, EXT9, EXT10, EXT11, EXT12)
-    )
+    order = diagnose_order if args.order == "diagnose" else analyzer_order
+    found: dict[int, list[Finding]] = {}  # a row scored in its batch and in the whole split is diagnosed once
+
+    def of(row: dict) -> list[Finding]:
+        if id(row) not in found:
+            found[id(row)] = order(row)
+        return found[id(row)]
+
     dev = dev_rows()
     if args.dev_only:
         dev_score = score(dev, of)
@@ -234,34 +239,19 @@ def main() -> int:
         for m in dev_score["misses"]:
             print(f"  dev miss: {m}", file=sys.stderr)
         return 0
-    held1, held2, held3, held4, held5, held6, held7, held8, held9, held10 = (
-        [r for r in e if split_of(r["id"]) == "heldout"]
-        for e in (ext, ext2, ext3, ext5, ext7, ext8, ext9, ext10, ext11, ext12)
-    )
-    every_heldout = held1 + held2 + held3 + held4 + held5 + held6 + held7 + held8 + held9 + held10
-    out = {
-        "dev": score(dev, of),
-        "heldout": score(every_heldout, of),
-        "heldout1": score(held1, of),
-        "heldout2": score(held2, of),
-        "heldout3": score(held3, of),
-        "heldout4": score(held4, of),
-        "heldout5": score(held5, of),
-        "heldout6": score(held6, of),
-        "heldout7": score(held7, of),
-        "heldout8": score(held8, of),
-        "heldout9": score(held9, of),
-        "heldout10": score(held10, of),
-    }
+    held = [[r for r in load(p) if split_of(r["id"]) == "heldout"] for p in SPLIT_BATCHES]
+    every_heldout = [r for batch in held for r in batch]
+    out = {"dev": score(dev, of), "heldout": score(every_heldout, of)}
+    out |= {f"heldout{i}": score(batch, of) for i, batch in enumerate(held, 1)}
     cols = ("rows", "with_finding", "silent", "kind_accuracy", "culprit_labelled", "culprit_accuracy",
             "blame_without_evidence")  # fmt: skip
-    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, 11)))
-    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, 11)))
+    splits = ("dev", "heldout", *(f"heldout{i}" for i in range(1, len(held) + 1)))
+    names = ("dev", "held-out", *(f"held-out-{i}" for i in range(1, len(held) + 1)))
     print(f"{'':>24}" + "".join(f"{s:>11}" for s in names))
     for c in cols:
         print(f"{c:>24}" + "".join(f"{out[s][c]!s:>11}" for s in splits))
     if args.carriers:
-        _print_carriers({"dev": dev, "held-out": every_heldout}, of)
+        _print_carriers({"dev": dev, "held-out": every_heldout}, order)  # new rows: not the cache
     for split in ("dev", "heldout") if args.show_heldout_misses else ("dev",):
         for m in out[split]["misses"]:
             print(f"  {split} miss: {m}", file=sys.stderr)

@@ -156,9 +156,10 @@ def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
     done: dict[tuple[str, int], set[int]] = {}
     started: dict[tuple[str, int], set[int]] = {}
     for _, t in nccl:
-        if (rn := comm_rank(t)) is not None and (_NCCL_DONE.search(t) or _NCCL_INIT_ONLY.search(t)):
+        completed = _NCCL_DONE.search(t) is not None
+        if (rn := comm_rank(t)) is not None and (completed or _NCCL_INIT_ONLY.search(t)):
             cid = m.group(1) if (m := _COMM_ID.search(t)) else ""
-            (done if _NCCL_DONE.search(t) else started).setdefault((cid, rn[1]), set()).add(rn[0])
+            (done if completed else started).setdefault((cid, rn[1]), set()).add(rn[0])
     short = [
         (n, ranks)
         for key, ranks in done.items()

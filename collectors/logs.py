@@ -1377,7 +1377,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["crashloopbackoff", "error", "oomkilled"],
         "A pod listing shows a container that keeps failing (or was OOM-killed); its own logs say why.",
-        post=lambda ev: _pod_status_post(ev),
+        post=_pod_status_post,
     ),
     _sig(
         "determined_rendezvous_incomplete",
@@ -2339,7 +2339,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["Node failure on"],
         "Slurm's controller declared the named node(s) failed during the step.",
-        post=lambda ev: _srun_node_failure_post(ev),
+        post=_srun_node_failure_post,
     ),
     _sig(
         "k8s_backoff_restart",

@@ -8,32 +8,18 @@ finding and, where the carrier names no host or rank of its own, the same culpri
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
+from bench_modules import load_bench  # tests/ is on sys.path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-@cache
-def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-CARRIERS = _bench("log_carriers").CARRIERS
+CARRIERS = load_bench("log_carriers").CARRIERS
 
 
 @cache
 def _read_right() -> tuple[tuple[dict, object], ...]:
     """The dev rows whose first finding has the label's kind, with that finding."""
-    b = _bench("logs_accuracy")
+    b = load_bench("logs_accuracy")
     out = []
     for row in b.dev_rows():
         findings = b.diagnose_order(row)
@@ -45,7 +31,7 @@ def _read_right() -> tuple[tuple[dict, object], ...]:
 @pytest.mark.parametrize("name", sorted(CARRIERS))
 def test_the_carrier_changes_no_verdict(name: str) -> None:
     carry, names_its_own = CARRIERS[name]
-    b = _bench("logs_accuracy")
+    b = load_bench("logs_accuracy")
     right = _read_right()
     assert len(right) >= 330  # the dev rows read right today (338 of 346 on 2026-11-27)
     changed = []
@@ -72,5 +58,5 @@ def test_a_shipper_envelope_names_the_host_it_ran_on() -> None:
 def test_a_healthy_runs_start_up_lines_give_no_finding() -> None:
     """The preamble the carriers put in front of excerpts: torchrun's banner, c10d's IPv6 warnings,
     NCCL's init lines and a healthy H100 run (whose warnings say "hang" and "deprecated")."""
-    b = _bench("logs_accuracy")
-    assert b.diagnose_order({"id": "healthy", "log": _bench("log_carriers").HEALTHY_PREAMBLE}) == []
+    b = load_bench("logs_accuracy")
+    assert b.diagnose_order({"id": "healthy", "log": load_bench("log_carriers").HEALTHY_PREAMBLE}) == []

@@ -3,19 +3,14 @@ tests/fixtures/logs/source_identity.jsonl (bench/logs_source_coverage.py --cases
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from bench_modules import load_bench  # tests/ is on sys.path
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.log_identity import Identity, read_identity, shortened
 from trainctl.collectors.logs import _plausible_host, clean_lines, parse_log_text
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_source_coverage.py"
-_spec = importlib.util.spec_from_file_location("logs_source_coverage", BENCH)
-coverage = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(coverage)
+coverage = load_bench("logs_source_coverage")
 CASES = coverage.load(coverage.IDENTITY_CASES)
 
 INIT = "{h}:{pid}:{pid}1 [0] NCCL INFO comm 0x55aa03c1f9e0 rank {r} nranks {n} cudaDev 0 nvmlDev 0 busId 1b000 - Init START"

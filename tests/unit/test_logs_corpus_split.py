@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from bench_modules import load_bench  # tests/ is on sys.path
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_accuracy.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("logs_accuracy", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("logs_accuracy")
 
 
 def _rows(name: str) -> list[dict]:

@@ -4,17 +4,12 @@ source prints it, gives the expected finding and culprit."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from bench_modules import load_bench  # tests/ is on sys.path
 
 from trainctl.collectors.logs import _KEYWORDS, _keyword_hits
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "logs_source_coverage.py"
-_spec = importlib.util.spec_from_file_location("logs_source_coverage", BENCH)
-coverage = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(coverage)
+coverage = load_bench("logs_source_coverage")
 ROWS = coverage.load()
 
 
