@@ -2146,6 +2146,20 @@ SIGNATURES: tuple[Signature, ...] = (
         post=lambda ev: _barrier_post(ev),
     ),
     _sig(
+        "monitored_barrier_peer",
+        # torch/csrc/distributed/c10d/ProcessGroupGloo.cpp monitoredBarrier, every rank but 0: "Rank {r} successfully
+        # reached monitoredBarrier, but received errors while waiting for send/recv from rank 0. Please check rank 0
+        # logs for faulty rank." The printer arrived; rank 0 (the coordinator) knows who did not, or is itself gone.
+        r"\bRank \d+ successfully reached monitoredBarrier, but received errors while waiting",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["successfully reached monitoredBarrier"],
+        "torch.distributed.monitored_barrier, a rank that arrived: the barrier failed; rank 0's log names who did not.",
+        generic=True,
+    ),
+    _sig(
         "nccl_aborted_comm_key",
         # torch 1.9-1.13 ProcessGroupNCCL.cpp ncclCommWatchdog: LOG(WARNING) "[Rank R] Found key in store:
         # NCCLABORTEDCOMM:<id>, from rank: S. This means that rank has aborted its NCCL communicators previously ...":
@@ -3078,16 +3092,18 @@ class _Record:
     wrap_joined: bool = False  # several raw lines joined as one terminal-wrapped line (log_identity)
 
 
-def _wrap_width(lines: list[str]) -> int | None:
+def _wrap_width(lines: list[str], padded: list[int] | None = None) -> int | None:
     """The terminal width a paste was wrapped at: a long length shared by several lines that each
     go on in a line that does not start a record, or one line's length when the line after it is
     its wrapped tail, padded with spaces to the same width (as a terminal's copy pads the last row
     of a wrapped line). Whole lines that happen to share a length (each followed by a blank line
-    or a new record) set no width."""
+    or a new record) set no width. `padded[i]` is _padded_run(lines, i) when the caller has them."""
+    if padded is None:
+        padded = [_padded_run(lines, i) for i in range(len(lines))]
     counts: dict[int, int] = {}
     for i, ln in enumerate(lines[:-1]):
         if len(ln) >= 60 and not ln.endswith("  ") and not _RULE.match(ln):
-            if _padded_run(lines, i):
+            if padded[i]:
                 counts[len(ln)] = counts.get(len(ln), 0) + 2
             elif lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]):
                 counts[len(ln)] = counts.get(len(ln), 0) + 1
@@ -3128,14 +3144,15 @@ def _join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     starts with (a paste may mix widths, and a word cut in two can look like a record: "XidC" /
     "riticalError: ...").
     """
-    width = _wrap_width(lines)
+    padded = [_padded_run(lines, i) for i in range(len(lines))]
+    width = _wrap_width(lines, padded)
     out: list[tuple[int, str]] = []
     i = 0
     while i < len(lines):
         start, text = i + 1, lines[i]
         head = _shape(text)
         while i + 1 < len(lines):
-            rows = _padded_run(lines, i)
+            rows = padded[i]
             if not rows and (
                 width
                 and len(lines[i]) == width
