@@ -912,12 +912,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "nccl_ofi_warn",
         # aws-ofi-nccl (NCCL's libfabric net plugin, EFA): NCCL_OFI_WARN(...) logs through NCCL as
         # "NCCL WARN NET/OFI <message>", e.g. "NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument".
-        r"NCCL WARN NET/OFI (?P<ofi_warn>[^\n]{1,200})",
+        # Its own test programs (tests/functional/*.c logger) print the same warnings as "WARN: Function: %s
+        # Line: %d: NET/OFI <message>" (e.g. find_ofi_provider's "Couldn't find any optimal provider").
+        r"(?:NCCL WARN|\bWARN: Function: \S+ Line: \d+:) NET/OFI (?P<ofi_warn>[^\n]{1,200})",
         K.NETWORK_ERROR,
         C.NCCL,
         S.WARNING,
         Blame.NONE,
-        ["NCCL WARN NET/OFI"],
+        ["NCCL WARN NET/OFI", ": NET/OFI"],
         "The libfabric (EFA) net plugin failed: the network transport of the job, not one host by itself.",
     ),
     _sig(
