@@ -312,6 +312,14 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             f"rank {g.culprit_rank} never reached the store-based barrier of process-group init: "
             f"{len(arrived)} of {len(arrived) + 1} ranks wait there ({', '.join(map(str, arrived))}) and none names it"
         )
+    if g.category is Category.UNCLASSIFIED:
+        n = len(g.events) + int(first.fields.get("more_unclassified_lines") or 0)
+        words = f.get("kind_from_words")
+        return (
+            f"unclassified error (no known signature; {n} error-looking line{'s' if n != 1 else ''}"
+            + (f"; its words '{words}' say {k.value}" if words else "")
+            + f"): {first.message[:200]}"
+        )
     if k is FindingKind.HUNG_COLLECTIVE:
         if g.category is Category.COLLECTIVE_TIMEOUT:
             ops = ", ".join(ev.get("ops", [])) or "a collective"
@@ -341,12 +349,6 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             f"rank {r} {v}" for r, v in last.items()
         )
     if k is FindingKind.CRASH:
-        if g.category is Category.UNCLASSIFIED:
-            n = len(g.events) + int(first.fields.get("more_unclassified_lines") or 0)
-            return (
-                f"unclassified error (no known signature; {n} error-looking line{'s' if n != 1 else ''}): "
-                f"{first.message[:200]}"
-            )
         if g.category is Category.CUDA_ERROR:
             errs = ev.get("cuda_errors") or ["CUDA error"]
             return f"CUDA error '{errs[0]}'{on}"

@@ -24,6 +24,10 @@ Splits (frozen; tests/fixtures/logs/README.md):
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
 reached the user.
 
+`--dev-only --words-alone` also scores the unclassified fallback's guess from words
+(collectors/log_vocabulary.py) on every dev row's error-looking lines as if no signature knew them,
+against the fallback's old answer (crash).
+
 Misses are printed for the dev split only (`--show-heldout-misses` prints the others: reading them
 makes the held-out rows dev rows for whoever reads them).
 
@@ -190,6 +194,31 @@ def score(rows: list[dict], findings_of: Callable[[dict], list[Finding]] = diagn
     }
 
 
+def words_alone(rows: list[dict]) -> dict:
+    """The unclassified fallback's guess from words (collectors/log_vocabulary.py) as if no signature knew
+    any line: on each row's error-looking lines, kind accuracy of the words' kind against calling every
+    such log a crash (what the fallback said before). Dev rows only: it measures the rules, not a split."""
+    from trainctl.collectors.log_vocabulary import kind_from_words
+    from trainctl.collectors.logs import _ERRORISH, _HARMLESS, clean_lines
+
+    n = crash_ok = words_ok = 0
+    for row in rows:
+        lines = [r.text for r in clean_lines(row["log"]) if _ERRORISH.search(r.text[:4000])]
+        lines = [t for t in lines if not _HARMLESS.search(t[:4000])]
+        if not lines:
+            continue
+        want = LABEL_KINDS.get(row["category"], set(K))
+        guess = kind_from_words(lines)
+        n += 1
+        crash_ok += K.CRASH in want
+        words_ok += (guess.kind if guess else K.CRASH) in want
+    return {
+        "rows_with_error_lines": n,
+        "crash_accuracy": round(crash_ok / n, 3),
+        "words_accuracy": round(words_ok / n, 3),
+    }
+
+
 def _print_carriers(splits: dict[str, list[dict]], of: Callable[[dict], list[Finding]]) -> None:
     """Kind accuracy and silent rows of each split as it reads plain and under each carrier."""
     from log_carriers import CARRIERS  # bench/ is the script's directory
@@ -221,6 +250,11 @@ def main() -> int:
         action="store_true",
         help="also score every split with its logs rewritten by each launcher/shipper of bench/log_carriers.py",
     )
+    ap.add_argument(
+        "--words-alone",
+        action="store_true",
+        help="with --dev-only: also score the unclassified fallback's words as if no signature knew any dev line",
+    )
     args = ap.parse_args()
     order = diagnose_order if args.order == "diagnose" else analyzer_order
     found: dict[int, list[Finding]] = {}  # a row scored in its batch and in the whole split is diagnosed once
@@ -238,6 +272,9 @@ def main() -> int:
                 print(f"{c:>24} {v!s:>11}")
         for m in dev_score["misses"]:
             print(f"  dev miss: {m}", file=sys.stderr)
+        if args.words_alone:
+            for c, v in words_alone(dev).items():
+                print(f"{'words alone: ' + c:>36} {v!s:>8}")
         return 0
     held = [[r for r in load(p) if split_of(r["id"]) == "heldout"] for p in SPLIT_BATCHES]
     every_heldout = [r for batch in held for r in batch]

@@ -44,6 +44,7 @@ import pyarrow as pa
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
 from trainctl.collectors.log_progress import INTERRUPTED, read_progress
+from trainctl.collectors.log_vocabulary import kind_from_words
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
@@ -3836,6 +3837,11 @@ def _unclassified(records: list[_Record], default_rank: int | None, default_host
         out.append(ev)
     if out and more:
         out[-1].fields["more_unclassified_lines"] = more
+    # what kind the lines' own words say (collectors/log_vocabulary.py): one kind for all, one finding
+    if out and (guess := kind_from_words(e.message for e in out)):
+        for ev in out:
+            ev.kind = guess.kind
+            ev.fields.update(kind_from_words=guess.words)
     return out
 
 

@@ -1,0 +1,85 @@
+"""An error line no signature knows takes the kind its own words say (collectors/log_vocabulary.py), stays
+`unclassified`, blames nobody and says which words it read; without such words it stays a crash."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.log_vocabulary import RULES, kind_from_words
+from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import Category, FindingKind
+from trainctl.ops.playbook.model import ConfidenceLevel, Trigger
+
+
+def _findings(text: str):
+    return analyze_log_events(parse_log_text(text, "x.log"))
+
+
+# Printers no signature knows (invented programs), each using a failure class's shared wording.
+@pytest.mark.parametrize(
+    "line, kind, words",
+    [
+        ("[rank2]: WidgetAllocError: arena: Cannot allocate memory (3 retries)", FindingKind.OOM,
+         "Cannot allocate memory"),
+        ("ERROR trainer.py:88 halting: grad_scale became inf at step 1200", FindingKind.NUMERICAL, "inf"),
+        ("FATAL tp_shard_check: mismatch in shard count between stages", FindingKind.COLLECTIVE_MISMATCH, "mismatch"),
+        ("ERROR gpu_probe: NVLink 2 of device 3 went down", FindingKind.FAULTY_HOST, "NVLink"),
+        ("launcher error: could not reach MASTER_ADDR gpu-master-0 after 10 tries", FindingKind.RENDEZVOUS_ERROR,
+         "MASTER_ADDR"),
+        ("CRITICAL allreduce_guard: operation stuck for 1800 s, aborting", FindingKind.HUNG_COLLECTIVE, "stuck"),
+        ("ShardServerError: Connection refused (111) talking to 10.0.0.7:5000", FindingKind.NETWORK_ERROR,
+         "Connection refused"),
+    ],
+)  # fmt: skip
+def test_an_unknown_printers_words_say_the_kind(line: str, kind: FindingKind, words: str) -> None:
+    (f,) = _findings(f"step 10 loss 2.1\n{line}\n")
+    assert (f.kind, f.category) == (kind, Category.UNCLASSIFIED)
+    assert f"its words '{words}' say {kind.value}" in f.summary and line.removeprefix("[rank2]: ")[:60] in f.summary
+    assert f.ranks == () and f.hosts == ()  # words say what failed, not who
+    # a guess from words is below a runbook's default gate: a person reads it, nothing acts on it
+    assert not Trigger(kinds=(kind,)).acts_on(f) and f.confidence < ConfidenceLevel.MEDIUM.min_confidence
+
+
+def test_without_failure_words_it_stays_a_crash() -> None:
+    (f,) = _findings("FrobnicatorError: the widget refused to spin\n")
+    assert (f.kind, f.category) == (FindingKind.CRASH, Category.UNCLASSIFIED) and "its words" not in f.summary
+
+
+def test_the_first_line_with_words_decides_and_the_log_is_one_finding() -> None:
+    text = (
+        "FrobnicatorError: the widget refused to spin\n"  # no words: passed over
+        "ERROR shard 3: request timed out after 600 s\n"  # first words: a hang
+        "ERROR shard 3: Connection reset by peer\n"
+    )
+    (f,) = _findings(text)
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and "'timed out'" in f.summary
+    assert "3 error-looking lines" in f.summary
+
+
+def test_within_one_line_the_rules_order_decides() -> None:
+    g = kind_from_words(["ERROR: allocation timed out: out of memory on device 0"])
+    assert g is not None and g.kind is FindingKind.OOM  # OOM is read before a timeout
+
+
+def test_a_known_signature_is_not_overridden_by_words() -> None:
+    (f,) = _findings("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert f.kind is FindingKind.OOM and f.category is not Category.UNCLASSIFIED and "its words" not in f.summary
+
+
+def test_every_rule_documents_where_its_words_come_from() -> None:
+    assert len({r.kind for r in RULES}) == len(RULES) and all(len(r.why) > 40 for r in RULES)
+
+
+_ALPHABET = st.characters(whitelist_categories=("L", "N", "Zs"), whitelist_characters=":._-")
+
+
+@given(st.text(_ALPHABET, max_size=120))
+def test_any_line_gives_at_most_one_unclassified_finding_that_blames_nobody(body: str) -> None:
+    for f in _findings(f"WidgetError: {body}\n"):
+        if f.category is Category.UNCLASSIFIED:
+            assert f.ranks == () and f.hosts == ()
+            want = kind_from_words([f"WidgetError: {body}"])
+            assert f.kind is (want.kind if want else FindingKind.CRASH)
