@@ -119,7 +119,9 @@ def dev_rows() -> list[dict]:
     """Every dev row: the dev-only files and the dev half of each split batch (never a held-out row)."""
     rows = load(DEV) + [r for p in (EXT, EXT2, EXT3) for r in load(p) if split_of(r["id"]) == "dev"] + load(DEV4)
     rows += [r for r in load(EXT5) if split_of(r["id"]) == "dev"] + load(DEV6)
-    return rows + [r for p in (EXT7, EXT8, EXT9, EXT10, EXT11, EXT12, EXT13) for r in load(p) if split_of(r["id"]) == "dev"]
+    return rows + [
+        r for p in (EXT7, EXT8, EXT9, EXT10, EXT11, EXT12, EXT13) for r in load(p) if split_of(r["id"]) == "dev"
+    ]
 
 
 def _mentioned(value: object, text: str) -> bool:

@@ -9,7 +9,7 @@ turns it into a finding. docs/log-signatures.md "Progress stopped (reading absen
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,21 +115,26 @@ class Reading:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def read_progress(lines: Iterable[tuple[int, str]], rank_of_line: Mapping[int, int] | None = None) -> Reading | None:
+def read_progress(
+    lines: Iterable[tuple[int, str]],
+    rank_of_line: Mapping[int, int] | None = None,
+    raw_tail: Sequence[tuple[int, str]] = (),
+) -> Reading | None:
     """The first reading that holds for these (line_no, text) lines of a log with no error line;
-    rank_of_line: the rank a line's own prefix names ("[rank3]: "), peeled off its text."""
+    rank_of_line: the rank a line's own prefix names ("[rank3]: "), peeled off its text; raw_tail: the
+    log's last non-blank lines as written (progress bars, which the cleaned lines drop, included)."""
     numbered = [(n, t) for n, t in lines if t.strip()]
-    if not numbered or any(_NORMAL_END.search(t) for _, t in numbered):
+    if any(_NORMAL_END.search(t) for _, t in numbered):
         return None
 
     def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
         return _stack_dump(ls, rank_of_line or {})
 
-    for read in (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes):
-        r = read(numbered)
+    for read in (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes, _gpu_table_split):
+        r = read(numbered) if numbered else None
         if r is not None:
             return r
-    return None
+    return _first_step_pending(raw_tail)
 
 
 def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
@@ -340,6 +345,74 @@ def _stack_dump(lines: list[tuple[int, str]], rank_of_line: Mapping[int, int]) -
         frames[0][0],
         evidence={"frames": [f for _, f in frames[:20]], "waiting_frames": waiting[:5]}
         | ({"reporting_ranks": [rank]} if rank is not None else {}),
+    )
+
+
+# nvidia-smi's device table, each GPU's second row: "| Fan  Temp  Perf  Pwr:Usage/Cap | Memory-Usage |
+# GPU-Util  Compute M. |" ("| 41%   55C    P2   166W / 280W |  11510MiB / 24220MiB |     49%      Default |");
+# the row above it starts with the GPU's index ("|   2  TITAN RTX   Off  | 00000000:3D:00.0 Off |"). nvidia-smi is
+# closed source: the format is that of every driver since 375 (dev row e13a-026, driver 460; 535 the same).
+_SMI_INDEX = re.compile(r"^\|\s+(\d{1,3})\s+\S")
+_SMI_USAGE = re.compile(r"^\|\s*(?:\d+%|N/A)\s+(?:\d+C|N/A)\s+P\d+\s+[^|]*\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%")
+HELD_MIB = 1024  # a GPU holding at least this much memory has a training process on it
+BUSY_PCT = 20  # utilization at which a GPU is running kernels (NCCL's waiting kernels spin at up to 100 %)
+
+
+def _gpu_table_split(lines: list[tuple[int, str]]) -> Reading | None:
+    """An nvidia-smi device table in which every GPU holds a process's memory, some run kernels and some
+    run none: in a job stuck in a collective the ranks that entered it spin in NCCL's kernels and the one
+    that never arrived sits idle (or the snapshot fell between two steps: a lead, not proof)."""
+    gpus: list[tuple[int, int, int, int]] = []  # line, index, MiB used, util %
+    index: int | None = None
+    for n, t in lines:
+        if m := _SMI_INDEX.match(t):
+            index = int(m.group(1))
+        elif (m := _SMI_USAGE.match(t)) and index is not None:
+            gpus.append((n, index, int(m.group(1)), int(m.group(3))))
+            index = None
+    held = [g for g in gpus if g[2] >= HELD_MIB]
+    if len(held) < 2 or len(held) < len(gpus):
+        return None
+    idle = [g[1] for g in held if g[3] == 0]
+    busy = [g[1] for g in held if g[3] >= BUSY_PCT]
+    if not idle or not busy:
+        return None
+    return Reading(
+        "gpu_table_idle_while_others_busy",
+        f"GPU {', '.join(map(str, idle))} idle (0 %) while holding memory and GPU {', '.join(map(str, busy))} busy, "
+        "no error printed: one process stuck outside the collective the others wait in (the index is a device, "
+        "not a rank)",
+        held[0][0],
+        evidence={
+            "gpu_util_pct": {str(g[1]): g[3] for g in held},
+            "gpu_memory_used_mib": {str(g[1]): g[2] for g in held},
+        },
+    )
+
+
+# tqdm/std.py format_meter: before the first iteration finishes there is no rate, so the bar's right part is
+# "[{elapsed}<?, ?{unit}/s]" ("0/4887 [00:00<?, ?it/s]"); any finished iteration prints a rate instead.
+_TQDM_NOTHING_DONE = re.compile(r"(?<![\d.])0/(\d+) \[[\d:]{4,9}<\?, \?[^\s\]/]{0,20}/s\]")
+
+
+def _first_step_pending(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
+    """The log ends on tqdm bars at 0 of N with no rate yet: nothing after them, so the first step never
+    finished while the log was kept (stuck in the first forward or collective, or cut at start-up)."""
+    bars = []
+    for n, t in reversed(raw_tail):
+        m = _TQDM_NOTHING_DONE.search(t.rsplit("\r", 1)[-1])
+        if not m:
+            break
+        bars.append((n, m.group(0)))
+    if not bars:
+        return None
+    return Reading(
+        "first_step_never_finished",
+        "the log ends on progress bars at 0 of "
+        + ", ".join(b.split("/")[1].split(" ")[0] for _, b in reversed(bars))
+        + " with no rate yet (tqdm's '?it/s'), no error printed: the first step never finished",
+        bars[-1][0],
+        evidence={"progress_bars": [b for _, b in reversed(bars)]},
     )
 
 

@@ -332,6 +332,19 @@ def _barrier_post(ev: Event) -> None:
     _named_self_post(ev)
 
 
+def _openmpi_signal_post(ev: Event) -> None:
+    try:
+        ev.fields["signal"] = _signal.Signals(int(ev.fields["signo"])).name
+    except ValueError:
+        pass
+    _named_self_post(ev)
+
+
+def _xla_barrier_post(ev: Event) -> None:
+    if str(ev.fields.get("barrier_id", "")).startswith("PjRT_Client_Connect"):
+        ev.kind, ev.category = K.RENDEZVOUS_ERROR, None
+
+
 def _sxid_post(ev: Event) -> None:
     sev = ev.fields.get("sxid_severity")
     if sev == "Non-fatal":
@@ -1408,6 +1421,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "JAX's TPU backend is still initialising: the hosts have not all joined (or the runtime cannot start).",
     ),
     _sig(
+        "xla_barrier_timeout",
+        # XLA/TSL xla/tsl/distributed_runtime/coordination/coordination_service.cc, the coordination service
+        # JAX's multi-process runtime uses: DEADLINE_EXCEEDED "Barrier timed out. Barrier_id: %s" (older), "Barrier
+        # timed out. Id: %s. This usually happens because a task triggered the barrier too early or too slowly
+        # ... # of tasks that reached the barrier: %d/%d ... Some timed out task names:" then /job:.../task:N
+        # lines. The barrier "PjRT_Client_Connect" (xla/pjrt/distributed/client.cc) is jax.distributed.initialize's
+        # connect: processes that never joined (rendezvous); any other barrier is one some tasks did not reach.
+        r"Barrier timed out\. (?:Barrier_id|Id): (?P<barrier_id>\S+?)\.?(?:\s|$)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Barrier timed out"],
+        "The XLA coordination service (JAX multi-process): a barrier timed out; its connect barrier is the rendezvous.",
+        post=lambda ev: _xla_barrier_post(ev),
+    ),
+    _sig(
         "deepspeed_empty_master_addr",
         # DeepSpeed deepspeed/launcher/runner.py main: logger.info(f"Using IP address of {master_addr} for
         # node {first_host}") after resolving the first host's IP with `hostname -I` over ssh/pdsh: an empty
@@ -1577,6 +1607,24 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["The actor died unexpectedly"],
         "A Ray actor's worker process died (OOM killer, a crash, ray stop); its context names the node IP.",
+    ),
+    _sig(
+        "ray_node_dead",
+        # ray src/ray/gcs/gcs_server/gcs_node_manager.cc (and the monitor before it) on a node whose raylet stopped
+        # heartbeating: "The node with node id: %s and address: %s and node name: %s has been marked dead because
+        # the detector has missed too many heartbeats from it. This can happen when a (1) raylet crashes
+        # unexpectedly (OOM, preempted node, etc.) (2) raylet has lagging heartbeats ..." (1.x: "... node id: %s
+        # and ip: %s ...", earlier "The node with node id %s has been marked dead ..."); drivers log it through
+        # worker.py. The node named is gone or unreachable from the head (a crash, an OOM, a preemption, or lag).
+        r"The node with node id:? [0-9a-f]{8,64}(?: and (?:ip|address): (?P<node_ip>[\w.:-]+))?(?: and node name: \S+)?"
+        r" has been marked dead because the detector has missed too many heartbeats",
+        K.CRASH,
+        None,
+        S.WARNING,
+        Blame.SELF,
+        ["has been marked dead"],
+        "Ray's GCS: a node stopped heartbeating (its raylet crashed, was OOM-killed or preempted, or lags); names it.",
+        post=lambda ev: _ray_node_post(ev),
     ),
     _sig(
         "kubelet_eviction",
@@ -1949,8 +1997,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # kernel closes a dead process's sockets): the peer is where the failure started, as seen
         # from this rank. (Shutdown closes are not logged: the communicator is torn down first.)
         # (2.10-2.14 include/socket.h, misc/socket.cc: "Net : Connection closed by remote peer %s"; before 2.10
-        # without the address: the peer is then not named)
-        rf"(?:socketProgress:|Net :) Connection closed by remote peer(?: {_ADDR}<(?P<peer_port>\d+)>)?",
+        # without the address: the peer is then not named; 2.0-2.2 include/socket.h without the "Net : ")
+        rf"(?:(?:socketProgress:|Net :) |(?<=NCCL WARN ))Connection closed by remote peer(?: {_ADDR}<(?P<peer_port>\d+)>)?",
         K.NETWORK_ERROR,
         C.SOCKET,
         S.CRITICAL,
@@ -2623,6 +2671,20 @@ SIGNATURES: tuple[Signature, ...] = (
         ["Fail - ", ": Fail"],
         "dcgmi diag failed a test on a GPU of this host.",
     ),
+    _sig(
+        "nvvs_test_fail",
+        # NVIDIA/DCGM nvvs/src/Output.cpp (779120f, the NVIDIA Validation Suite's console output, `nvvs` and
+        # `dcgmi diag` before its table): prep() prints "\t\t<test>" then dots to a fixed width, Result() the
+        # outcome ("PASS", "WARN", "SKIP", "FAIL") and each error as "\t\t   *** (GPU %u) <msg>" (older without
+        # the GPU). A FAIL row is NVIDIA's own test failing this host's GPU ("Memory GPU6 ....... FAIL").
+        r"^\s*(?P<nvvs_test>[A-Za-z][\w /-]{1,40}?)(?: GPU ?(?P<nvvs_gpu>\d+))? ?\.{5,} ?FAIL\b",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["... fail", "...fail"],
+        "The NVIDIA Validation Suite (nvvs, dcgmi diag's text output) failed a test on a GPU of this host.",
+    ),
     # ---- kernel: PCIe AER and machine checks (Linux drivers/pci/pcie/aer.c, arch/x86/kernel/cpu/mce) ----
     _sig(
         "pcie_aer_error",
@@ -2739,6 +2801,21 @@ SIGNATURES: tuple[Signature, ...] = (
         ["segfault at", "general protection"],
         "The kernel's record of a process killed by SIGSEGV (segfault, general protection fault) on this host.",
         post=lambda ev: ev.fields.setdefault("signal", "SIGSEGV"),
+    ),
+    _sig(
+        "openmpi_signal",
+        # Open MPI opal/util/stacktrace.c show_stackframe, a process's own signal handler (mpirun, horovodrun,
+        # SageMaker): HOSTFORMAT "[%s:%05d] " then "*** Process received signal ***", "Signal: %s (%d)" (strsignal,
+        # signo), "Signal code: ...", "Failing at address: %p", the frames, "*** End of error message ***".
+        # The process on that host died of the signal named.
+        r"^\[(?P<self_node>[\w.-]{1,253}):(?P<pid>\d+)\] Signal: (?P<signame>[^()\n]{1,60}) \((?P<signo>\d{1,2})\)",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["] signal: "],
+        "Open MPI's signal handler: the process on the host in brackets died of the signal named.",
+        post=lambda ev: _openmpi_signal_post(ev),
     ),
     _sig(
         "mce_amd_decoded",
@@ -3022,7 +3099,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # A line that ends on "|" is a table row, unless the container printed the table.
     ("compose", re.compile(r"^[A-Za-z0-9][\w.-]{0,120}?\s+\| (?:(?=[|+])|(?!.*\|\s*$))")),
     ("nccl_prefix", re.compile(r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]\s*")),
-    ("rank_prefix", re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")),
+    # torch's "[rank3]:" (also with its "[" lost where a paste's first character was cut: "rank3]:")
+    ("rank_prefix", re.compile(r"^\[?rank(?P<rank>\d+)\]:\s?")),
     # Lightning (lightning_fabric/utilities/rank_zero.py rank_prefixed_message): "[rank: N] " with the global rank.
     ("lightning_rank", re.compile(r"^\[rank: (?P<rank>\d{1,6})\] ")),
     # kubectl logs --prefix: "[pod/NAME/CONTAINER] "; the pod is where the process ran.
@@ -3252,10 +3330,19 @@ def _peel(text: str, rec: _Record) -> str:
             elif name == "grep_file":
                 rec.fields["file"] = g["file"]
             text = text[m.end() :]
+            if name == "nccl_prefix":
+                text = _NCCL_UNTAGGED_LEVEL.sub(r"\g<site>NCCL \g<level> ", text, count=1)
             break
         else:
             return text
     return text
+
+
+# NCCL before 2.3 (2.0-2.2, released as binaries only) printed its level without the "NCCL " tag that
+# src/include/debug.h has carried since v2.3.5-5 ("%s:%d:%d [%d] %s:%d NCCL WARN ", "... NCCL INFO "):
+# "host:pid:tid [dev] include/socket.h:196 WARN Connection closed by remote peer" (as pasted in
+# horovod/horovod#234). After NCCL's own prefix, the level is given its tag so that one table reads both.
+_NCCL_UNTAGGED_LEVEL = re.compile(r"^(?P<site>(?:[\w./-]+:\d+ )?)(?P<level>WARN|INFO|TRACE) (?!NCCL)")
 
 
 # syslogd's broadcast of an emergency message to logged-in terminals (rsyslog omusrmsg, sysklogd's
@@ -3867,15 +3954,25 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
             ev.fields.update(reason=mm.reason, networks_by_host=mm.networks_by_host)
             events.append(ev)
     if not any(e.kind is not None for e in events):
-        events = events + _progress_stopped(records, rank, host)
+        events = events + _progress_stopped(records, rank, host, text)
     return _to_table(events, source)
 
 
-def _progress_stopped(records: list[_Record], default_rank: int | None, default_host: str | None) -> list[Event]:
+RAW_TAIL_LINES = 8  # the log's last lines, unwrapped but not cleaned, for readings of what cleaning drops (bars)
+
+
+def _progress_stopped(
+    records: list[_Record], default_rank: int | None, default_host: str | None, text: str
+) -> list[Event]:
     """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
     as one event that analyzers/log_progress.py makes a low-confidence finding of."""
+    cut = max(0, len(text) - RAW_TAIL_LINES * 400)
+    first_line = text.count("\n", 0, cut) + 1
+    tail = [(n, ln) for n, ln in enumerate(_normalized_lines(text[cut:])[0], first_line) if ln.strip()]
     r = read_progress(
-        ((rec.line_no, rec.text) for rec in records), {rec.line_no: rec.rank for rec in records if rec.rank is not None}
+        ((rec.line_no, rec.text) for rec in records),
+        {rec.line_no: rec.rank for rec in records if rec.rank is not None},
+        raw_tail=tail[-RAW_TAIL_LINES:],
     )
     if r is None:
         return []

@@ -235,3 +235,49 @@ def test_a_dump_whose_frame_lines_one_rank_printed_names_that_rank_as_its_report
     assert f.summary.startswith("stack dump of a live process (rank 3) with no exception (5 frames)")
     mixed = only("\n".join(f"[rank{i % 2}]: {t}" for i, t in enumerate(frames)))  # two ranks' frames: nobody's
     assert mixed.ranks == () and "reporting_ranks" not in mixed.evidence
+
+
+# nvidia-smi's device table (the GPU's index row, then its usage row), as drivers 375-560 print it.
+def _smi(*gpus: tuple[int, int, int]) -> str:
+    rows = []
+    for index, mib, util in gpus:
+        rows.append(f"|   {index}  TITAN RTX           Off  | 00000000:1A:00.0 Off |                  N/A |")
+        rows.append(f"| 41%   55C    P2   166W / 280W |  {mib:5d}MiB / 24220MiB |    {util:3d}%      Default |")
+        rows.append("+-------------------------------+----------------------+----------------------+")
+    return "\n".join(rows) + "\n"
+
+
+def test_an_idle_gpu_holding_memory_beside_busy_ones_is_a_stuck_process_naming_no_rank():
+    f = only(_smi((0, 11510, 49), (1, 11598, 49), (2, 11928, 0)))
+    assert f.evidence["signatures"] == ["gpu_table_idle_while_others_busy"]
+    assert f.evidence["gpu_util_pct"] == {"0": 49, "1": 49, "2": 0}
+    assert f.ranks == () and f.hosts == ()  # a device index is not a rank
+    assert f.summary.startswith("GPU 2 idle (0 %) while holding memory and GPU 0, 1 busy")
+
+
+def test_gpu_tables_that_prove_nothing_stay_silent():
+    assert findings(_smi((0, 70000, 100), (1, 70000, 97))) == []  # all busy: training, or all spinning
+    assert findings(_smi((0, 4, 0), (1, 70000, 97))) == []  # an idle GPU with no process on it
+    assert findings(_smi((0, 11510, 0))) == []  # one GPU: nothing to compare with
+
+
+TQDM_START = (
+    "[2025-01-12 09:24:19,964] [INFO] [config.py:989:print_user_config]   json = {\n"
+    '    "train_batch_size": 256\n'
+    "}\n"
+    "Train epoch:   0%|                                        | 0/1 [00:00<?, ?it/s]\n"
+    "Train step of epoch 0:   0%|                           | 0/4887 [00:00<?, ?it/s]\n"
+)
+
+
+def test_a_log_that_ends_on_bars_with_nothing_done_is_a_first_step_that_never_finished():
+    f = only(TQDM_START)
+    assert f.evidence["signatures"] == ["first_step_never_finished"]
+    assert f.evidence["progress_bars"] == ["0/1 [00:00<?, ?it/s]", "0/4887 [00:00<?, ?it/s]"]
+    assert "0 of 1, 4887" in f.summary and f.evidence["lines"][0].startswith("t.log:4:")  # the first of the bars
+
+
+def test_bars_that_moved_or_lines_after_them_are_nothing():
+    moved = TQDM_START + "Train step of epoch 0:   0%|                  | 1/4887 [00:03<4:00:00,  0.33it/s]\n"
+    assert findings(moved) == []
+    assert findings(TQDM_START + "step 1 loss 2.31\n") == []
