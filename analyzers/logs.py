@@ -58,11 +58,13 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "syslog": 0.85,
     "host_tag": 0.8,
     "rank_world": 0.8,
-    "mpi_tag": 0.85,
+    "mpi_tag": 0.85,  # Open MPI --tag-output "[job,rank]<stdout>:": the MPI rank of the printing process
     "lightning_rank": 0.9,  # Lightning's "[rank: N] " prefix: the global rank of the process that logged
-    "kubectl_prefix": 0.85,  # kubectl logs --prefix "[pod/NAME/CONTAINER] ": the pod that printed it  # Open MPI --tag-output "[job,rank]<stdout>:": the MPI rank of the printing process
+    "kubectl_prefix": 0.85,  # kubectl logs --prefix "[pod/NAME/CONTAINER] ": the pod that printed it
     "text": 0.9,  # the line itself names its own rank/node (Megatron's "Rank R ... node: N" checks)
     "elastic_single_host": 0.7,  # every failure of the banner on one host
+    # the one classified exception of an excerpt whose torchelastic root cause exited with code 1 (an exception)
+    "elastic_root_cause_exception": 0.7,
     "peer": 0.6,  # a remote end named by the side that saw the failure
     "absent_from_barrier": 0.7,  # the one rank of world_size that no waiting line names (complete roster)
     "endpoint": 0.6,
@@ -348,6 +350,11 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         return "collective trace (DETAIL): last collective per rank: " + ", ".join(
             f"rank {r} {v}" for r, v in last.items()
         )
+    if first.signature == "ranked_exception":
+        raisers = f.get("raising_ranks") or []
+        subject = on.removeprefix(" on ") if who else f"ranks {', '.join(map(str, raisers))} (each)"
+        words = f" (its words '{f['kind_from_words']}' say {k.value})" if f.get("kind_from_words") else ""
+        return f"{subject} raised {first.message[:200]}{words}"
     if k is FindingKind.CRASH:
         if g.category is Category.CUDA_ERROR:
             errs = ev.get("cuda_errors") or ["CUDA error"]
@@ -430,6 +437,36 @@ def _fold_exit_reports(groups: list[_Group]) -> list[_Group]:
             continue
         out.append(g)
     return out
+
+
+def _adopt_root_cause(groups: list[_Group]) -> list[_Group]:
+    """torchelastic's root cause that exited with code 1 (a Python exception: a signal or a kill is another
+    exit code) names the rank that raised first; where the excerpt holds exactly one classified exception
+    that names no culprit of its own (an OOM, a NaN check, an NCCL error printed without a rank prefix) and
+    no other rank printed it, that exception is the root cause's: it takes the rank and host, and the
+    banner becomes its evidence (one failure, not an exit plus an anonymous error)."""
+    roots = [
+        g for g in groups
+        if any(e.signature == "elastic_root_cause" and e.culprit_rank is not None and e.exit_code == 1
+               and e.category is Category.EXIT_CODE for e in g.events)
+    ]  # fmt: skip
+    if len(roots) != 1:
+        return groups
+    root = roots[0]
+    orphans = [
+        g for g in groups
+        if g is not root and g.kind is not FindingKind.CRASH and g.culprit_rank is None and not g.culprit_host
+        and not all(e.generic for e in g.events) and all(e.rank in (None, root.culprit_rank) for e in g.events)
+    ]  # fmt: skip
+    if len(orphans) != 1:
+        return groups
+    cause = orphans[0]
+    cause.culprit_rank, cause.culprit_host = root.culprit_rank, root.culprit_host
+    for e in cause.events:
+        e.fields.setdefault("culprit_basis", "elastic_root_cause_exception")
+        e.culprit_rank, e.culprit_host = root.culprit_rank, root.culprit_host
+    cause.context.extend(root.events + root.context)
+    return [g for g in groups if g is not root]
 
 
 def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mapping[int, str], max_lines: int) -> Finding:
@@ -553,7 +590,7 @@ def analyze_log_events(
     pos = {id(e): i for i, e in enumerate(evs)}  # time/position order after _assign_incidents
     findings: list[Finding] = []
     for incident in sorted({e.incident for e in evs}):
-        groups = _fold_exit_reports(_groups_for_incident([e for e in evs if e.incident == incident]))
+        groups = _adopt_root_cause(_fold_exit_reports(_groups_for_incident([e for e in evs if e.incident == incident])))
 
         def settled_root(g: _Group) -> bool:
             return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)

@@ -3716,7 +3716,9 @@ def parse_records(
         events.extend(_elastic_events(entries, no_other, default_host))
         entries, no_other, current, section = [], False, None, None
 
+    records_seen: list[_Record] = []
     for rec in records:
+        records_seen.append(rec)
         t = rec.text
         # ---- torchelastic banner -------------------------------------------------------
         if t.startswith("Root Cause (first observed failure)"):
@@ -3792,6 +3794,7 @@ def parse_records(
             events.append(ev)
     if entries:
         flush_banner()
+    events.extend(_ranked_exceptions(records_seen, events))
     for ev in events:
         _finish(ev)
     # Xid 79 text also matches the lost-GPU signature: keep the Xid event only. A generic match on
@@ -3809,6 +3812,50 @@ def parse_records(
             continue
         seen.add(key)
         out.append(e)
+    return out
+
+
+# An exception's own line, the last line of CPython's traceback (Python/pythonrun.c print_exception:
+# "module.Class: message", or the bare class name when raised without one).
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.){0,8}(?P<exc>[A-Z]\w{0,80}(?:Error|Exception|Failure))(?::\s|\s*$)")
+# Prefixes a launcher or framework puts on a process's every line, naming its global rank.
+_RANK_PREFIXES = frozenset({"rank_prefix", "lightning_rank", "determined_rank", "horovod_tag", "mpi_tag"})
+
+
+def _ranked_exceptions(records: list[_Record], events: list[Event]) -> list[Event]:
+    """An exception no signature knows, raised by a rank its line's prefix names ("[rank5]: KeyError: ..."):
+    that rank's process failed on it, and the other ranks' timeouts that follow are the consequence. Raised
+    by one rank only, it blames that rank; the same exception from several ranks is the program's (every
+    rank ran the same code) and blames none. Its kind is what its words say (collectors/log_vocabulary.py),
+    else a crash (category exception). Where its rank printed a classified failure too, it is that
+    failure's consequence: generic, a warning."""
+    classified = {e.line_no for e in events if e.kind is not None}
+    # a rank that printed a classified failure of its own: its unknown exception is that failure's wrapper or
+    # consequence (a re-raise, the error's Python face), so it is generic there
+    ranks_explained = {e.rank for e in events if e.kind is not None and e.rank is not None}
+    by_text: dict[str, list[_Record]] = {}
+    for rec in records:
+        if rec.rank is None or rec.rank_basis not in _RANK_PREFIXES or rec.line_no in classified:
+            continue
+        m = _EXCEPTION_LINE.match(rec.text)
+        if m and not INTERRUPTED.match(rec.text):
+            by_text.setdefault(re.sub(r"\d+", "N", rec.text[:300]), []).append(rec)
+    out: list[Event] = []
+    for recs in by_text.values():
+        ranks = sorted({r.rank for r in recs if r.rank is not None})
+        rec = recs[0]
+        guess = kind_from_words([rec.text])
+        kind = guess.kind if guess else K.CRASH
+        consequence = bool(ranks_explained.intersection(ranks))
+        ev = Event(
+            rec.line_no, rec.text, "ranked_exception", kind, C.EXCEPTION if kind is K.CRASH else None,
+            S.WARNING if consequence else S.CRITICAL, Blame.SELF if len(ranks) == 1 else Blame.NONE, consequence,
+            rank=rec.rank, rank_basis=rec.rank_basis, host=rec.host, host_basis=rec.host_basis, ts=rec.ts,
+        )  # fmt: skip
+        ev.fields.update(rec.fields, raising_ranks=ranks)
+        if guess:
+            ev.fields["kind_from_words"] = guess.words
+        out.append(ev)
     return out
 
 

@@ -33,7 +33,7 @@ def test_truncated_gzip_keeps_what_was_readable(tmp_path, caplog) -> None:
 
 
 def test_an_unknown_error_is_an_unclassified_finding_quoting_it() -> None:
-    text = "epoch 1 step 10\n[rank5]: FrobnicatorError: the widget refused to spin\nepoch 1 step 11\n"
+    text = "epoch 1 step 10\nFrobnicatorError: the widget refused to spin\nepoch 1 step 11\n"
     (f,) = analyze_log_events(parse_log_text(text, "x.log"))
     assert (f.kind, f.category) == (FindingKind.CRASH, Category.UNCLASSIFIED)
     assert "FrobnicatorError: the widget refused to spin" in f.summary

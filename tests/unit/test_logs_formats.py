@@ -971,9 +971,12 @@ Failures:
 
 def test_a_message_less_exception_is_an_error_looking_line() -> None:
     fs = analyze_log_events(
-        parse_log_text('  File "x.py", line 3, in f\n    raise EOFError\n[rank0]: EOFError\n', source="t.log")
+        parse_log_text('  File "x.py", line 3, in f\n    raise EOFError\nEOFError\n', source="t.log")
     )
     assert fs and fs[0].category is not None and fs[0].category.value == "unclassified"
+    # with torch's rank prefix it is that rank's exception (collectors/logs.py _ranked_exceptions)
+    fs = analyze_log_events(parse_log_text("[rank0]: EOFError\n", source="t.log"))
+    assert fs and fs[0].category is not None and fs[0].category.value == "exception" and fs[0].ranks == (0,)
 
 
 def test_the_remap_field_says_nothing_when_it_is_no_and_a_healthy_port_is_not_a_finding() -> None:
