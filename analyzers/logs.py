@@ -350,6 +350,11 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         return "collective trace (DETAIL): last collective per rank: " + ", ".join(
             f"rank {r} {v}" for r, v in last.items()
         )
+    if first.signature == "loss_collapsed_to_zero":
+        return (
+            f"loss fell from {f.get('loss_before')} to exactly 0 and stayed there ({f.get('zero_lines')} lines to the "
+            "end): the loss is no longer computed over anything (all labels masked, an underflow, a broken loss path)"
+        )
     if first.signature == "ranked_exception":
         raisers = f.get("raising_ranks") or []
         subject = on.removeprefix(" on ") if who else f"ranks {', '.join(map(str, raisers))} (each)"

@@ -220,6 +220,13 @@ def _exit_post(ev: Event) -> None:
             ev.fields["signal"] = _signal.Signals(-code).name
         except ValueError:
             pass
+    elif code is not None and ev.signature == "kubectl_exec_exit" and 128 < code < 160:
+        # a shell's (and a container runtime's) status for a child killed by signal N is 128 + N
+        try:
+            ev.fields["signal"] = _signal.Signals(code - 128).name
+            ev.category = C.SIGNAL
+        except ValueError:
+            pass
 
 
 def _eviction_post(ev: Event) -> None:
@@ -765,7 +772,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # details)", "remote process exited or there was a network error", as other frameworks print it
         # (TensorFlow/HybridBackend "NCCL communication aborted: unhandled system error", Horovod).
         r"NCCL[^\n]{0,160}?(?P<nccl_text>unhandled system error|remote process exited or there was a network error)"
-        r"|unhandled system error \(run with NCCL_DEBUG",
+        r"|unhandled system error \(run with NCCL_DEBUG"
+        # a framework's check on the NCCL call itself (OneFlow's OF_NCCL_CHECK through glog: "Check failed:
+        # ncclCommInitRank(...) : unhandled system error (2)")
+        r"|\bnccl[A-Z]\w{2,40}\([^\n]{0,200}?(?P<nccl_text__2>unhandled system error|remote process exited)",
         K.NETWORK_ERROR,
         C.NCCL,
         S.CRITICAL,
@@ -1353,6 +1363,36 @@ SIGNATURES: tuple[Signature, ...] = (
         generic=True,
     ),
     _sig(
+        "orte_lost_daemon",
+        # Open MPI orte/mca/errmgr/base/help-errmgr-base.txt [node-died] (PRRTE's prte help-errmgr-base.txt the
+        # same with "PRRTE"): "ORTE has lost communication with a remote daemon." then "  HNP daemon   : %s on node
+        # %s", "  Remote daemon: %s on node %s", "This is usually due to either a failure of the TCP network
+        # connection to the node, or possibly an internal failure of the daemon itself." mpirun aborts the job.
+        # The remote daemon's node is the end that went away (its daemon died, or the network to it), as a peer.
+        r"(?:ORTE|PRRTE) has lost communication with a remote daemon"
+        r"|^\s*Remote daemon\s*: \S+ on node (?P<peer>[\w.-]{1,253})\s*$",
+        K.CRASH,
+        None,
+        S.CRITICAL,
+        Blame.PEER,
+        ["lost communication with a remote daemon", "remote daemon"],
+        "mpirun lost its daemon on a node (the daemon died or the network to that node failed) and aborts the job.",
+    ),
+    _sig(
+        "kubectl_exec_exit",
+        # kubernetes staging/src/k8s.io/kubectl/pkg/cmd/exec/exec.go (client-go's exec error): "command terminated
+        # with exit code %d" (an MPIJob's kubexec.sh runs mpirun's daemons through `kubectl exec`); 137 = 128 + 9:
+        # the command was SIGKILLed (the container's OOM kill, an eviction).
+        r"^command terminated with exit code (?P<exit_code>\d+)\s*$",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["command terminated with exit code"],
+        "A command run in a pod through kubectl exec exited non-zero (137: killed).",
+        post=lambda ev: _exit_post(ev),
+    ),
+    _sig(
         "mpi_errors_are_fatal",
         # Open MPI ompi/errhandler/errhandler_predefined.c (backend_fatal_aggregate): "*** An error occurred
         # in %s" then "*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,"; in
@@ -1564,14 +1604,18 @@ SIGNATURES: tuple[Signature, ...] = (
         # caller as ray.exceptions.OutOfMemoryError: "Task was killed due to the node running low on
         # memory." (2.2-2.54), "N worker(s) were killed due to the node running low on memory." (2.55+),
         # followed by "Memory on the node (IP: a.b.c.d, ID: ...) ... was U / T (f), which exceeds the
-        # memory usage threshold of x". The node it names is the one that ran out of host memory.
+        # memory usage threshold of x". The node it names is the one that ran out of host memory. The same
+        # message ends "Refer to the documentation on how to address the out of memory issue:
+        # https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more
+        # memory on this node ..." (a paste often keeps only that tail, under the top-memory process table).
         r"(?:Task was|\d+ worker\(s\) were) killed due to the node running low on memory"
-        r"|Memory on the node \(IP: (?P<node_ip>[\d.]+)[,)][^\n]*?exceeds the memory usage threshold",
+        r"|Memory on the node \(IP: (?P<node_ip>[\d.]+)[,)][^\n]*?exceeds the memory usage threshold"
+        r"|Refer to the documentation on how to address the out of memory issue: \S*ray-oom-prevention",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["running low on memory", "exceeds the memory usage threshold"],
+        ["running low on memory", "exceeds the memory usage threshold", "ray-oom-prevention"],
         "Ray's memory monitor killed a worker because its node's host memory crossed the threshold; "
         "names the node's IP.",
         post=lambda ev: _ray_node_post(ev),
@@ -3146,9 +3190,8 @@ _PG_TAG = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\d+)(?:\((?P<guid_name>[^)]*)\))?)?(?: \((?P<desc>[^)]*)\))? Rank (?P<rank>\d+)\]"
 )
 _OLD_RANK_TAG = re.compile(r"\[Rank (?P<rank>\d+)\]")
-_GLOG_LEVEL = re.compile(r"^\[?[IWEF](?:\d{4} \d\d:\d\d:\d\d\.\d+ +\d*|\s)")
 _RECORD_START = re.compile(
-    r"^\s*(?:\[|\(|>|\+|[IWEF]\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|Traceback|File \"|[\w.]+(?:Error|Exception|Warning):|"
+    r"^\s*(?:\[|\(|>|\+|[IWEF](?:\d{4})?\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|Traceback|File \"|[\w.]+(?:Error|Exception|Warning):|"
     r"NCCL|NVRM|kernel:|[\w.-]+:\d+:\d+ \[|Exception raised|terminate called|CUDA kernel|For debugging|Compile with)"
 )
 
@@ -3795,6 +3838,7 @@ def parse_records(
     if entries:
         flush_banner()
     events.extend(_ranked_exceptions(records_seen, events))
+    events.extend(_loss_collapse(records_seen, events))
     for ev in events:
         _finish(ev)
     # Xid 79 text also matches the lost-GPU signature: keep the Xid event only. A generic match on
@@ -3859,6 +3903,38 @@ def _ranked_exceptions(records: list[_Record], events: list[Event]) -> list[Even
     return out
 
 
+# A training loss as the trainers print it (HF Trainer's "{'loss': 1.7172, ...}", Megatron's "lm loss: 1.234E+00",
+# Lightning's "loss=1.72", torchtitan's "loss:  1.7234", "loss 1.72"): the first loss value of a line.
+_LOSS_VALUE = re.compile(
+    r"\b(?:lm |train[_ ])?loss['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\d.])"
+)
+LOSS_COLLAPSE_MIN_ZEROS = 2  # consecutive exact zeros that end the log
+LOSS_COLLAPSE_MIN_BEFORE = 0.05  # the loss just before them: a real one (a model that still learns)
+
+
+def _loss_collapse(records: list[_Record], events: list[Event]) -> list[Event]:
+    """A loss that was a real value and then prints as exactly 0 to the end of the log: a cross-entropy is
+    never exactly 0 while a model learns, so the loss stopped being computed over anything (every label
+    masked, a bf16/fp16 underflow, a broken loss path). Numerical, a warning, no blame."""
+    if any(e.kind is K.NUMERICAL for e in events):
+        return []
+    values = [(rec, float(m.group("value"))) for rec in records if (m := _LOSS_VALUE.search(rec.text))]
+    zeros = 0
+    for _, v in reversed(values):
+        if v != 0.0:
+            break
+        zeros += 1
+    before = [v for _, v in values[: len(values) - zeros]]
+    # straight from a real loss to 0: a loss that converges passes through 0.01, 0.001 on its way (printed rounded)
+    if zeros < LOSS_COLLAPSE_MIN_ZEROS or not before or before[-1] < LOSS_COLLAPSE_MIN_BEFORE:
+        return []
+    rec = values[len(values) - zeros][0]
+    ev = Event(rec.line_no, rec.text, "loss_collapsed_to_zero", K.NUMERICAL, None, S.WARNING, Blame.NONE, False,
+               rank=rec.rank, rank_basis=rec.rank_basis, host=rec.host, host_basis=rec.host_basis, ts=rec.ts)  # fmt: skip
+    ev.fields.update(loss_before=before[-1], zero_lines=zeros)
+    return [ev]
+
+
 # ---------------------------------------------------------------------------------------------
 # Tables
 # ---------------------------------------------------------------------------------------------
@@ -3918,7 +3994,8 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
 # or exception, NCCL's `NCCL WARN`, C++ `terminate called`, a signal's death. Linear: anchored
 # alternatives of literals and bounded character classes only.
 _ERRORISH = re.compile(
-    r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF]\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
+    # glog's "E1031 10:52:42" ("E20221031 ..." with --log_year_in_prefix, google/glog src/logging.cc LogMessage::Init)
+    r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF](?:\d{4})?\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
     r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\berror:|NCCL WARN|terminate called"
     r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b|\bAn error occurred\b"
     r"|\[[A-Z]\w{0,60}(?:Error|Exception)\]"  # an exception's class in brackets ("[AssertionError] ...")

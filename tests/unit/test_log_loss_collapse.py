@@ -1,0 +1,32 @@
+"""A loss that jumps from a real value to exactly 0 and stays there to the end of the log is a numerical
+finding (collectors/logs.py _loss_collapse); a loss that converges through small values, a single 0, or a
+log that already reports a NaN, is not this finding."""
+
+from __future__ import annotations
+
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import FindingKind, Severity
+
+
+def _findings(losses: list[float], fmt: str = "{{'loss': {v}, 'learning_rate': 1e-05, 'epoch': 0.0}}") -> list:
+    text = "".join(fmt.format(v=v) + "\n" for v in losses)
+    return analyze_log_events(parse_log_text(text, "x.log"))
+
+
+def test_a_loss_that_drops_to_exactly_zero_and_stays_is_numerical() -> None:
+    (f,) = _findings([1.7172, 1.7636, 1.7367, 1.7638, 0.0, 0.0, 0.0])
+    assert f.kind is FindingKind.NUMERICAL and f.severity is Severity.WARNING and f.ranks == () and f.hosts == ()
+    assert f.summary.startswith("loss fell from 1.7638 to exactly 0 and stayed there (3 lines")
+    assert f.evidence["lines"][0].startswith("x.log:5:")  # the first zero
+
+
+def test_the_same_in_megatrons_and_lightnings_spelling() -> None:
+    assert _findings([2.3, 2.1, 0.0, 0.0], "iteration 10 | lm loss: {v} | grad norm: 1.0 |")
+    assert _findings([2.3, 2.1, 0.0, 0.0], "Epoch 0: loss={v}, v_num=3")
+
+
+def test_converging_a_single_zero_or_a_recovery_is_nothing() -> None:
+    assert _findings([2.3, 0.4, 0.03, 0.0, 0.0]) == []  # converged through small values (a memorised toy task)
+    assert _findings([2.3, 2.1, 0.0]) == []  # one zero line
+    assert _findings([2.3, 0.0, 0.0, 1.9]) == []  # the loss came back: zeros do not end the log
