@@ -4002,6 +4002,9 @@ _ERRORISH = re.compile(
     # TensorFlow/absl's "E file.cc:123] msg" (tsl/platform/default/logging.cc; its time is peeled by iso_ts)
     r"|^[EF] [\w./-]{1,200}:\d+\] "
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
+    # a C/C++/CUDA library's own error print at its source location ("mem_heap.cpp:1519: non-zero status: 1
+    # cuMemMap failed": NVSHMEM, UCX, libfabric and most C libraries print __FILE__:__LINE__ before the failure)
+    r"|^[\w./-]{1,200}\.(?:c|cc|cpp|cxx|cu|h|hpp):\d+:?\s[^\n]{0,300}?\b(?:failed|failure)\b"
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 # Error-looking lines their own printer treats as harmless: NCCL <= 2.4 printed
