@@ -125,8 +125,9 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext12.jsonl", "heldout12.sha256", 24, 48),
         ("corpus_ext13.jsonl", "heldout13.sha256", 45, 88),
         ("corpus_ext14.jsonl", "heldout14.sha256", 48, 94),
+        ("corpus_ext15.jsonl", "heldout15.sha256", 42, 94),
     ],
-    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"],
+    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth"],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
     rows = _rows(name)
