@@ -601,10 +601,17 @@ def analyze_log_events(
             return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)
 
         def wrapper(g: _Group) -> bool:
-            # torchelastic's failure banner for exit code 1: the worker raised an exception, which
-            # the banner quotes; where that exception's own line is classified (an OOM, a collective
-            # mismatch, an NCCL error), it is the cause and the banner only says where it surfaced.
-            return all(e.signature == "elastic_failure" and e.exit_code == 1 for e in g.events)
+            # torchelastic's failure banner (or its agent's "failed (exitcode: N)") for exit code 1: the worker
+            # raised an exception, which the banner quotes; for -6 (SIGABRT) it aborted itself, as torch's NCCL
+            # watchdog does after a timeout or an NCCL error (c10d ProcessGroupNCCL: the watchdog's exception
+            # terminates the process). Where that exception or timeout is classified (an OOM, a collective
+            # mismatch, an NCCL error or timeout), it is the cause and the banner only says where it surfaced.
+            return all(
+                e.signature in ("elastic_failure", "elastic_agent_failed")
+                and e.exit_code in (1, -6)
+                and e.culprit_rank is None
+                for e in g.events
+            ) or all(e.signature == "elastic_failure" and e.exit_code == 1 for e in g.events)
 
         specific = any(
             not wrapper(g) and not all(e.generic for e in g.events) and g.kind is not FindingKind.CRASH for g in groups

@@ -352,6 +352,21 @@ def _xla_barrier_post(ev: Event) -> None:
         ev.kind, ev.category = K.RENDEZVOUS_ERROR, None
 
 
+def _nccl_tests_post(ev: Event) -> None:
+    text = str(ev.fields.get("nccl_text", ""))
+    if ev.fields.get("tests_lib") == "CUDA" or text.startswith("unhandled cuda error"):
+        ev.kind, ev.category = K.CRASH, C.CUDA_ERROR
+        if ev.fields.get("tests_lib") == "CUDA":
+            ev.blame = Blame.SELF
+
+
+def _paddle_signal_post(ev: Event) -> None:
+    if ev.fields.get("paddle_signal") == "Termination signal":
+        # SIGTERM is sent from outside (a user, a scheduler, a launcher tearing down): what the process was doing
+        # when it came (its C++ frames) is the story, not the signal
+        ev.fields["signal"], ev.severity, ev.generic = "SIGTERM", S.WARNING, True
+
+
 def _sxid_post(ev: Event) -> None:
     sev = ev.fields.get("sxid_severity")
     if sev == "Non-fatal":
@@ -1363,19 +1378,50 @@ SIGNATURES: tuple[Signature, ...] = (
         generic=True,
     ),
     _sig(
+        "nccl_tests_failure",
+        # NVIDIA/nccl-tests src/common.h NCCLCHECK: printf("%s: Test NCCL failure %s:%d '%s'\n", hostname, __FILE__,
+        # __LINE__, ncclGetErrorString(res)) (2.13+: "'%s / %s'" with ncclGetLastError); CUDACHECK: "%s: Test CUDA
+        # failure %s:%d '%s'" (cudaGetErrorString). The test binary's NCCL call failed with NCCL's result string;
+        # a CUDA call's failure is this host's own.
+        r"Test (?P<tests_lib>NCCL|CUDA) failure \S+:\d+ '(?P<nccl_text>[^'/\n]{1,120}?)\s*(?:/[^'\n]*)?'",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["test nccl failure", "test cuda failure"],
+        "nccl-tests: an NCCL (or CUDA) call of the test failed with the result string quoted.",
+        post=lambda ev: _nccl_tests_post(ev),
+    ),
+    _sig(
+        "nvml_init_unknown",
+        # nvidia-smi / NVML nvmlInit: "Failed to initialize NVML: Unknown Error" (NVML_ERROR_UNKNOWN): inside a
+        # container whose device cgroup was rewritten (systemd daemon-reload, NVIDIA/nvidia-container-toolkit#48)
+        # the process can no longer open /dev/nvidia*, while the host still sees every GPU: the container lost its
+        # GPUs, a runtime fault more often than a hardware one.
+        r"Failed to initialize NVML: Unknown Error",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Failed to initialize NVML: Unknown Error"],
+        "NVML could not start in this process (a container that lost its GPU devices, or a driver fault).",
+    ),
+    _sig(
         "orte_lost_daemon",
         # Open MPI orte/mca/errmgr/base/help-errmgr-base.txt [node-died] (PRRTE's prte help-errmgr-base.txt the
         # same with "PRRTE"): "ORTE has lost communication with a remote daemon." then "  HNP daemon   : %s on node
         # %s", "  Remote daemon: %s on node %s", "This is usually due to either a failure of the TCP network
         # connection to the node, or possibly an internal failure of the daemon itself." mpirun aborts the job.
         # The remote daemon's node is the end that went away (its daemon died, or the network to it), as a peer.
-        r"(?:ORTE|PRRTE) has lost communication with a remote daemon"
+        # Open MPI 1.x-3.x: "ORTE has lost communication with its daemon located on node:" then "  hostname:  %s"
+        # (parse_records takes the hostname line after it as the peer).
+        r"(?:ORTE|PRRTE) has lost communication with (?:a remote daemon|its daemon located on node)"
         r"|^\s*Remote daemon\s*: \S+ on node (?P<peer>[\w.-]{1,253})\s*$",
         K.CRASH,
         None,
         S.CRITICAL,
         Blame.PEER,
-        ["lost communication with a remote daemon", "remote daemon"],
+        ["lost communication with a remote daemon", "lost communication with its daemon", "remote daemon"],
         "mpirun lost its daemon on a node (the daemon died or the network to that node failed) and aborts the job.",
     ),
     _sig(
@@ -1436,6 +1482,48 @@ SIGNATURES: tuple[Signature, ...] = (
         post=_pod_status_post,
     ),
     _sig(
+        "kubectl_describe_reason",
+        # kubectl describe pod (k8s.io/kubectl/pkg/describe/describe.go describeContainerState): a container's
+        # "State: Waiting" / "Last State: Terminated" block prints "      Reason:       %s" with the kubelet's
+        # reason: CrashLoopBackOff (restarts delayed: it keeps failing), Error, OOMKilled (its memory limit),
+        # ContainerCannotRun; "Exit Code:" follows a terminated one. (OOMKilled there is k8s_oom_killed's.)
+        r"^\s*Reason:\s+(?P<pod_status>CrashLoopBackOff|Error|ContainerCannotRun)\s*$",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["reason:"],
+        "kubectl describe shows a container that keeps failing; its own logs say why.",
+    ),
+    _sig(
+        "slurm_node_drained",
+        # scontrol show node (slurm src/scontrol/info_node.c): "State=IDLE+DRAIN ..." and "Reason=%s [%s@%s]", the
+        # reason slurmctld or an admin set when the node was drained or downed (src/slurmctld/node_mgr.c, gres.c:
+        # "gres/gpu count reported lower than configured (0 < 8)", "Not responding", "Kill task failed", a health
+        # check's message). The node of the record (its NodeName= line, parse_records) is out of service.
+        r"^\s*Reason=(?P<drain_reason>[^\[\n]{1,200}?)\s*\[(?P<drained_by>[\w.-]{1,64})@",
+        K.FAULTY_HOST,
+        None,
+        S.WARNING,
+        Blame.SELF,
+        ["reason="],
+        "Slurm drained or downed a node, with the reason it recorded.",
+    ),
+    _sig(
+        "sinfo_node_state",
+        # sinfo (slurm src/sinfo/print.c, the default "PARTITION AVAIL TIMELIMIT NODES STATE NODELIST"): a row whose
+        # STATE is down, drain, drng (draining), fail, failg (failing) -- node_state_string_compact, with "*" for a
+        # node not responding -- lists nodes Slurm took out of service.
+        r"^\S+\s+(?:up|down|drain|inact)\s+\S+\s+\d+\s+(?P<slurm_state>down|drain|drng|fail|failg)[*~#!%$@^-]?\s+"
+        r"(?P<nodelist>\S+)\s*$",
+        K.FAULTY_HOST,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        [" down", " drain", " drng", " fail"],
+        "sinfo lists nodes down, draining or failed.",
+    ),
+    _sig(
         "determined_rendezvous_incomplete",
         # determined master/internal/trial.go pushRendezvous: ctx.Log().Info("found not all containers are
         # connected"): the trial's containers did not all start and connect, so the master cannot hand out
@@ -1459,6 +1547,46 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["TPU backend initialization is taking"],
         "JAX's TPU backend is still initialising: the hosts have not all joined (or the runtime cannot start).",
+    ),
+    _sig(
+        "xla_coordination_agent_error",
+        # XLA/TSL xla/tsl/distributed_runtime/coordination/coordination_service_agent.cc (JAX's jax.distributed
+        # client): "Failed to connect to coordination service", "Failed to disconnect from coordination service
+        # with status: ...", heartbeat "Polled an error from coordination service", "... coordination service
+        # has shut down"; the client lost the job's coordinator (its rendezvous and key-value store).
+        r"Failed to (?:connect to|disconnect from) coordination service|Polled an error from coordination service"
+        r"|coordination service has (?:stopped|shut down)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["coordination service"],
+        "A JAX/XLA process lost the coordination service (the job's rendezvous and store).",
+    ),
+    _sig(
+        "xla_hbm_oom",
+        # XLA's TPU compiler (libtpu; quoted by jax and TensorFlow): "Ran out of memory in memory space hbm. Used
+        # 12.34G of 8.00G hbm. Exceeded hbm capacity by 4.34G." (also "vmem"): the program does not fit the device.
+        r"Ran out of memory in memory space (?P<mem_space>hbm|vmem)",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["ran out of memory in memory space"],
+        "XLA could not fit the program in the TPU's memory (HBM).",
+    ),
+    _sig(
+        "tf_tpu_lame_workers",
+        # TensorFlow tensorflow/python/tpu/session_support.py ShutdownLameWorkers / GracefulShutdownHook:
+        # logging.info("ShutdownHook: lame workers found: %s", ...) -- a TPU worker stopped heartbeating (preempted,
+        # restarted): the session cannot go on.
+        r"ShutdownHook: lame workers found",
+        K.CRASH,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["lame workers found"],
+        "TensorFlow's TPU heartbeat found a worker gone (a preemption or restart); the session must restart.",
     ),
     _sig(
         "xla_barrier_timeout",
@@ -2224,6 +2352,35 @@ SIGNATURES: tuple[Signature, ...] = (
         "NVML (through NCCL) reports a lost GPU or a driver/kernel-module mismatch on this host.",
         post=lambda ev: _nvml_post(ev),
     ),
+    _sig(
+        "paddle_fatal_signal",
+        # PaddlePaddle paddle/fluid/platform/init.cc SignalHandle (its signal handler, after a "C++ Traceback (most
+        # recent call last):" of the native frames): "FatalError: `%s` is detected by the operating system." with
+        # the signal's description ("Termination signal" SIGTERM: killed from outside; "Segmentation fault").
+        # (the backticks are dropped with a paste's markdown code marks)
+        r"FatalError: `?(?P<paddle_signal>[^`\n]{1,40}?)`? is detected by the operating system",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["is detected by the operating system"],
+        "Paddle's signal handler: the process died of the signal named (its C++ frames say where it was).",
+        post=lambda ev: _paddle_signal_post(ev),
+    ),
+    _sig(
+        "native_frame_in_nccl_collective",
+        # A numbered native frame list (Paddle's "C++ Traceback": "8   ncclAllReduce"; glog/absl "@ 0x... ncclX")
+        # with an NCCL collective or its wait on the stack: the thread sat inside the collective.
+        r"^\s*(?:\d{1,3}\s+|@\s+0x[0-9a-f]+\s+)(?P<func>nccl(?:AllReduce|AllGather|Broadcast|ReduceScatter|Reduce|Send"
+        r"|Recv|GroupEnd|BarrierEnqueueWait|AllToAll)\w*)\b",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["nccl"],
+        "A native stack with an NCCL collective on it: the thread was inside the collective.",
+        generic=True,
+    ),
     # ---- torch c10d and gloo, from the sources ------------------------------------------------------------------
     _sig(
         "monitored_barrier_failed",
@@ -2306,6 +2463,34 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["exit barrier"],
         "The torchrun agent finished but another node's agent never reached the exit barrier.",
+    ),
+    _sig(
+        "deepspeed_sigkill_handler",
+        # DeepSpeed deepspeed/launcher/launch.py sigkill_handler: logger.info(f"Killing subprocess {process.pid}") for
+        # every worker once one of them exited non-zero (or the launcher got SIGINT/SIGTERM): the run is being torn
+        # down; the worker that failed printed why (or its exit is the "exits with return code" line).
+        r"\[launch\.py:\d+:sigkill_handler\] Killing subprocess \d+",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["sigkill_handler"],
+        "DeepSpeed's launcher is killing its workers after one of them failed (or it was signalled).",
+        generic=True,
+    ),
+    _sig(
+        "shell_job_killed",
+        # bash jobs.c: a non-interactive shell reports a child killed by a signal with strsignal()'s text, after
+        # "<script>: line N: " for a script: "line 6:  3305 Killed  cmd" (SIGKILL), or the bare "Killed" of an
+        # interactive one. SIGKILL with no other error is most often the kernel's OOM killer (or a cgroup's limit:
+        # Docker, Slurm, Kubernetes); dmesg on the host says for sure.
+        r"\bline \d+:\s+\d+ Killed\b|^Killed\s*$",
+        K.OOM,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["killed"],
+        "A shell reports its child SIGKILLed: most often the kernel's OOM killer or a memory cgroup (see dmesg).",
     ),
     _sig(
         "launcher_child_exit",
@@ -2714,6 +2899,19 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.SELF,
         ["Fail - ", ": Fail"],
         "dcgmi diag failed a test on a GPU of this host.",
+    ),
+    _sig(
+        "habanalabs_device_unusable",
+        # Linux drivers/accel/habanalabs/common/device.c hl_device_init: dev_err(..., "Failed to initialize hl%d.
+        # Device%s is NOT usable !") (Intel Gaudi), after "Failed to communicate with Device CPU (CPU-CP timeout)":
+        # an accelerator of this host failed to come up.
+        r"Failed to initialize hl(?P<hl_dev>\d+)\. Device\b[^\n]{0,20}? is NOT usable",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["is not usable"],
+        "An Intel Gaudi device of this host failed to initialise (habanalabs driver).",
     ),
     _sig(
         "nvvs_test_fail",
@@ -3181,7 +3379,9 @@ _NOT_HOSTS = re.compile(
     # exception classes ("pynvml.NVMLError_GpuIsLost: GPU is lost") are printers, not hosts
     r"|^nvidia-(?:nvswitch|peermem|modeset|uvm|drm)\d*$|\bNVMLError_"
     # a shell script's name in front of its error ("train.sh: line 12: ..."), not a host
-    r"|\.(?:sh|bash|py)$",
+    r"|\.(?:sh|bash|py)$"
+    # Huawei CANN's error codes ("EH9999: ...", Ascend): a code, not a host (upper case only: "eb0001" may be a node)
+    r"|(?-i:^E[A-Z]\d{4}$)",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")
@@ -3190,8 +3390,12 @@ _PG_TAG = re.compile(
     r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>\d+)(?:\((?P<guid_name>[^)]*)\))?)?(?: \((?P<desc>[^)]*)\))? Rank (?P<rank>\d+)\]"
 )
 _OLD_RANK_TAG = re.compile(r"\[Rank (?P<rank>\d+)\]")
+# A line that starts a record (so it does not continue a wrapped one), after an optional per-task or per-host
+# label (srun --label "  3: ", pdsh "node3: "): brackets, times, tracebacks, Python logging's default
+# "LEVEL:logger:" format, NCCL's and the kernel's prefixes.
 _RECORD_START = re.compile(
-    r"^\s*(?:\[|\(|>|\+|[IWEF](?:\d{4})?\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|Traceback|File \"|[\w.]+(?:Error|Exception|Warning):|"
+    r"^\s*(?:[\w.-]{1,64}: )?(?:\[|\(|>|\+|[IWEF](?:\d{4})?\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|Traceback"
+    r"|File \"|[\w.]+(?:Error|Exception|Warning):|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:|"
     r"NCCL|NVRM|kernel:|[\w.-]+:\d+:\d+ \[|Exception raised|terminate called|CUDA kernel|For debugging|Compile with)"
 )
 
@@ -3753,6 +3957,10 @@ def parse_records(
     stack_ev: Event | None = None
     # Ray's ActorDiedError: its context lines follow it ("ip: a.b.c.d" names the dead actor's node)
     actor_ev: Event | None = None
+    # Open MPI 1.x-3.x's lost-daemon message: its "hostname:  X" line names the node
+    orte_ev: Event | None = None
+    # scontrol show node: the record's NodeName, for its Reason= line
+    slurm_node: str | None = None
 
     def flush_banner() -> None:
         nonlocal entries, no_other, current, section
@@ -3807,6 +4015,15 @@ def parse_records(
                     stack_ev.severity = S.WARNING
                 continue
             stack_ev = None
+        # ---- Open MPI's lost-daemon message: its "hostname:" line names the node ---------------------
+        if orte_ev is not None:
+            mo = _ORTE_HOSTNAME.match(t)
+            orte_ev = None
+            if mo and _plausible_host(mo.group(1)):
+                ev_host = mo.group(1)
+                last = events[-1]
+                last.peer, last.fields["peer_from_line"] = ev_host, rec.line_no
+                continue
         # ---- Ray actor context ------------------------------------------------------------
         if actor_ev is not None:
             mc = _RAY_ACTOR_FIELD.match(t)
@@ -3819,6 +4036,9 @@ def parse_records(
         mh = _NVRM_GPU_HEADER.search(t)
         if mh:
             gpu_header = (rec.line_no, mh.group("gpu_pci").lower())
+        mn = _SCONTROL_NODE.match(t)
+        if mn:
+            slurm_node = mn.group(1)
         for ev in classify_line(rec, default_rank, default_host):
             if (
                 ev.signature == "nvrm_fallen_off_bus"
@@ -3834,6 +4054,10 @@ def parse_records(
                 stack_ev = ev
             if ev.signature == "ray_actor_died":
                 actor_ev = ev
+            if ev.signature == "orte_lost_daemon" and ev.peer is None:
+                orte_ev = ev
+            if ev.signature == "slurm_node_drained":  # the record's own node, not whoever printed it
+                ev.host, ev.host_basis = slurm_node, "text" if slurm_node else None
             events.append(ev)
     if entries:
         flush_banner()
@@ -3857,6 +4081,10 @@ def parse_records(
         seen.add(key)
         out.append(e)
     return out
+
+
+_ORTE_HOSTNAME = re.compile(r"^\s*hostname:\s+(\S+)\s*$")
+_SCONTROL_NODE = re.compile(r"^NodeName=([\w.-]{1,253})\s")
 
 
 # An exception's own line, the last line of CPython's traceback (Python/pythonrun.c print_exception:
@@ -4001,6 +4229,8 @@ _ERRORISH = re.compile(
     r"|\[[A-Z]\w{0,60}(?:Error|Exception)\]"  # an exception's class in brackets ("[AssertionError] ...")
     # TensorFlow/absl's "E file.cc:123] msg" (tsl/platform/default/logging.cc; its time is peeled by iso_ts)
     r"|^[EF] [\w./-]{1,200}:\d+\] "
+    # Huawei CANN's error codes (Ascend NPUs, torch_npu): "EH9999: <time> <message>", "EE9999: ...", "EZ9999: ..."
+    r"|^E[A-Z]\d{4}: "
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
     # a C/C++/CUDA library's own error print at its source location ("mem_heap.cpp:1519: non-zero status: 1
     # cuMemMap failed": NVSHMEM, UCX, libfabric and most C libraries print __FILE__:__LINE__ before the failure)
