@@ -124,7 +124,10 @@ def dev_rows() -> list[dict]:
     rows = load(DEV) + [r for p in (EXT, EXT2, EXT3) for r in load(p) if split_of(r["id"]) == "dev"] + load(DEV4)
     rows += [r for r in load(EXT5) if split_of(r["id"]) == "dev"] + load(DEV6)
     return rows + [
-        r for p in (EXT7, EXT8, EXT9, EXT10, EXT11, EXT12, EXT13, EXT14, EXT15) for r in load(p) if split_of(r["id"]) == "dev"
+        r
+        for p in (EXT7, EXT8, EXT9, EXT10, EXT11, EXT12, EXT13, EXT14, EXT15)
+        for r in load(p)
+        if split_of(r["id"]) == "dev"
     ]
 
 
