@@ -350,6 +350,21 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         return "collective trace (DETAIL): last collective per rank: " + ", ".join(
             f"rank {r} {v}" for r, v in last.items()
         )
+    if first.signature == "nccl_return_trace":
+        return (
+            f"an NCCL call failed with {f.get('nccl_result')} ({f.get('nccl_result_code')}){on}: only NCCL's return "
+            f"trail says so ({f.get('trace_lines')} 'file:line -> N' lines, no WARN line)"
+        )
+    if first.signature == "nccl_coll_mismatch":
+        calls = f.get("calls_by_process") or {}
+        odd = f.get("odd_processes") or []
+        rest = sorted({c for p, c in calls.items() if p not in odd})
+        return (
+            f"processes called different collectives at NCCL opCount {f.get('op_count')}: "
+            + "; ".join(f"{p} {calls[p]}" for p in odd[:4])
+            + (f" while the other {len(calls) - len(odd)} called {rest[0]}" if rest else "")
+            + " (the program's ranks disagree; the lines do not say which side is wrong)"
+        )
     if first.signature == "loss_collapsed_to_zero":
         return (
             f"loss fell from {f.get('loss_before')} to exactly 0 and stayed there ({f.get('zero_lines')} lines to the "

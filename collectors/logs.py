@@ -41,6 +41,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from trainctl.collectors.log_coll_mismatch import read_coll_mismatch
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
 from trainctl.collectors.log_progress import INTERRUPTED, read_progress
@@ -1047,6 +1048,20 @@ SIGNATURES: tuple[Signature, ...] = (
         "Kernel: an IB/RoCE port of this host went down (or its cable was unplugged / failed).",
         flags=re.I,
     ),
+    _sig(
+        "ibstat_port_down",
+        # infiniband-diags ibstatus ("Infiniband device '%s' port %s status:" then "\tstate:\t\t 1: DOWN", "\tphys
+        # state:\t 3: Disabled") and ibstat ("State: Down", "Physical state: Disabled"): the verbs port is down, so
+        # NCCL cannot use it (NET/IB finds no active port, or falls back). An unused port reads the same.
+        r"^\s*state:\s+1: DOWN\b|^\s*State: Down\s*$",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.NONE,
+        ["down"],
+        "An InfiniBand/RoCE port listing shows ports down.",
+        generic=True,
+    ),
     # ---- rendezvous / c10d store ------------------------------------------------------------
     _sig(
         "c10d_client_timeout",
@@ -1262,12 +1277,16 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "elastic_agent_failed",
         r"(?:elastic[./]multiprocessing[./]api(?:\.py:\d+\])?:?\s*(?:\[ERROR\]\s*)?)failed"
-        r"(?: \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\))?",
+        r"(?: \(exitcode: (?P<exit_code>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\))?"
+        # the message alone, where a test runner or a shipper dropped the logger's name (torch/distributed/elastic/
+        # multiprocessing/api.py: log.error(f"failed (exitcode: {exitcode}) local_rank: {local_rank} (pid: {pid}) of
+        # {fn}"); "of binary: ..." for a binary)
+        r"|^failed \(exitcode: (?P<exit_code__2>-?\d+)\) local_rank: (?P<local_rank__2>\d+) \(pid: (?P<pid__2>\d+)\) of ",
         K.CRASH,
         C.EXIT_CODE,
         S.CRITICAL,
         Blame.NONE,
-        ["multiprocessing.api", "multiprocessing/api.py"],
+        ["multiprocessing.api", "multiprocessing/api.py", "failed (exitcode:"],
         "Agent saw a worker fail (1.9-2.0 python logging, 2.1/2.2 bracketed, 2.4+ glog). Names a local rank "
         "only, so no global-rank blame.",
         post=_exit_post,
@@ -1383,12 +1402,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # __LINE__, ncclGetErrorString(res)) (2.13+: "'%s / %s'" with ncclGetLastError); CUDACHECK: "%s: Test CUDA
         # failure %s:%d '%s'" (cudaGetErrorString). The test binary's NCCL call failed with NCCL's result string;
         # a CUDA call's failure is this host's own.
-        r"Test (?P<tests_lib>NCCL|CUDA) failure \S+:\d+ '(?P<nccl_text>[^'/\n]{1,120}?)\s*(?:/[^'\n]*)?'",
+        # (2017's nccl-tests printed "NCCL failure all_reduce.cu:95 '...'" without "Test " and the host.)
+        r"(?:Test |^)(?P<tests_lib>NCCL|CUDA) failure \S+\.(?:cu|cc|h):\d+ '(?P<nccl_text>[^'/\n]{1,120}?)\s*(?:/[^'\n]*)?'",
         K.NETWORK_ERROR,
         C.NCCL,
         S.CRITICAL,
         Blame.NONE,
-        ["test nccl failure", "test cuda failure"],
+        ["nccl failure", "cuda failure"],
         "nccl-tests: an NCCL (or CUDA) call of the test failed with the result string quoted.",
         post=lambda ev: _nccl_tests_post(ev),
     ),
@@ -2019,7 +2039,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # DeepSpeed runtime/fp16/fused_optimizer.py, unfused_optimizer.py step: "[deepspeed] fp16 dynamic loss scale
         # overflow! Skipping step. Attempted loss scale: {}, reducing to {}", _update_scale: "Grad overflow on
         # iteration: {}".
-        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration: \d+",
+        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration:? \d+"
+        # DeepSpeed 0.3 engine.py (log_dist, rank 0): "Overflow detected. Skipping step. Attempted loss scale: %s,
+        # reducing to %s"
+        r"|Overflow detected\. Skipping step\. Attempted loss scale: (?P<loss_scale__3>[\d.]+)",
         K.NUMERICAL,
         C.OVERFLOW,
         S.INFO,
@@ -2423,6 +2446,20 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["NCCLABORTEDCOMM"],
         "torch <= 1.13: another rank aborted its NCCL communicators (a timeout or error seen there first).",
+        generic=True,
+    ),
+    _sig(
+        "gloo_enforce",
+        # gloo/common/logging.h GLOO_ENFORCE*: EnforceNotMet's message "[enforce fail at <file>:<line>] <condition>.
+        # <values>. <message>" for a check inside gloo (its transport, its rendezvous, its device lookup): the
+        # collective failed in gloo; the specific gloo lines above say more where they match.
+        r"\[enforce fail at [^\]\n]{0,300}?/gloo/[^\]\n]{0,200}?:\d+\]",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.CRITICAL,
+        Blame.NONE,
+        ["enforce fail at"],
+        "A check inside gloo failed (its transport, device or rendezvous).",
         generic=True,
     ),
     _sig(
@@ -3030,6 +3067,20 @@ SIGNATURES: tuple[Signature, ...] = (
         generic=True,
     ),
     _sig(
+        "kernel_rip_in_gpu_driver",
+        # An oops or WARN whose faulting instruction is in a GPU kernel driver: arch/x86/kernel/dumpstack.c
+        # show_ip prints "RIP: %04x:%pS" ("RIP: 0010:svm_range_evict_svm_bo_worker+0x313/0x330 [amdgpu]"), the
+        # module in brackets (lib/vsprintf.c %pS). The host's driver hit a bug or a hardware fault there.
+        r"\bRIP: [0-9a-f]{4}:(?P<kfunc>\w+)\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<kmodule>nvidia(?:_uvm|_modeset|_drm|_peermem)?"
+        r"|amdgpu|amdkfd|habanalabs)\]",
+        K.FAULTY_HOST,
+        C.HOST_KERNEL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["rip: "],
+        "The kernel oopsed (or warned) inside a GPU driver on this host.",
+    ),
+    _sig(
         "kernel_segfault",
         # arch/x86/mm/fault.c show_signal_msg: "%s[%d]: segfault at %lx ip %px sp %px error %lx" then " in %s[...]"
         # (6.x adds " likely on CPU %d (core %d, socket %d)"); arch/x86/kernel/traps.c: "traps: %s[%d] general
@@ -3304,6 +3355,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "iso_ts",
         re.compile(r"^\[?(?P<ts>\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?:?\s*"),
     ),
+    # A bare clock time, as Jenkins' Timestamper plugin (its default "HH:mm:ss" format) and `ts '%T'` prefix lines.
+    ("clock_time", re.compile(r"^\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? (?=\S)")),
     ("dmesg_ctime", re.compile(r"^\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]\s*")),
     ("dmesg_uptime", re.compile(r"^\[\s*\d+\.\d+\]\s*")),
     (
@@ -3391,10 +3444,10 @@ _PG_TAG = re.compile(
 )
 _OLD_RANK_TAG = re.compile(r"\[Rank (?P<rank>\d+)\]")
 # A line that starts a record (so it does not continue a wrapped one), after an optional per-task or per-host
-# label (srun --label "  3: ", pdsh "node3: "): brackets, times, tracebacks, Python logging's default
+# label (srun --label "  3: ", pdsh "node3: "): brackets, times (a bare clock time too), tracebacks, Python logging's default
 # "LEVEL:logger:" format, NCCL's and the kernel's prefixes.
 _RECORD_START = re.compile(
-    r"^\s*(?:[\w.-]{1,64}: )?(?:\[|\(|>|\+|[IWEF](?:\d{4})?\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|Traceback"
+    r"^\s*(?:[\w.-]{1,64}: )?(?:\[|\(|>|\+|[IWEF](?:\d{4})?\d{4} |[A-Z][a-z]{2}\s+\d{1,2} \d\d:|\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d |Traceback"
     r"|File \"|[\w.]+(?:Error|Exception|Warning):|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]*:|"
     r"NCCL|NVRM|kernel:|[\w.-]+:\d+:\d+ \[|Exception raised|terminate called|CUDA kernel|For debugging|Compile with)"
 )
@@ -4303,6 +4356,8 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
     complete_culprits(events, read_identity(records, events, plausible_host=_plausible_host))
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
+    if not any(e.kind is not None for e in events):
+        events = events + _nccl_return_trace(records)
     # hosts that chose disjoint NCCL networks (collectors/log_net_mismatch.py): what a stalled set-up
     # after them means, so it comes before (and instead of) the reading of absence
     if mm := read_net_mismatch((r.line_no, r.host, r.text) for r in records):
@@ -4310,9 +4365,48 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
             ev = Event(n, t, "nccl_network_mismatch", K.NETWORK_ERROR, C.NCCL, S.WARNING, Blame.NONE, False, host=h)
             ev.fields.update(reason=mm.reason, networks_by_host=mm.networks_by_host)
             events.append(ev)
+    # processes whose NCCL COLL trace shows different collectives at one opCount (collectors/log_coll_mismatch.py)
+    if cm := read_coll_mismatch((r.line_no, r.host, r.fields.get("nccl_pid"), r.text) for r in records):
+        n, _, t = cm.lines[0]  # an odd process's call
+        ev = Event(n, t, "nccl_coll_mismatch", K.COLLECTIVE_MISMATCH, None, S.CRITICAL, Blame.NONE, False)
+        ev.fields.update(
+            op_count=cm.op_count, calls_by_process=cm.calls_by_process, odd_processes=list(cm.odd_processes)
+        )
+        events.append(ev)
     if not any(e.kind is not None for e in events):
         events = events + _progress_stopped(records, rank, host, text)
     return _to_table(events, source)
+
+
+# NCCL's NCCLCHECK trail (src/include/checks.h: INFO(NCCL_ALL, "%s:%d -> %d", __FILE__, __LINE__, res), 2.19+
+# INFO_LOC "-> %d (%s)"): each function a failed call returns through prints its file:line and the
+# ncclResult_t (src/nccl.h.in: 1 unhandled cuda error, 2 system error, 3 internal error, 4 invalid argument,
+# 5 invalid usage, 6 remote error). Read only where no line says more (no WARN printed): the trail is the
+# failure's only trace then. Its other use, a teardown after an abort, comes with lines that say more.
+_NCCL_RETURN = re.compile(r"\bNCCL INFO [\w./-]+:\d+ -> (?P<code>[1-6])\b")
+_NCCL_RESULT = {
+    1: (K.CRASH, C.CUDA_ERROR, "ncclUnhandledCudaError"),
+    2: (K.NETWORK_ERROR, C.NCCL, "ncclSystemError"),
+    3: (K.NETWORK_ERROR, C.NCCL, "ncclInternalError"),
+    4: (K.CRASH, None, "ncclInvalidArgument"),
+    5: (K.CRASH, None, "ncclInvalidUsage"),
+    6: (K.NETWORK_ERROR, C.NCCL, "ncclRemoteError"),
+}
+MIN_NCCL_RETURN_LINES = 2  # one trace line alone may be a retried call
+
+
+def _nccl_return_trace(records: list[_Record]) -> list[Event]:
+    """A log whose only failure trace is NCCL's "file:line -> N" return trail: one warning event naming the
+    ncclResult_t it carries (the first line's), blaming nobody."""
+    trail = [(rec, int(m.group("code"))) for rec in records if (m := _NCCL_RETURN.search(rec.text))]
+    if len(trail) < MIN_NCCL_RETURN_LINES:
+        return []
+    rec, code = trail[0]
+    kind, category, name = _NCCL_RESULT[code]
+    ev = Event(rec.line_no, rec.text, "nccl_return_trace", kind, category, S.WARNING, Blame.NONE, True,
+               host=rec.host, host_basis=rec.host_basis, ts=rec.ts)  # fmt: skip
+    ev.fields.update(nccl_result=name, nccl_result_code=code, trace_lines=len(trail))
+    return [ev]
 
 
 RAW_TAIL_LINES = 8  # the log's last lines, unwrapped but not cleaned, for readings of what cleaning drops (bars)

@@ -64,3 +64,54 @@ def test_equal_length_lines_under_a_task_label_are_not_wrapped_into_one() -> Non
         "  3: WARNING:tensorflow:An error occurred when attempting to close the session.\n"
     )
     assert len(list(clean_lines(text))) == 3
+
+
+def _coll(host: str, pid: int, op_count: int, op: str, count: int, dtype: int, comm: str, nranks: int = 8) -> str:
+    # NVIDIA/nccl src/enqueue.cc INFO(NCCL_COLL, "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d
+    # root %d comm %p [nranks=%d] stream %p")
+    return (
+        f"{host}:{pid}:{pid} [0] NCCL INFO {op}: opCount {op_count:x} sendbuff 0x7f88e4000000 recvbuff 0x7f88e4000000 "
+        f"count {count} datatype {dtype} op 0 root 0 comm {comm} [nranks={nranks}] stream 0x55f20d2f5db0\n"
+    )
+
+
+def test_processes_that_enqueue_different_collectives_at_one_op_count_are_a_mismatch_naming_nobody() -> None:
+    text = _coll("n1", 100, 0, "Broadcast", 25503912, 6, "0x7f01") + "".join(
+        _coll("n1", pid, 0, "Broadcast", 53, 4, f"0x7f{pid}") for pid in (101, 102, 103)
+    )
+    f = _first(text)
+    assert f.kind is FindingKind.COLLECTIVE_MISMATCH and f.ranks == () and f.hosts == ()
+    assert "opCount 0: n1:100 Broadcast count 25503912 datatype 6" in f.summary and "the other 3 called" in f.summary
+
+
+def test_agreeing_or_unpairable_coll_traces_are_not_a_mismatch() -> None:
+    same = "".join(_coll("n1", pid, 0, "AllReduce", 53, 4, f"0x7f{pid}") for pid in (100, 101))
+    assert not [
+        f for f in analyze_log_events(parse_log_text(same, "x.log")) if f.kind is FindingKind.COLLECTIVE_MISMATCH
+    ]
+    # two communicators in one process: its opCounts cannot be paired with another process's
+    two_comms = _coll("n1", 100, 0, "AllReduce", 3, 7, "0x7f01") + _coll("n1", 100, 0, "AllReduce", 2, 7, "0x7f02")
+    two_comms += _coll("n1", 101, 0, "AllReduce", 2, 7, "0x7f03") + _coll("n1", 101, 0, "AllReduce", 3, 7, "0x7f04")
+    assert not [
+        f for f in analyze_log_events(parse_log_text(two_comms, "x.log")) if f.kind is FindingKind.COLLECTIVE_MISMATCH
+    ]
+
+
+def test_nccls_return_trail_alone_names_the_result_code() -> None:
+    text = "".join(
+        f"nd20-01:191191:219889 [0] NCCL INFO {site} -> 2\n" for site in ("misc/socket.cc:564", "bootstrap.cc:270")
+    )
+    f = _first(text)
+    assert f.kind is FindingKind.NETWORK_ERROR and "ncclSystemError (2)" in f.summary and f.hosts == ()
+    # one line alone is not enough (a retried call), and a WARN line that says more wins
+    assert analyze_log_events(parse_log_text("n:1:1 [0] NCCL INFO bootstrap.cc:270 -> 2\n", "x.log")) == []
+
+
+def test_a_bare_clock_time_prefix_is_peeled_and_starts_a_record() -> None:
+    text = (
+        "05:54:36 Unable to shutdown processes via 15, forcefully exitting via 9\n"
+        "05:54:36 Unable to shutdown processes via 15, forcefully exitting via 9\n"
+        "05:54:36 failed (exitcode: 138) local_rank: 0 (pid: 56341) of binary: bin/echo1.py\n"
+    )
+    assert [r.text[:6] for r in clean_lines(text)] == ["Unable", "Unable", "failed"]
+    assert _first(text).kind is FindingKind.CRASH
