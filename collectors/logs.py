@@ -4020,9 +4020,8 @@ def parse_records(
         events.extend(_elastic_events(entries, no_other, default_host))
         entries, no_other, current, section = [], False, None, None
 
-    records_seen: list[_Record] = []
-    for rec in records:
-        records_seen.append(rec)
+    recs = list(records)  # read again below, for the readings across lines
+    for rec in recs:
         t = rec.text
         # ---- torchelastic banner -------------------------------------------------------
         if t.startswith("Root Cause (first observed failure)"):
@@ -4114,8 +4113,8 @@ def parse_records(
             events.append(ev)
     if entries:
         flush_banner()
-    events.extend(_ranked_exceptions(records_seen, events))
-    events.extend(_loss_collapse(records_seen, events))
+    events.extend(_ranked_exceptions(recs, events))
+    events.extend(_loss_collapse(recs, events))
     for ev in events:
         _finish(ev)
     # Xid 79 text also matches the lost-GPU signature: keep the Xid event only. A generic match on
