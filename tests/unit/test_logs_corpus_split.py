@@ -127,8 +127,9 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext14.jsonl", "heldout14.sha256", 48, 94),
         ("corpus_ext15.jsonl", "heldout15.sha256", 42, 94),
         ("corpus_ext16.jsonl", "heldout16.sha256", 42, 81),
+        ("corpus_ext17.jsonl", "heldout17.sha256", 24, 47),
     ],
-    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth"],
+    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth"],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
     rows = _rows(name)
