@@ -38,9 +38,10 @@ RULES: tuple[WordsRule, ...] = (
     _rule(
         K.OOM,
         r"out of memory|\bOOM\b|OutOfMemory|memory exhausted|Cannot allocate memory|\bENOMEM\b|RESOURCE_EXHAUSTED"
-        r"|oom[-_ ]?kill",
+        r"|oom[-_ ]?kill|\bfailed to allocate \d+ bytes",
         "CUDA's cudaErrorMemoryAllocation string 'out of memory' (and HIP's), errno ENOMEM's strerror 'Cannot "
-        "allocate memory', the Linux OOM killer (mm/oom_kill.c), absl/XLA's RESOURCE_EXHAUSTED status code",
+        "allocate memory', the Linux OOM killer (mm/oom_kill.c), absl/XLA's RESOURCE_EXHAUSTED status code and "
+        "its allocators' 'Failed to allocate N bytes'",
     ),
     _rule(
         K.NUMERICAL,

@@ -924,13 +924,15 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "nccl_ib_async_event",
         # net_ib.cc: WARN("NET/IB : %s:%d Got async event : %s", dev, port, ...); NCCL 2.4's net_ib.cu:80 had no
-        # device: WARN("NET/IB : Got async event : %s", ...).
-        r"NET/IB\s*:\s*(?:(?P<nic>[\w-]+(?::\d+)?)\s+)?Got async event\s*:\s*(?P<ib_event>[^\n]+)",
+        # device: WARN("NET/IB : Got async event : %s", ...). 2.2x (NVIDIA/nccl 5067397c src/transport/net_ib/common.cc):
+        # WARN("NET/IB : %s:%d async fatal event: %s"), "... async fatal event on CQ (%p) ...: %s", "... on QP (%p) ...".
+        r"NET/IB\s*:\s*(?:(?P<nic>[\w-]+(?::\d+)?)\s+)?Got async event\s*:\s*(?P<ib_event>[^\n]+)"
+        r"|NET/IB\s*:\s*(?P<nic__2>[\w-]+(?::\d+)?)\s+async fatal event(?: on (?:CQ|QP|SRQ)[^:\n]*)?:\s*(?P<ib_event__2>[^\n]+)",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
         Blame.SELF,
-        ["Got async event"],
+        ["Got async event", "async fatal event"],
         "The local HCA reported an async error: the host that logs it is at fault.",
     ),
     _sig(
@@ -1144,7 +1146,8 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "c10d_connect_attempt_failed",
         r"The client socket has failed to connect to \[?(?P<peer>[^\s\]]+?)\]?:(?P<peer_port>\d+) "
-        r"\(errno: (?P<errno>\d+) - (?P<reason>[^)]+)\)",
+        # (on Windows: "(system error: 10049 - <the localized message>)")
+        r"\((?:errno|system error): (?P<errno>\d+) - (?P<reason>[^)]*)\)",
         K.RENDEZVOUS_ERROR,
         None,
         S.INFO,
@@ -3353,7 +3356,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # or Go's log.LstdFlags time ("2009/01/23 01:23:23 ", src/log/log.go formatHeader).
     (
         "iso_ts",
-        re.compile(r"^\[?(?P<ts>\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?:Z|[+-]\d\d:?\d\d)?\]?:?\s*"),
+        re.compile(
+            r"^\[?(?P<ts>\d{4}[-/]\d\d[-/]\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?)(?: ?(?:Z|[+-]\d\d:?\d\d))?\]?:?\s*"
+        ),
     ),
     # A bare clock time, as Jenkins' Timestamper plugin (its default "HH:mm:ss" format) and `ts '%T'` prefix lines.
     ("clock_time", re.compile(r"^\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? (?=\S)")),
