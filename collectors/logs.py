@@ -4166,8 +4166,7 @@ def _ranked_exceptions(records: list[_Record], events: list[Event]) -> list[Even
     for rec in records:
         if rec.rank is None or rec.rank_basis not in _RANK_PREFIXES or rec.line_no in classified:
             continue
-        m = _EXCEPTION_LINE.match(rec.text)
-        if m and not INTERRUPTED.match(rec.text):
+        if _EXCEPTION_LINE.match(rec.text):  # (a KeyboardInterrupt is no Error/Exception/Failure: not read)
             by_text.setdefault(re.sub(r"\d+", "N", rec.text[:300]), []).append(rec)
     out: list[Event] = []
     for recs in by_text.values():
