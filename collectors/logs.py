@@ -2482,12 +2482,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "gloo_device_config",
         # gloo/transport/tcp/device.cc (lookupAddrForIface): GLOO_ENFORCE(ifa != nullptr, "Unable to find address
         # for: ", iface): GLOO_SOCKET_IFNAME names an interface this host does not have (or has no address on).
-        r"Unable to find address for: (?P<iface>\S+)",
+        # torch/csrc/distributed/c10d/GlooDeviceFactory.cpp makeUVDevice (gloo over libuv, torch 2.x on Windows and
+        # macOS): TORCH_CHECK(!interface.empty() || !hostname.empty(), "GlooDeviceFactory::makeUVDevice(): interface
+        # or hostname can't be empty"): neither GLOO_SOCKET_IFNAME nor a resolvable hostname.
+        r"Unable to find address for: (?P<iface>\S+)|makeUVDevice\(\): interface or hostname can't be empty",
         K.NETWORK_ERROR,
         C.GLOO,
         S.CRITICAL,
         Blame.NONE,
-        ["Unable to find address for"],
+        ["Unable to find address for", "makeUVDevice"],
         "Gloo's network interface (GLOO_SOCKET_IFNAME) has no address: configuration.",
     ),
     # ---- launchers: an exit seen by the process that started the workers ----------------------------------------
