@@ -621,12 +621,16 @@ def analyze_log_events(
             # watchdog does after a timeout or an NCCL error (c10d ProcessGroupNCCL: the watchdog's exception
             # terminates the process). Where that exception or timeout is classified (an OOM, a collective
             # mismatch, an NCCL error or timeout), it is the cause and the banner only says where it surfaced.
+            # (the banner's exit 1 wraps even where it names the rank; the others only where they name none)
             return all(
-                e.signature in ("elastic_failure", "elastic_agent_failed")
-                and e.exit_code in (1, -6)
-                and e.culprit_rank is None
+                (e.signature == "elastic_failure" and e.exit_code == 1)
+                or (
+                    e.signature in ("elastic_failure", "elastic_agent_failed")
+                    and e.exit_code in (1, -6)
+                    and e.culprit_rank is None
+                )
                 for e in g.events
-            ) or all(e.signature == "elastic_failure" and e.exit_code == 1 for e in g.events)
+            )
 
         specific = any(
             not wrapper(g) and not all(e.generic for e in g.events) and g.kind is not FindingKind.CRASH for g in groups

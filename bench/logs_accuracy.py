@@ -127,12 +127,8 @@ def dev_rows() -> list[dict]:
     """Every dev row: the dev-only files and the dev half of each split batch (never a held-out row)."""
     rows = load(DEV) + [r for p in (EXT, EXT2, EXT3) for r in load(p) if split_of(r["id"]) == "dev"] + load(DEV4)
     rows += [r for r in load(EXT5) if split_of(r["id"]) == "dev"] + load(DEV6)
-    return rows + [
-        r
-        for p in (EXT7, EXT8, EXT9, EXT10, EXT11, EXT12, EXT13, EXT14, EXT15, EXT16, EXT17)
-        for r in load(p)
-        if split_of(r["id"]) == "dev"
-    ]
+    later = SPLIT_BATCHES[SPLIT_BATCHES.index(EXT7) :]  # every batch split after the dev-only files
+    return rows + [r for p in later for r in load(p) if split_of(r["id"]) == "dev"]
 
 
 def _mentioned(value: object, text: str) -> bool:

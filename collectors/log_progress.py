@@ -130,9 +130,9 @@ def read_progress(
     def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
         return _stack_dump(ls, rank_of_line or {})
 
-    for read in (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes, _gpu_table_split):
-        r = read(numbered) if numbered else None
-        if r is not None:
+    readings = (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes, _gpu_table_split)
+    for read in readings if numbered else ():
+        if (r := read(numbered)) is not None:
             return r
     return _first_step_pending(raw_tail)
 

@@ -221,8 +221,12 @@ def _exit_post(ev: Event) -> None:
             ev.fields["signal"] = _signal.Signals(-code).name
         except ValueError:
             pass
-    elif code is not None and ev.signature == "kubectl_exec_exit" and 128 < code < 160:
-        # a shell's (and a container runtime's) status for a child killed by signal N is 128 + N
+
+
+def _shell_status_post(ev: Event) -> None:
+    """A shell's (and a container runtime's) exit status: 128 + N for a child killed by signal N."""
+    code = ev.exit_code
+    if code is not None and 128 < code < 160:
         try:
             ev.fields["signal"] = _signal.Signals(code - 128).name
             ev.category = C.SIGNAL
@@ -1459,7 +1463,7 @@ SIGNATURES: tuple[Signature, ...] = (
         Blame.NONE,
         ["command terminated with exit code"],
         "A command run in a pod through kubectl exec exited non-zero (137: killed).",
-        post=lambda ev: _exit_post(ev),
+        post=_shell_status_post,
     ),
     _sig(
         "mpi_errors_are_fatal",
@@ -4078,11 +4082,9 @@ def parse_records(
         # ---- Open MPI's lost-daemon message: its "hostname:" line names the node ---------------------
         if orte_ev is not None:
             mo = _ORTE_HOSTNAME.match(t)
-            orte_ev = None
+            lost, orte_ev = orte_ev, None
             if mo and _plausible_host(mo.group(1)):
-                ev_host = mo.group(1)
-                last = events[-1]
-                last.peer, last.fields["peer_from_line"] = ev_host, rec.line_no
+                lost.peer, lost.fields["peer_from_line"] = mo.group(1), rec.line_no
                 continue
         # ---- Ray actor context ------------------------------------------------------------
         if actor_ev is not None:

@@ -4,6 +4,8 @@ watchdog timeout, a Paddle C++ traceback inside an NCCL collective, and wrapped 
 
 from __future__ import annotations
 
+import pytest
+
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import clean_lines, parse_log_text
 from trainctl.findings import FindingKind, sort_findings
@@ -13,26 +15,28 @@ def _first(text: str):
     return sort_findings(analyze_log_events(parse_log_text(text, "x.log")))[0]
 
 
-def test_open_mpis_old_lost_daemon_message_names_its_node_as_a_peer() -> None:
-    # orte/mca/errmgr/base/help-errmgr-base.txt [node-died], Open MPI 1.x-3.x
-    text = (
-        "ORTE has lost communication with its daemon located on node:\n\n"
-        "   hostname:  ip-10-15-20-17.ec2.internal\n\n"
-        "This is usually due to either a failure of the TCP network\n"
-    )
+@pytest.mark.parametrize(
+    "text, kind, host",
+    [
+        # Open MPI 1.x-3.x orte/mca/errmgr/base/help-errmgr-base.txt [node-died]: the hostname line names the node
+        # that went away (a peer: not proven faulty, so below a runbook's gate)
+        ("ORTE has lost communication with its daemon located on node:\n\n"
+         "   hostname:  ip-10-15-20-17.ec2.internal\n\n"
+         "This is usually due to either a failure of the TCP network\n",
+         FindingKind.CRASH, "ip-10-15-20-17.ec2.internal"),
+        # scontrol show node: the Reason line blames the node of its record's NodeName
+        ("NodeName=gpu-node-12 Arch=x86_64 CoresPerSocket=1\n"
+         "   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n"
+         "   Reason=gres/gpu count reported lower than configured (0 < 8) [slurm@2024-12-19T11:03:34]\n",
+         FindingKind.FAULTY_HOST, "gpu-node-12"),
+    ],
+    ids=["orte-lost-daemon-hostname", "scontrol-drain-reason"],
+)  # fmt: skip
+def test_a_line_names_the_node_its_neighbour_gives(text: str, kind: FindingKind, host: str) -> None:
     f = _first(text)
-    assert f.kind is FindingKind.CRASH and f.hosts == ("ip-10-15-20-17.ec2.internal",)
-    assert f.confidence < 0.9  # the end that went away, not proven faulty
-
-
-def test_a_drained_nodes_reason_blames_the_node_of_its_record() -> None:
-    text = (
-        "NodeName=gpu-node-12 Arch=x86_64 CoresPerSocket=1\n"
-        "   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n"
-        "   Reason=gres/gpu count reported lower than configured (0 < 8) [slurm@2024-12-19T11:03:34]\n"
-    )
-    f = _first(text)
-    assert f.kind is FindingKind.FAULTY_HOST and f.hosts == ("gpu-node-12",)
+    assert f.kind is kind and f.hosts == (host,)
+    if kind is FindingKind.CRASH:
+        assert f.confidence < 0.9  # the end that went away, not proven faulty
 
 
 def test_a_sigabrt_exit_after_watchdog_timeouts_is_their_consequence() -> None:
