@@ -8,7 +8,8 @@ from bench_modules import load_bench  # tests/ is on sys.path
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.log_identity import Identity, read_identity, shortened
-from trainctl.collectors.logs import _plausible_host, clean_lines, parse_log_text
+from trainctl.collectors.log_signatures.rule import plausible_host
+from trainctl.collectors.logs import clean_lines, parse_log_text
 
 coverage = load_bench("logs_source_coverage")
 CASES = coverage.load(coverage.IDENTITY_CASES)
@@ -29,7 +30,7 @@ def test_case(case: dict) -> None:
 
 
 def _identity(lines: list[str]) -> Identity:
-    return read_identity(clean_lines("\n".join(lines)), plausible_host=_plausible_host)
+    return read_identity(clean_lines("\n".join(lines)), plausible_host=plausible_host)
 
 
 def test_pid_of_largest_communicator_is_the_rank() -> None:

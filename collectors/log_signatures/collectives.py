@@ -1,0 +1,345 @@
+"""Collective timeouts (the NCCL watchdog in every era) and NCCL's device-side collective check.
+
+Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
+the rules run). Each rule cites the code that prints its line.
+"""
+
+from __future__ import annotations
+
+from trainctl.collectors.log_signatures.rule import (
+    Blame,
+    C,
+    K,
+    S,
+    Signature,
+    named_self_post,
+    sig,
+)
+
+# collective timeouts (NCCL watchdog, all eras)
+TIMEOUTS: tuple[Signature, ...] = (
+    sig(
+        "nccl_watchdog_timeout",
+        # torch 1.8 ProcessGroupNCCL.cpp printed "Caught collective operation timeout: WorkNCCL(OpType=X,
+        # TensorShape=[...], Timeout(ms)=N) ran for ...", 1.9-1.10 with "Watchdog caught" and TensorShape.
+        r"(?:Watchdog c|\bC)aught collective operation timeout:\s*WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)"
+        r"(?:,\s*TensorShape=\[[^\]\n]{0,200}\])?"
+        r"(?:,\s*NumelIn=(?P<numel_in>-?\d+),\s*NumelOut=(?P<numel_out>-?\d+))?,\s*Timeout\(ms\)=(?P<timeout_ms>\d+)\)"
+        # "ran for N milliseconds before timing out." ends it; a line cut there (a paste, a tqdm bar
+        # glued in front that the excerpt ends on) still says which collective timed out
+        r"(?:\s*ran for (?P<ran_ms>\d+) milliseconds)?",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["caught collective operation timeout"],
+        "WorkNCCL(...) ran for N ms before timing out (<=1.10 without SeqNum, 2.1+ with NumelIn/Out). "
+        "Names the reporting rank only: the culprit is whoever never arrived.",
+    ),
+    sig(
+        "nccl_timeout_at_work",
+        # The counters are optional: a terminal or a log shipper that wraps the line keeps the SeqNum.
+        r"Timeout at NCCL work: (?P<seq>\d+)(?:, last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
+        r"last completed NCCL work: (?P<last_completed>-?\d+))?",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Timeout at NCCL work"],
+        "torch 2.3 progress counters of a timed-out rank.",
+    ),
+    sig(
+        "nccl_watchdog_exception_at_work",
+        r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>\d+), "
+        r"last enqueued NCCL work: (?P<last_enqueued>-?\d+), last completed NCCL work: (?P<last_completed>-?\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["detected by watchdog at work"],
+        "torch 2.4/2.5 progress counters; error or timeout, so generic.",
+        generic=True,
+    ),
+    sig(
+        "nccl_watchdog_failure_seq",
+        r"failure detected by watchdog at work sequence id: (?P<seq>\d+)\s*PG status: last enqueued work: "
+        r"(?P<last_enqueued>-?\d+), last completed work: (?P<last_completed>-?\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["failure detected by watchdog"],
+        "torch 2.6+ progress counters; error or timeout, so generic.",
+        generic=True,
+    ),
+    sig(
+        "nccl_heartbeat_stuck",
+        # torch ProcessGroupNCCL.cpp heartbeat monitor: LOG(ERROR) "Heartbeat monitor timed out! Process will be
+        # terminated after dumping debug info. workMetaList_.size()=N", exit "ProcessGroupNCCL's watchdog got
+        # stuck for N seconds without making progress in monitoring enqueued collectives."
+        r"watchdog got stuck for (?P<stuck_s>\d+) seconds|Heartbeat monitor timed out! Process will be terminated",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["watchdog got stuck", "Heartbeat monitor timed out"],
+        "Heartbeat monitor (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): the watchdog itself hung (a CUDA/NCCL call "
+        "that never returns); followed by an F-level terminate.",
+    ),
+    sig(
+        "nccl_dump_signal",
+        # (2.4+: "Observed flight recorder dump signal from another rank via TCPStore." from a rank that did not detect it)
+        r"Received a (?:timeout signal from this local rank|dump signal due to a collective timeout from\s+"
+        r"(?:this local rank|rank (?P<detector_rank>\d+)))|Observed flight recorder dump signal from another rank",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["Received a timeout signal", "Received a dump signal", "flight recorder dump signal"],
+        "Cross-rank debug dump (2.3 dev wording, then 2.6+ with 'from  rank N'); N is the detector, not the culprit.",
+        generic=True,
+    ),
+    sig(
+        "nccl_fr_disabled",
+        r"Stack trace of the failed collective not found",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["Stack trace of the failed collective"],
+        "Teardown after a watchdog failure with Flight Recorder off.",
+        generic=True,
+    ),
+    sig(
+        "nccl_dump_preparing",
+        r"ProcessGroupNCCL preparing to dump debug info",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["preparing to dump debug info"],
+        "Teardown after a watchdog failure.",
+        generic=True,
+    ),
+    sig(
+        "nccl_ops_failed_teardown",
+        r"Some NCCL operations have failed or timed out",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["Some NCCL operations have failed"],
+        "Teardown banner printed after any NCCL failure (error or timeout).",
+        generic=True,
+    ),
+    sig(
+        "nccl_taking_process_down",
+        r"we are taking the entire process down",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.INFO,
+        Blame.NONE,
+        ["taking the entire process down"],
+        "Teardown banner.",
+        generic=True,
+    ),
+    sig(
+        "watchdog_thread_terminated",
+        r"(?:NCCL|Process group) watchdog thread terminated with exception",
+        None,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["watchdog thread terminated"],
+        "Context: the exception text after it (a timeout, a CUDA error, an NCCL error) is classified on its own.",
+    ),
+    sig(
+        "nccl_comm_aborted",
+        # torch <= 2.0 ProcessGroupNCCL: "NCCL communicator was aborted on rank N. Original reason for
+        # failure was: ..." (the reason is classified on its own). The watchdog aborts a communicator
+        # after a collective timed out or an async NCCL error: alone, it says this rank's collectives
+        # were torn down (a timeout's teardown), not who caused it; N is the reporter.
+        r"NCCL communicator was aborted on rank (?P<aborted_rank>\d+)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["communicator was aborted"],
+        "<=2.0 teardown after a timeout or NCCL error; the 'Original reason for failure' after it is "
+        "classified on its own and wins.",
+        generic=True,
+    ),
+    sig(
+        "nccl_comm_abort_complete",
+        # NVIDIA/nccl 2.12.7-2.21 src/init.cc ncclCommAbort: INFO(NCCL_INIT, "comm %p rank %d nranks %d cudaDev
+        # %d busId %lx - Abort COMPLETE"): the communicator was torn down (after an error or a timeout,
+        # which its own lines say); the rank is the communicator's, the reporter's.
+        r"\bcomm 0x[0-9a-f]+ rank \d+ nranks \d+ cudaDev \d+ busId [0-9a-f]+ - Abort COMPLETE",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["Abort COMPLETE"],
+        "NCCL 2.12-2.21 communicator abort finished: teardown after a failure named elsewhere.",
+        generic=True,
+    ),
+    sig(
+        "gloo_timeout",
+        r"Timed out waiting (?P<timeout_ms>\d+)ms for (?P<op>\w+) operation to complete",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Timed out waiting"],
+        "Gloo collective/p2p timeout; names only the waiting side.",
+    ),
+    sig(
+        "collective_fingerprint_mismatch",
+        # torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (checkForMismatch): "Detected mismatch between
+        # collectives on ranks. Rank R is running collective: <fingerprint>, but Rank S is running collective:
+        # <fingerprint>." The fingerprint nests parentheses (TensorOptions(dtype=float (default), ...)).
+        # A pasted line is often cut inside the first fingerprint: the first half alone says it.
+        r"Detected mismatch between collectives on ranks\. Rank (?P<mismatch_rank_a>\d+) is running (?:inconsistent )?collective: "
+        r"CollectiveFingerPrint\((?P<fp_a>[^\n]{0,4000}?)(?:\)+,? but Rank (?P<mismatch_rank_b>\d+) is running collective|$)"
+        # cut before the fingerprint: the check's own words still say it
+        r"|Detected mismatch between collectives on ranks\.(?! Rank \d+ is running (?:inconsistent )?collective: CollectiveFingerPrint)",
+        K.COLLECTIVE_MISMATCH,
+        C.TYPE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Detected mismatch between collectives"],
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch check; either side may be the one that diverged.",
+    ),
+    sig(
+        "fsdp_order_mismatch",
+        # torch/distributed/fsdp/_exec_order_utils.py (torch 2.x): warnings.warn("Forward order differs from
+        # that of the first iteration on rank {r}. Collectives are unchecked and may give incorrect results
+        # or hang."), under TORCH_DISTRIBUTED_DEBUG=DETAIL RuntimeError("Forward order differs across ranks:
+        # rank {r1} is all-gathering {n1} parameters while rank {r2} is all-gathering {n2} parameters");
+        # torch 1.12-1.13 fully_sharded_data_parallel.py: "All-gather order differs from that of the first
+        # iteration on rank {r} -- collectives are unchecked and may give incorrect results or hang".
+        r"(?:Forward|All-gather) order differs from that of the first iteration on rank (?P<order_rank>\d+)"
+        r"|Forward order differs across ranks: rank (?P<mismatch_rank_a>\d+) is all-gathering",
+        K.COLLECTIVE_MISMATCH,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["order differs from that of the first iteration", "Forward order differs across ranks"],
+        "FSDP's execution-order check: ranks (or iterations) all-gather in different orders; collectives "
+        "may mismatch and hang. Every rank warns the same: a code path, not a rank.",
+    ),
+    sig(
+        "collective_fingerprint_trace",
+        r"Running collective: CollectiveFingerPrint\(SequenceNumber=(?P<seq>\d+),\s*OpType=(?P<op>\w+)",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["Running collective: CollectiveFingerPrint"],
+        "DETAIL per-collective trace: shows where each rank last was.",
+        generic=True,
+    ),
+    sig(
+        "stack_dump_thread",
+        # py-spy (src/dump.rs print_trace + StackTrace::format_threadid): "Thread {tid} ({status}): \"{name}\""
+        # where tid is the native thread id in decimal on Linux and "{:#X}" elsewhere; faulthandler
+        # (Python/traceback.c) prints "Thread 0x..." / "Current thread 0x... (most recent call first)".
+        # (py-spy before 0.3, as `ray stack` printed it, had no name: "Thread 0x7F4AA36D9700 (active)".)
+        r"^(?:Thread (?:0x[0-9A-Fa-f]+|\d+) \((?P<thread_state>[\w ]+)\)(?:: \"(?P<thread>[^\"]*)\"|\s*$)"
+        r"|Current thread 0x[0-9a-f]+ \(most recent call first\))",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.INFO,
+        Blame.NONE,
+        ["Thread ", "Current thread 0x"],
+        "py-spy / faulthandler stack dump of a live (usually hung) rank; frames kept as evidence.",
+        generic=True,
+    ),
+    sig(
+        "stack_frame_in_collective",
+        # A live stack's frame inside a collective call of a communication module: py-spy (src/dump.rs:
+        # "    {function} ({filename}:{line})") or faulthandler (Python/traceback.c dump_frame:
+        # '  File "{filename}", line {line} in {function}', no comma: an exception's traceback has
+        # ", in"). A rank whose stack sits there waits for its peers; a hang if it stays.
+        r"^\s*(?:(?P<func>all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier"
+        r"|monitored_barrier|reduce|gather|scatter|send|recv|wait) \((?P<file>[^()\n]*(?:distributed|communicat|parallel_state"
+        r"|nccl|c10d)[^()\n]*\.py):\d+\)"
+        r'|File "(?P<file2>[^"\n]*(?:distributed|communicat|parallel_state|nccl|c10d)[^"\n]*\.py)", line \d+ in '
+        r"(?P<func2>all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier|monitored_barrier"
+        r"|reduce|gather|scatter|send|recv|wait))\s*$",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        [
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "all_to_all",
+            "broadcast",
+            "barrier",
+            " in reduce",
+            " in gather",
+            " in scatter",
+            " in send",
+            " in recv",
+            " in wait",
+            "reduce (",
+            "gather (",
+            "scatter (",
+            "send (",
+            "recv (",
+            "wait (",
+        ],
+        "A live stack (py-spy or faulthandler) inside a collective: the rank is waiting for its peers.",
+        generic=True,
+    ),
+    sig(
+        "store_based_barrier_wait",
+        r"Waiting in store based barrier to initialize process group for rank: (?P<barrier_rank>\d+), key: (?P<key>\S+) "
+        r"\(world_size=(?P<world_size>\d+), worker_count=(?P<worker_count>\d+)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["store based barrier"],
+        "1.7-1.13 init barrier still waiting: some ranks never joined.",
+        generic=True,
+    ),
+)
+
+
+# NCCL's device-side collective check
+DEVICE_CHECK: tuple[Signature, ...] = (
+    sig(
+        "megatron_rerun_verdict",
+        # Megatron-LM megatron/core/rerun_state_machine.py validate_result's log_failure: f"Rank {rank},
+        # node {node}, device {device}, iteration #{it}: {message}!" with the reruns' verdicts ("First
+        # rerun: unexpected result is [not ]reproducible ...", "Possible transient error",
+        # "Possible persistent error", "Correct result (but possible Application error)"). It follows
+        # the first report of an unexpected result (NaN, Inf, spiky loss) and names where it ran.
+        r"Rank (?P<self_rank>\d+), node (?P<self_node>[\w.-]+), device \d+, iteration #\d+: "
+        r"(?P<verdict>First rerun: unexpected result is (?:not )?reproducible|Possible (?:transient|persistent) error"
+        r"|Correct result \(but possible Application error\))",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.CRITICAL,
+        Blame.SELF,
+        ["first rerun:", "possible transient error", "possible persistent error", "possible application error"],
+        "Megatron-LM's rerun state machine: its verdict on an unexpected result, with the rank and node.",
+        post=named_self_post,
+    ),
+    sig(
+        "nccl_mismatched_collective",
+        # NCCL src/init.cc ncclCommGetAsyncError (2.19+): WARN("Mismatched collective detected, please
+        # check your collective calls at and around rank %d. ...", comm->rank) when a kernel asserted
+        # that ranks issued different collectives. %d is the reporting rank, not the diverging one.
+        r"Mismatched collective detected, please check your collective calls at and around rank (?P<reporter_rank>\d+)",
+        K.COLLECTIVE_MISMATCH,
+        C.TYPE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Mismatched collective detected"],
+        "NCCL's device check: ranks called different collectives (ncclInvalidUsage follows).",
+    ),
+)

@@ -1,0 +1,402 @@
+"""The NVIDIA driver: Xids (NVIDIA's Xid catalog), nvidia-smi's errors, NVRM, NVML and DCGM.
+
+Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
+the rules run). Each rule cites the code that prints its line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from trainctl.collectors.log_signatures.rule import (
+    PCI,
+    Blame,
+    C,
+    Event,
+    K,
+    S,
+    Signature,
+    sig,
+)
+
+# Xid meanings (NVIDIA "Xid catalog"; research/seeds.md §4). category + whether the Xid points at
+# the hardware of the host that logged it (then the host is blamed) or is usually application-made.
+_ECC_XIDS = {48, 63, 64, 92, 94, 95}
+_NVLINK_XIDS = {74, 144, 145, 146, 147, 148, 149, 150}
+
+
+XID_MEANINGS: Mapping[int, str] = {
+    13: "graphics engine exception (usually an application bug)",
+    31: "GPU memory page fault (usually an application bug)",
+    32: "invalid or corrupted push buffer stream",
+    38: "driver firmware error",
+    43: "GPU stopped processing (usually an application fault)",
+    45: "preemptive cleanup after a previous error (collateral)",
+    48: "double-bit ECC error (DBE)",
+    56: "display engine error",
+    57: "error programming video memory interface",
+    61: "internal micro-controller breakpoint/warning",
+    62: "internal micro-controller halt",
+    63: "ECC page retirement or row remapping recorded",
+    64: "ECC page retirement or row remapping failure",
+    68: "NVDEC0 exception",
+    69: "graphics engine class error",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus",
+    92: "high single-bit ECC error rate",
+    94: "contained ECC error",
+    95: "uncontained ECC error",
+    109: "context switch timeout",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+    121: "C2C link error",
+    123: "SPI PMU RPC failure",
+    136: "link training failure",
+    140: "unrecovered ECC error",
+    143: "GPU initialization failure",
+    144: "NVLink SAW error",
+    145: "NVLink RLW error",
+    146: "NVLink TLW error",
+    147: "NVLink TREX error",
+    148: "NVLink NVLPW_CTRL error",
+    149: "NVLink NETIR error",
+    150: "NVLink MSE error",
+    154: "GPU recovery action changed",
+}
+
+
+# Usually caused by the application (or collateral of another error): no host blame on their own.
+_APP_XIDS = {13, 31, 43, 45, 68, 69, 109}
+_INFO_XIDS = {45, 63}  # collateral / successful remap: worth a line, not an alarm by itself
+_APP_FAULT_XIDS = {31, 43}  # the application's own fault on the GPU: a crash finding, not a host one
+
+
+def _xid_post(ev: Event) -> None:
+    root = ev.fields.get("root_xid")
+    if root is not None:  # "45, ... caused by previous Xid 149": the earlier Xid is the cause
+        ev.fields["reported_xid"] = ev.xid
+        ev.xid = int(root)
+    xid = ev.xid
+    if xid is None:
+        return
+    ev.fields["xid_meaning"] = XID_MEANINGS.get(xid, "see NVIDIA's Xid catalog")
+    if xid in _ECC_XIDS:
+        ev.category = C.ECC
+    elif xid in _NVLINK_XIDS:
+        ev.category = C.NVLINK
+    elif xid == 79:
+        ev.category = C.GPU_LOST
+    if xid == 154:
+        m = re.search(r"to 0x[0-9a-f]+ \(([^)]+)\)", ev.message)
+        if m:
+            ev.fields["recovery_action"] = m.group(1)
+            if m.group(1).strip().lower() == "none":
+                ev.severity = S.INFO
+    if xid in _APP_XIDS:
+        ev.blame = Blame.NONE
+        ev.severity = S.INFO if xid in _INFO_XIDS else S.WARNING
+        if xid in _APP_FAULT_XIDS:
+            # NVIDIA's Xid catalog: 31 (GPU memory page fault: an illegal address) and 43 (GPU stopped
+            # processing: a user application fault) are the program's own fault on the GPU, i.e. a
+            # crash of the process, not evidence about the host's hardware. 13 stays a (warning) Xid:
+            # its causes include hardware, and the shared corpus labels it so (hw-02).
+            ev.kind, ev.category = K.CRASH, C.CUDA_ERROR
+    elif xid in _INFO_XIDS:
+        ev.severity = S.WARNING
+
+
+def _sxid_post(ev: Event) -> None:
+    sev = ev.fields.get("sxid_severity")
+    if sev == "Non-fatal":
+        ev.severity = S.WARNING
+    elif sev == "Correctable":
+        ev.severity = S.INFO
+
+
+def _nvml_error_post(ev: Event) -> None:
+    if ev.fields.get("nvml_class") in ("GpuIsLost", "ResetRequired") or ev.message.startswith("No devices"):
+        ev.category = C.GPU_LOST
+
+
+# kernel: Xid, ECC, lost GPU, PCIe, thermal
+XIDS: tuple[Signature, ...] = (
+    sig(
+        "nvrm_xid",
+        # The address may be redacted in a paste ("(PCI:...)"): the Xid code still stands.
+        rf"NVRM: Xid \((?:{PCI}|[^()\n]{{0,40}})\): (?P<xid>\d+)(?:,[^\n]*?caused by previous Xid (?P<root_xid>\d+))?",
+        K.FAULTY_HOST,
+        C.XID,
+        S.CRITICAL,
+        Blame.SELF,
+        ["NVRM: Xid"],
+        "Driver Xid with the GPU's PCI address; hardware Xids blame the host that logged them, application "
+        "Xids (13, 31, 43, 45, 109) do not; 'caused by previous Xid N' takes N as the cause.",
+        post=_xid_post,
+    ),
+    sig(
+        "nvrm_fallen_off_bus",
+        # Also the driver's status NV_ERR_GPU_IS_LOST (open-gpu-kernel-modules nvstatuscodes.h:
+        # NV_STATUS_CODE(NV_ERR_GPU_IS_LOST, 0x0000000F, "GPU lost from the bus")) as its assertions print
+        # it: "NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]
+        # (0x0000000F) returned from ..." / "nvCheckOkFailedNoLog: Check failed: ...".
+        rf"(?:NVRM: (?:The NVIDIA GPU {PCI}[^\n]*?)?)?fallen off the bus"
+        r"|(?:Assertion|Check) failed: GPU lost from the bus \[NV_ERR_GPU_IS_LOST\]",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["fallen off the bus", "nv_err_gpu_is_lost"],
+        "GPU lost (Xid 79 text, or the r570 multi-line 'The NVIDIA GPU <pci> ... has fallen off the bus' "
+        "without an Xid token; the PCI address is taken from the header line above).",
+    ),
+    sig(
+        "nvrm_reset_required",
+        # NVIDIA/open-gpu-kernel-modules src/nvidia/src/libraries/utils/nvassert.c: "Check failed: %s
+        # (0x%08X) returned from ..." (nvCheckOkFailedNoLog / nvAssertOkFailedNoLog), the status named
+        # by nvstatuscodes.h: NV_ERR_RESET_REQUIRED (0x62, "Reset required"), NV_ERR_GPU_IN_FULLCHIP_RESET
+        # (0x10, "GPU currently in full-chip reset"). The GPU answers nothing until it is reset.
+        r"(?:Assertion|Check) failed: (?:Reset required \[NV_ERR_RESET_REQUIRED\]"
+        r"|GPU currently in full-chip reset \[NV_ERR_GPU_IN_FULLCHIP_RESET\])",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["nv_err_reset_required", "nv_err_gpu_in_fullchip_reset"],
+        "The NVIDIA driver returned 'reset required' / 'in full-chip reset': the GPU is unusable until reset.",
+    ),
+    sig(
+        "ecc_uncorrectable",
+        r"(?:uncorrectable ECC error|Double Bit ECC|DBE \(Double Bit Error\)|Row Remapping Failure|"
+        r"uncorrectable (?:memory|DRAM) error)",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["ECC", "Row Remapping Failure", "uncorrectable"],
+        "Uncorrectable GPU memory error outside an Xid line.",
+        flags=re.I,
+    ),
+    sig(
+        "pcie_link_limited",
+        r"(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d): (?P<bandwidth>[\d.]+ Gb/s) available PCIe bandwidth, "
+        r"limited by (?P<limited_by>[\d.]+ GT/s PCIe x\d+) link",
+        K.FAULTY_HOST,
+        C.PCIE_DOWNGRADE,
+        S.WARNING,
+        Blame.SELF,
+        ["available PCIe bandwidth"],
+        "Kernel: a PCIe link trained below its capability.",
+    ),
+    sig(
+        "cpu_thermal_throttle",
+        r"(?:Core|Package) temperature above threshold, cpu clock throttled",
+        K.FAULTY_HOST,
+        C.THERMAL,
+        S.WARNING,
+        Blame.SELF,
+        ["temperature above threshold"],
+        "Kernel: CPU thermal throttling on this host.",
+    ),
+)
+
+
+# nvidia-smi (the driver's CLI)
+NVIDIA_SMI: tuple[Signature, ...] = (
+    sig(
+        "nvidia_smi_no_driver",
+        # nvidia-smi's message when NVML cannot reach the kernel driver (NVIDIA driver README, "nvidia-smi").
+        r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["NVIDIA-SMI has failed"],
+        "The driver does not answer on this host (crashed driver, GPU off the bus, module not loaded).",
+    ),
+    sig(
+        "nvidia_smi_err_field",
+        # nvidia-smi's table prints "ERR!" in a field NVML could not read for that GPU (nvidia-smi(1)).
+        r"^\|[^\n]*?\bERR!",
+        K.FAULTY_HOST,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["err!"],
+        "nvidia-smi could not read a GPU field (ERR!): a GPU in trouble or a transient NVML failure; look again.",
+    ),
+    sig(
+        "nvidia_smi_uncorrectable_ecc",
+        # nvidia-smi's default table: each GPU's first row is "| GPU  Name  Persistence-M | Bus-Id  Disp.A
+        # | Volatile Uncorr. ECC |" (the header above it names the columns). A count above 0 in the third
+        # field is uncorrectable ECC errors since the driver loaded on that GPU (nvidia-smi(1), ECC).
+        r"^\|\s+(?P<gpu>\d+)\s+[^|\n]*?\s(?:On|Off)\s+\|\s+(?P<gpu_pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
+        r"\s+(?:On|Off)\s+\|\s+(?P<uncorrected>[1-9]\d*)\s+\|\s*$",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["off |", "on |"],  # the Disp.A field before it: the pattern runs on those rows only, not every "|"
+        "nvidia-smi's table with a non-zero 'Volatile Uncorr. ECC' count for a GPU.",
+    ),
+    sig(
+        "nvidia_smi_remap_pending",
+        # nvidia-smi -q: "Remapped Rows" (A100+) and "Retired Pages" (older) sections print
+        # "Pending : Yes" when a row remap / page retirement waits for a GPU reset, and
+        # "Remapping Failure Occurred : Yes" when the GPU ran out of spare rows (NVIDIA's memory error
+        # management guide: reset the GPU; a remapping failure means replace it).
+        r"^\s*(?P<smi_field>Pending|Remapping Failure Occurred)\s*:\s*Yes\s*$",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Pending", "Remapping Failure Occurred"],
+        "nvidia-smi: a GPU memory row remap or page retirement is pending (reset the GPU) or failed (replace it).",
+    ),
+    sig(
+        "amdgpu_ras_error",
+        # Linux drivers/gpu/drm/amd/amdgpu: amdgpu_ras.c "uncorrectable hardware error(%s) detected!" and amdgpu_aca.c
+        # HW_ERR "Accelerator Check Architecture events logged", each prefixed by the device ("amdgpu 0000:1c:00.0:").
+        rf"amdgpu {PCI}: (?:\{{\d+\}})?(?:uncorrectable hardware error|\[Hardware Error\]: Accelerator Check Architecture "
+        r"events logged)",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["uncorrectable hardware error", "accelerator check architecture"],
+        "An AMD GPU reported an uncorrectable RAS error on this host.",
+    ),
+    sig(
+        "nvidia_smi_device_handle",
+        # nvidia-smi when nvmlDeviceGetHandleByIndex fails: "Unable to determine the device handle for GPU<bus id>:
+        # <nvmlErrorString>", e.g. "Unknown Error" or "GPU is lost" (NVML_ERROR_GPU_IS_LOST).
+        rf"Unable to determine the device handle for GPU\s?{PCI}[^:]*:\s*(?P<nvml_error>[^\n]{{1,80}})",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["device handle for GPU"],
+        "nvidia-smi cannot reach one GPU: it fell off the bus or is otherwise lost.",
+    ),
+)
+
+
+# the NVIDIA driver, NVML and DCGM beyond Xids (NVIDIA/open-gpu-kernel-modules 595.45.04 / 535.98,
+# NVIDIA/go-nvml gen/nvml/nvml.h, NVIDIA/DCGM dcgmi/Diag.cpp v3.3.9 / v4.6.0)
+DRIVER: tuple[Signature, ...] = (
+    sig(
+        "nvrm_gsp_banner",
+        # src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c: NV_PRINTF(LEVEL_ERROR, "**** GSP Timeout ****") before an
+        # Xid 119 (595.x; 535.x "GSP Failure"), NV_PRINTF's prefix (diagnostics/nvlog_printf.c RmMsgPrefix: "NVRM: "
+        # then, as configured, "GPU%u", file, line, function: "NVRM: GPU1 _kgspLogRpcDebugInfo: ").
+        # The GPU System Processor of this host's GPU stopped answering the driver.
+        r"NVRM: [\w. ]{1,80}?: \*{10,} GSP (?P<gsp_event>Timeout|Failure|Error) \*{10,}",
+        K.FAULTY_HOST,
+        C.XID,
+        S.CRITICAL,
+        Blame.SELF,
+        ["GSP Timeout", "GSP Failure", "GSP Error"],
+        "The GPU's GSP firmware stopped answering the driver (the banner before Xid 119/120) on this host.",
+    ),
+    sig(
+        "nvrm_crash_dump",
+        # src/nvidia/arch/nvalloc/unix/src/osapi.c: "NVRM: A GPU crash dump has been created. If possible, please
+        # run" after the driver saved a GPU's crash data; the Xid line before it says which fault.
+        r"NVRM: A GPU crash dump has been created",
+        K.FAULTY_HOST,
+        C.XID,
+        S.WARNING,
+        Blame.SELF,
+        ["GPU crash dump has been created"],
+        "The driver saved crash data of a GPU of this host (which fault: the Xid line before it).",
+        generic=True,
+    ),
+    sig(
+        "nvswitch_sxid",
+        # src/common/nvswitch/kernel/inc/common_nvswitch.h NVSWITCH_PRINT_SXID: "nvidia-%s: SXid (PCI:%s): %05d, "
+        # then error_nvswitch.h's "Fatal, Link %02d ...", "Non-fatal, Link %02d ...", "Correctable, Link %02d ...".
+        # The NVSwitch sits on this host's baseboard.
+        rf"nvidia-nvswitch\d+: SXid \({PCI}\): (?P<sxid>\d+), (?P<sxid_severity>Fatal|Non-fatal|Correctable)",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["SXid ("],
+        "An NVSwitch of this host reported an error (SXid): Fatal critical, Non-fatal warning, Correctable information.",
+        post=_sxid_post,
+    ),
+    sig(
+        "nvidia_peermem_error",
+        # kernel-open/nvidia-peermem/nvidia-peermem.c nv_mem_client_init, peer_err(): "nvidia-peermem %s:%d ERROR
+        # nv_mem_client_init -- error while registering traditional client" (or "nc client"): the IB stack
+        # refused the peer-memory client, so GPUDirect RDMA is off on this host and NCCL stages through host
+        # memory. (Its other ERROR lines, e.g. the free callback's "detected invalid context, skipping further
+        # processing" when a process exits with registered memory, say nothing failed: not taken.)
+        r"nvidia-peermem \w+:\d+ ERROR nv_mem_client_init -- error while registering (?:traditional|nc) client",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.NONE,
+        ["error while registering"],
+        "nvidia-peermem could not register with the IB stack: no GPUDirect RDMA on this host.",
+    ),
+    sig(
+        "nvml_error",
+        # nvidia-smi "Failed to initialize NVML: Driver/library version mismatch" and nvidia-ml-py's NVMLError_<Name>
+        # classes (str: nvmlErrorString): NVML_ERROR_LIB_RM_VERSION_MISMATCH (the loaded kernel module is not the
+        # installed library's: an upgrade without a reboot), NVML_ERROR_GPU_IS_LOST (off the bus),
+        # NVML_ERROR_RESET_REQUIRED ("GPU requires restart"); nvidia-smi's "No devices were found" (the driver
+        # answers and sees no GPU). Each is this host's GPU or driver.
+        # The kernel module's side of the mismatch (src/nvidia/arch/nvalloc/unix/src/osapi.c): "NVRM: API mismatch: the
+        # client has the version %s, but" (535.x), "NVRM: API mismatch: the client '%s' (pid %u)" (595.x).
+        r"Failed to initialize NVML: Driver/library version mismatch|NVRM: API mismatch: the client"
+        r"|NVMLError_(?P<nvml_class>LibRmVersionMismatch|GpuIsLost|ResetRequired)\b|^No devices were found\s*$",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Driver/library version mismatch", "API mismatch", "NVMLError_", "No devices were found"],
+        "NVML: the host's driver and library differ, a GPU is lost or needs a reset, or no GPU is visible.",
+        post=_nvml_error_post,
+    ),
+    sig(
+        "dcgmi_diag_fail",
+        # dcgmi/Diag.cpp: the DIAG_DATA row "| <name 25> | <info 45> |"; v3 prints "Fail - GPU: 0" / "Fail - GPUs:
+        # 0, 3" / "Fail - All" beside the test, v4 one row per entity "GPU0: Fail" under it. A failed
+        # diagnostic is NVIDIA's own test failing this host's GPU.
+        r"^\|[^|\n]{0,40}\|\s*(?:Fail - (?:All|GPUs?: (?P<dcgm_gpus>\d+(?:, \d+)*))|GPU(?P<dcgm_gpu>\d+): Fail)\s*\|\s*$",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Fail - ", ": Fail"],
+        "dcgmi diag failed a test on a GPU of this host.",
+    ),
+    sig(
+        "habanalabs_device_unusable",
+        # Linux drivers/accel/habanalabs/common/device.c hl_device_init: dev_err(..., "Failed to initialize hl%d.
+        # Device%s is NOT usable !") (Intel Gaudi), after "Failed to communicate with Device CPU (CPU-CP timeout)":
+        # an accelerator of this host failed to come up.
+        r"Failed to initialize hl(?P<hl_dev>\d+)\. Device\b[^\n]{0,20}? is NOT usable",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["is not usable"],
+        "An Intel Gaudi device of this host failed to initialise (habanalabs driver).",
+    ),
+    sig(
+        "nvvs_test_fail",
+        # NVIDIA/DCGM nvvs/src/Output.cpp (779120f, the NVIDIA Validation Suite's console output, `nvvs` and
+        # `dcgmi diag` before its table): prep() prints "\t\t<test>" then dots to a fixed width, Result() the
+        # outcome ("PASS", "WARN", "SKIP", "FAIL") and each error as "\t\t   *** (GPU %u) <msg>" (older without
+        # the GPU). A FAIL row is NVIDIA's own test failing this host's GPU ("Memory GPU6 ....... FAIL").
+        r"^\s*(?P<nvvs_test>[A-Za-z][\w /-]{1,40}?)(?: GPU ?(?P<nvvs_gpu>\d+))? ?\.{5,} ?FAIL\b",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["... fail", "...fail"],
+        "The NVIDIA Validation Suite (nvvs, dcgmi diag's text output) failed a test on a GPU of this host.",
+    ),
+)

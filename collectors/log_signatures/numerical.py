@@ -1,0 +1,145 @@
+"""Numerical failures: NaN/Inf losses, loss-scale overflow, the frameworks' own checks.
+
+Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
+the rules run). Each rule cites the code that prints its line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainctl.collectors.log_signatures.rule import (
+    Blame,
+    C,
+    Event,
+    K,
+    S,
+    Signature,
+    named_self_post,
+    sig,
+)
+
+
+def _overflow_post(ev: Event) -> None:
+    low = ev.message.lower()
+    if "minimum" in low or "cannot decrease" in low:
+        ev.severity = S.CRITICAL  # loss scale bottomed out: training cannot recover by itself
+
+
+# numerical
+LOSS: tuple[Signature, ...] = (
+    sig(
+        "loss_nan",
+        # `loss: nan` / `loss=nan` / `'loss': nan` and the bare `loss nan` (trainctl's trainer, torchtitan's
+        # "loss: nan" metric logger, fairseq-style "loss nan"): the separator may be a single space.
+        # A named loss term counts too ("loss_mn: nan", "losses: nan", "val_loss=nan").
+        r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?[a-z]{0,20}_?loss(?:es)?(?:_[a-z0-9]{1,20})?|grad[ _]norm)\b"
+        r"['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?(?:nan|inf))\b",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["nan", "inf"],
+        "A loss or gradient norm printed as nan/inf (Megatron '| grad norm: nan |', HF 'loss': nan, ...).",
+        flags=re.I,
+    ),
+    sig(
+        "nan_detected",
+        r"(?:Loss is (?:nan|inf)|returned nan values in its \d+th output|Detected (?:NaN|inf)|FloatingPointError|"
+        r"number of nan iterations:\s*(?P<nan_iters>[1-9]\d*)"
+        # torch/nn/utils/clip_grad.py (error_if_nonfinite=True): "The total norm of order {p} for gradients from
+        # `parameters` is non-finite, so it cannot be clipped."
+        r"|for gradients from `?parameters`? is non-finite"  # (markdown noise removal may drop the backticks)
+        # volcengine/verl verl/workers/actor/dp_actor.py (and its critic, FSDP/Megatron engines) _optimizer_step:
+        # print(f"WARN: rank {rank} grad_norm is not finite: {grad_norm}") and the update is skipped. The norm is the
+        # global one after clipping's all-reduce: every rank prints it, so the rank is not a culprit.
+        r"|grad_norm is not finite)",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations", "finite"],
+        "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
+        flags=re.I,
+    ),
+    sig(
+        "tensorboard_nan_scalar",
+        # lanpa/tensorboardX tensorboardX/x2num.py check_nan: logger.warning('NaN or Inf found in input tensor.') for
+        # every value written to TensorBoard (older releases through the root logger). Some logged value (a loss, a
+        # gradient norm, also an inf grad norm while fp16 loss scaling calibrates) was not finite: which, it does
+        # not say, so generic.
+        r"NaN or Inf found in input tensor",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["NaN or Inf found"],
+        "TensorBoard (tensorboardX) was handed a NaN/Inf value to log.",
+        generic=True,
+    ),
+    sig(
+        "fp16_overflow",
+        r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
+        r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum"
+        # fairseq optim/fp16_optimizer.py: "NOTE: overflow detected, setting loss scale to: {scale}" (older
+        # "| WARNING: overflow detected, ..."); its DynamicLossScaler raises FloatingPointError("Minimum loss
+        # scale reached ({min}). Your loss is probably exploding. ...").
+        r"|overflow detected, setting loss scale to: (?P<loss_scale__2>[\d.e-]+)|Minimum loss scale reached"
+        # DeepSpeed runtime/fp16/fused_optimizer.py, unfused_optimizer.py step: "[deepspeed] fp16 dynamic loss scale
+        # overflow! Skipping step. Attempted loss scale: {}, reducing to {}", _update_scale: "Grad overflow on
+        # iteration: {}".
+        r"|fp16 dynamic loss scale overflow!|Grad overflow on iteration:? \d+"
+        # DeepSpeed 0.3 engine.py (log_dist, rank 0): "Overflow detected. Skipping step. Attempted loss scale: %s,
+        # reducing to %s"
+        r"|Overflow detected\. Skipping step\. Attempted loss scale: (?P<loss_scale__3>[\d.]+)",
+        K.NUMERICAL,
+        C.OVERFLOW,
+        S.INFO,
+        Blame.NONE,
+        ["overflow", "already at minimum", "minimum loss scale"],
+        "fp16 loss-scale overflow (DeepSpeed 0.3 '[deepscale]', later '[deepspeed]', apex, fairseq). Normal while "
+        "the scale calibrates; critical once the scale is at its minimum.",
+        post=_overflow_post,
+    ),
+    sig(
+        "megatron_skipped_iterations",
+        # Megatron-LM megatron/training/training.py training_log: "number of skipped iterations: {:3d} |", above 0 in
+        # fp16 when steps were skipped for an overflow. Its own small pattern: every iteration line carries the
+        # counter, so the long overflow alternation above does not run on each of them.
+        r"number of skipped iterations:\s*(?P<skipped_iters>[1-9]\d*)",
+        K.NUMERICAL,
+        C.OVERFLOW,
+        S.INFO,
+        Blame.NONE,
+        ["skipped iterations"],
+        "Megatron skipped iterations (fp16 overflows while the loss scale settles).",
+    ),
+)
+
+
+# training frameworks' own numerical checks
+FRAMEWORK_CHECKS: tuple[Signature, ...] = (
+    sig(
+        "megatron_nan_check",
+        # Megatron-LM: megatron/core/distributed/param_and_grad_buffer.py (core 0.4-0.8) asserts
+        # f"Rank {global_rank}: found NaN in local grad norm in backward pass before data-parallel
+        # communication collective. Device: {device}, node: {os.uname()[1]}" (older trees: "backwards pass");
+        # core 0.9+ routes it through megatron/core/rerun_state_machine.py validate_result, which raises
+        # f"Rank {rank}, node {node}, device {device}, iteration {it}: Unexpected result {result}
+        # (message='found NaN in local grad norm for bucket #{i} ...')"; the loss check says
+        # "found NaN in local forward loss calculation". The rank and node are the checking process's own.
+        # validate_result's first report (core 0.10+, logger.error) is f"Unexpected result {result} on
+        # rank {rank} at iteration #{it} invocation #{n} (message='{message}')".
+        r"(?:Rank (?P<self_rank>\d+)(?:, node (?P<self_node>[\w.-]+), device \d+, iteration #?\d+)?: )?"
+        r"(?:Unexpected result (?:nan|inf)\b(?: on rank (?P<self_rank__c>\d+))?[^\n]*?)?"
+        r"found (?:NaN|Inf) in local (?P<what>grad norm|forward loss)"
+        r"(?:[^\n]*?node: (?P<self_node__b>[\w.-]+))?",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.CRITICAL,
+        Blame.SELF,
+        ["found nan in local", "found inf in local"],
+        "Megatron-LM's NaN check on the local gradient norm or loss; names the rank and node that found it.",
+        post=named_self_post,
+    ),
+)
