@@ -128,8 +128,9 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext15.jsonl", "heldout15.sha256", 42, 94),
         ("corpus_ext16.jsonl", "heldout16.sha256", 42, 81),
         ("corpus_ext17.jsonl", "heldout17.sha256", 24, 47),
+        ("corpus_ext18.jsonl", "heldout18.sha256", 71, 117),
     ],
-    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth"],
+    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth"],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
     rows = _rows(name)
