@@ -23,7 +23,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext14.jsonl (94 rows, gathered 2026-11-27 05:10-05:18 UTC): held-out-12 (heldout14.sha256) and dev;
   so is corpus_ext15.jsonl (94 rows, gathered 2026-11-27 05:23-05:44 UTC): held-out-13 (heldout15.sha256) and dev;
   so is corpus_ext16.jsonl (81 rows, gathered 2026-11-27 05:55-06:06 UTC): held-out-14 (heldout16.sha256) and dev;
-  so is corpus_ext17.jsonl (47 rows, gathered 2026-11-27 06:14-06:25 UTC): held-out-15 (heldout17.sha256) and dev.
+  so is corpus_ext17.jsonl (47 rows, gathered 2026-11-27 06:14-06:25 UTC): held-out-15 (heldout17.sha256) and dev;
+  so is corpus_ext18.jsonl (117 rows, gathered 2026-11-27 07:52-08:00 UTC): held-out-16 (heldout18.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -89,8 +90,26 @@ EXT14 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext14.jsonl"  # held-out-
 EXT15 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext15.jsonl"  # held-out-13 + dev (heldout15.sha256)
 EXT16 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext16.jsonl"  # held-out-14 + dev (heldout16.sha256)
 EXT17 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext17.jsonl"  # held-out-15 + dev (heldout17.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-10.
-SPLIT_BATCHES = (EXT, EXT2, EXT3, EXT5, EXT7, EXT8, EXT9, EXT10, EXT11, EXT12, EXT13, EXT14, EXT15, EXT16, EXT17)
+EXT18 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext18.jsonl"  # held-out-16 + dev (heldout18.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-16.
+SPLIT_BATCHES = (
+    EXT,
+    EXT2,
+    EXT3,
+    EXT5,
+    EXT7,
+    EXT8,
+    EXT9,
+    EXT10,
+    EXT11,
+    EXT12,
+    EXT13,
+    EXT14,
+    EXT15,
+    EXT16,
+    EXT17,
+    EXT18,
+)
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {
