@@ -366,9 +366,15 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             + " (the program's ranks disagree; the lines do not say which side is wrong)"
         )
     if first.signature == "loss_collapsed_to_zero":
+        start = (
+            f"loss fell from {f['loss_before']} to exactly 0 and stayed there"
+            if f.get("loss_before") is not None
+            else "loss is exactly 0 on every printed step"
+        )
+        grad = ", and so is the gradient norm" if f.get("grad_norm_zero") else ""
         return (
-            f"loss fell from {f.get('loss_before')} to exactly 0 and stayed there ({f.get('zero_lines')} lines to the "
-            "end): the loss is no longer computed over anything (all labels masked, an underflow, a broken loss path)"
+            f"{start} ({f.get('zero_lines')} lines to the end){grad}: the loss is no longer computed over anything "
+            "(all labels masked, an underflow, a broken loss path)"
         )
     if first.signature == "ranked_exception":
         raisers = f.get("raising_ranks") or []
@@ -386,6 +392,8 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             what += f" ({sig[0]})"
         lr = f.get("local_rank")
         subject = on.removeprefix(" on ") if who else (f"a worker (local_rank {lr})" if lr is not None else "a worker")
+        if g.category is None and not codes and not sig:  # no exit to report: the line says what failed
+            return f"{subject} failed: {first.message[:200]}"
         return f"{subject} exited with {what}" + ("" if who else "; the text does not name its global rank")
     if k is FindingKind.OOM:
         tried = f.get("tried")

@@ -130,7 +130,7 @@ def read_progress(
     def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
         return _stack_dump(ls, rank_of_line or {})
 
-    readings = (_nccl_init, _lightning_init, _lockstep, stack_dump, _gpu_processes, _gpu_table_split)
+    readings = (_nccl_init, _lightning_init, _store_barrier, _lockstep, stack_dump, _gpu_processes, _gpu_table_split)
     for read in readings if numbered else ():
         if (r := read(numbered)) is not None:
             return r
@@ -241,6 +241,48 @@ def _lightning_init(lines: list[tuple[int, str]]) -> Reading | None:
         # a suspect only when one member is missing (the roster then proves who everyone waits for)
         suspect_ranks=tuple(missing) if len(missing) == 1 else (),
         evidence={"arrived_ranks": sorted(seen), "world_size": world, "missing_ranks": missing},
+    )
+
+
+# torch/distributed/distributed_c10d.py _store_based_barrier (1.8-2.0, the barrier every new process group
+# ran after init): each rank logs "Added key: store_based_barrier_key:{N} to store for rank: {rank}", then waits
+# until all have, then logs "Rank {rank}: Completed store-based barrier for key:store_based_barrier_key:{N}
+# with {world_size} nodes." A key added and never completed by anyone: the group's creation waits there.
+_BARRIER_ADDED = re.compile(r"Added key: store_based_barrier_key:(\d+) to store for rank: (\d+)")
+_BARRIER_DONE = re.compile(
+    r"Completed store-based barrier for key:\s*store_based_barrier_key:(\d+)(?:\s+with (\d+) nodes)?"
+)
+
+
+def _store_barrier(lines: list[tuple[int, str]]) -> Reading | None:
+    """The last store-based barrier key was added by some ranks and completed by none: process-group
+    creation is stuck in it, waiting for the ranks that never added theirs."""
+    added: dict[int, set[int]] = {}
+    done: set[int] = set()
+    world: int | None = None
+    last_added = (0, -1)  # (line, key)
+    for n, t in lines:
+        if m := _BARRIER_DONE.search(t):
+            done.add(int(m.group(1)))
+            world = int(m.group(2)) if m.group(2) else world
+        elif m := _BARRIER_ADDED.search(t):
+            key = int(m.group(1))
+            added.setdefault(key, set()).add(int(m.group(2)))
+            last_added = (n, key)
+    line, key = last_added
+    if key < 0 or key in done or any(k > key for k in done):
+        return None
+    arrived = sorted(added[key])
+    # a suspect only when the world size is known and exactly one rank is missing from the key
+    missing = [r for r in range(world) if r not in added[key]] if world else []
+    return Reading(
+        "store_barrier_incomplete",
+        f"process-group creation never completed: store-based barrier {key} was entered by rank"
+        f"{'s' if len(arrived) != 1 else ''} {', '.join(map(str, arrived))} and completed by none"
+        + (f" (of {world}; never entered: rank {', '.join(map(str, missing[:8]))})" if missing else ""),
+        line,
+        suspect_ranks=tuple(missing) if len(missing) == 1 else (),
+        evidence={"barrier_key": key, "arrived_ranks": arrived, "world_size": world, "missing_ranks": missing},
     )
 
 

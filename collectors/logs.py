@@ -656,6 +656,7 @@ class _ElasticEntry:
     line_no: int
     lines: list[str] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
+    header_cut: bool = False  # begun by a field line with no "[N]:" before it (an excerpt that starts inside)
 
 
 def _elastic_events(entries: list[_ElasticEntry], no_other: bool, default_host: str | None) -> list[Event]:
@@ -756,6 +757,9 @@ def parse_records(
 
     def flush_banner() -> None:
         nonlocal entries, no_other, current, section
+        # one field line with no banner or entry header is not an entry: a wrapped line's tail ("rank: 1") or
+        # a program's own "host: x" print; an excerpt cut inside an entry still shows several of its fields
+        entries = [e for e in entries if not (e.header_cut and len(e.values) < 2)]
         events.extend(_elastic_events(entries, no_other, default_host))
         entries, no_other, current, section = [], False, None, None
 
@@ -780,7 +784,7 @@ def parse_records(
         mf = _ELASTIC_FIELD.match(t)
         if mf:
             if current is None:  # an excerpt that starts inside an entry (its header was cut)
-                current = _ElasticEntry(section or "failures", rec.line_no)
+                current = _ElasticEntry(section or "failures", rec.line_no, header_cut=True)
                 entries.append(current)
                 section = section or "failures"
             if mf.group("key") in current.values and current.section != "root":
@@ -924,6 +928,10 @@ def _ranked_exceptions(records: list[_Record], events: list[Event]) -> list[Even
 _LOSS_VALUE = re.compile(
     r"\b(?:lm |train[_ ])?loss['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\d.])"
 )
+# the gradient norm on the same line (HF Trainer's {'loss': 0.0, 'grad_norm': 0.0, ...}, Megatron's "grad norm: 0.000")
+_GRAD_NORM_VALUE = re.compile(
+    r"\bgrad[_ ]norm['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\d.])"
+)
 LOSS_COLLAPSE_MIN_ZEROS = 2  # consecutive exact zeros that end the log
 LOSS_COLLAPSE_MIN_BEFORE = 0.05  # the loss just before them: a real one (a model that still learns)
 
@@ -931,7 +939,9 @@ LOSS_COLLAPSE_MIN_BEFORE = 0.05  # the loss just before them: a real one (a mode
 def _loss_collapse(records: list[_Record], events: list[Event]) -> list[Event]:
     """A loss that was a real value and then prints as exactly 0 to the end of the log: a cross-entropy is
     never exactly 0 while a model learns, so the loss stopped being computed over anything (every label
-    masked, a bf16/fp16 underflow, a broken loss path). Numerical, a warning, no blame."""
+    masked, a bf16/fp16 underflow, a broken loss path). Zeros from the first printed step are that too when
+    the same lines print a gradient norm of exactly 0: no gradient reached the weights at all.
+    Numerical, a warning, no blame."""
     if any(e.kind is K.NUMERICAL for e in events):
         return []
     values = [(rec, float(m.group("value"))) for rec in records if (m := _LOSS_VALUE.search(rec.text))]
@@ -941,13 +951,18 @@ def _loss_collapse(records: list[_Record], events: list[Event]) -> list[Event]:
             break
         zeros += 1
     before = [v for _, v in values[: len(values) - zeros]]
+    if zeros < LOSS_COLLAPSE_MIN_ZEROS:
+        return []
     # straight from a real loss to 0: a loss that converges passes through 0.01, 0.001 on its way (printed rounded)
-    if zeros < LOSS_COLLAPSE_MIN_ZEROS or not before or before[-1] < LOSS_COLLAPSE_MIN_BEFORE:
+    fell = bool(before) and before[-1] >= LOSS_COLLAPSE_MIN_BEFORE
+    grads = [m.group("value") for rec, _ in values[len(values) - zeros :] if (m := _GRAD_NORM_VALUE.search(rec.text))]
+    no_gradient = len(grads) == zeros and all(float(g) == 0.0 for g in grads)
+    if not (fell or no_gradient):
         return []
     rec = values[len(values) - zeros][0]
     ev = Event(rec.line_no, rec.text, "loss_collapsed_to_zero", K.NUMERICAL, None, S.WARNING, Blame.NONE, False,
                rank=rec.rank, rank_basis=rec.rank_basis, host=rec.host, host_basis=rec.host_basis, ts=rec.ts)  # fmt: skip
-    ev.fields.update(loss_before=before[-1], zero_lines=zeros)
+    ev.fields.update(loss_before=before[-1] if before else None, zero_lines=zeros, grad_norm_zero=no_gradient)
     return [ev]
 
 

@@ -1,8 +1,4 @@
-"""Collective timeouts (the NCCL watchdog in every era) and NCCL's device-side collective check.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""Collective timeouts (the NCCL watchdog in every era) and NCCL's device-side collective check."""
 
 from __future__ import annotations
 
@@ -341,5 +337,20 @@ DEVICE_CHECK: tuple[Signature, ...] = (
         Blame.NONE,
         ["Mismatched collective detected"],
         "NCCL's device check: ranks called different collectives (ncclInvalidUsage follows).",
+    ),
+    sig(
+        "hccl_notify_wait_timeout",
+        # Huawei CANN's error code EI0002 (HCCL "Communication_Error_Timeout", CANN error-code reference):
+        # "The wait execution of the Notify register times out. Reason: The Notify register has not received the
+        # Notify record from remote rank: [%s]. ..." An HCCL collective on an Ascend NPU waited past
+        # HCCL_EXEC_TIMEOUT for a peer: NCCL's watchdog timeout on Ascend. The remote rank named is a group rank
+        # seen from the waiting side (it may itself wait on another): who noticed, not who is at fault.
+        r"The wait execution of the Notify register times out\.?(?: Reason: .{0,120}?remote rank:? \[(?P<remote_rank>\w+)\])?",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["notify register times out"],
+        "An HCCL collective on Ascend timed out waiting for a peer (CANN EI0002): the ranks that noticed.",
     ),
 )

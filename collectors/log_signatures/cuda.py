@@ -1,8 +1,4 @@
-"""CUDA errors and out-of-memory, from the runtime, the allocator, the OOM killer, kubelet and Ray.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""CUDA errors and out-of-memory, from the runtime, the allocator, the OOM killer, kubelet and Ray."""
 
 from __future__ import annotations
 
@@ -391,6 +387,33 @@ ERRORS: tuple[Signature, ...] = (
         Blame.SELF,
         ["CUBLAS_STATUS_", "CUDNN_STATUS_", "CUDA driver error"],
         "cuBLAS/cuDNN/driver failure in this process.",
+    ),
+    sig(
+        "cuda_check_failed_printf",
+        # The CUDACHECK macro of NCCL's own examples and of the custom all-reduce kernels that vLLM and SGLang
+        # ship (csrc/custom_all_reduce.cuh): printf("Failed: Cuda error %s:%d '%s'\n", __FILE__, __LINE__,
+        # cudaGetErrorString(e)); exit(EXIT_FAILURE). This process's own CUDA call failed, then it exited.
+        r"Failed: Cuda error (?P<src_file>[^\s:]{1,200}):(?P<src_line>\d+) '(?P<cuda_error>[^'\n]{1,200})'",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Failed: Cuda error"],
+        "A CUDACHECK-style macro printed a failed CUDA call at its source line and exited the process.",
+        post=cuda_post,
+    ),
+    sig(
+        "rust_alloc_failed",
+        # Rust's standard library (library/std/src/alloc.rs default_alloc_error_hook):
+        # "memory allocation of {} bytes failed", then abort. Printed by the Rust parts of a Python training
+        # stack (HF tokenizers, safetensors, polars) when the host has no memory left to give.
+        r"memory allocation of (?:memory allocation of )?(?P<bytes>\d+) bytes failed",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["memory allocation of"],
+        "A Rust library in the process could not allocate host memory and aborted (the host ran out of memory).",
     ),
 )
 

@@ -1,8 +1,4 @@
-"""The NVIDIA driver: Xids (NVIDIA's Xid catalog), nvidia-smi's errors, NVRM, NVML and DCGM.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""The NVIDIA driver: Xids (NVIDIA's Xid catalog), nvidia-smi's errors, NVRM, NVML and DCGM."""
 
 from __future__ import annotations
 
@@ -398,5 +394,32 @@ DRIVER: tuple[Signature, ...] = (
         Blame.SELF,
         ["... fail", "...fail"],
         "The NVIDIA Validation Suite (nvvs, dcgmi diag's text output) failed a test on a GPU of this host.",
+    ),
+    sig(
+        "nvrm_fsp_failure",
+        # NVIDIA/open-gpu-kernel-modules src/nvidia/src/kernel/gpu/fsp/kern_fsp.c (Hopper and later): the driver's
+        # commands to the GPU's FSP (its firmware security processor, which boots GSP) got no answer:
+        # NV_PRINTF(LEVEL_ERROR, "FSP command timed out\n"), "FSP boot cmds failed. RM cannot boot.", "FSP secure
+        # boot partition timed out." The GPU's firmware did not respond: this host's GPU.
+        r"NVRM: \w+: (?P<fsp_error>FSP command timed out|FSP boot cmds failed|FSP secure boot partition timed out)",
+        K.FAULTY_HOST,
+        C.GPU_LOST,
+        S.CRITICAL,
+        Blame.SELF,
+        ["FSP command timed out", "FSP boot cmds failed", "FSP secure boot partition"],
+        "The driver's commands to the GPU's firmware processor (FSP) went unanswered: the GPU does not boot.",
+    ),
+    sig(
+        "xgboost_no_visible_gpu",
+        # dmlc/xgboost src/learner.cc (1.x: "No visible GPU is found, setting `gpu_id` to -1"; 2.x src/context.cc:
+        # "No visible GPU is found, setting device to CPU."): LOG(WARNING) when the process was asked for a GPU
+        # and CUDA shows it none; training goes on on the CPU. Placement or visibility, not the GPU's fault.
+        r"No visible GPU is found, setting (?:`?gpu_id`? to -1|device to CPU)",  # markdown may eat the backticks
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.WARNING,
+        Blame.NONE,
+        ["No visible GPU is found"],
+        "XGBoost was asked for a GPU and saw none (CUDA_VISIBLE_DEVICES, placement): it fell back to the CPU.",
     ),
 )

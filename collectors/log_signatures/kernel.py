@@ -1,8 +1,4 @@
-"""The host kernel: PCIe AER, machine checks, IOMMU faults, lockups, segfaults, EDAC.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""The host kernel: PCIe AER, machine checks, IOMMU faults, lockups, segfaults, EDAC."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Network failures: NCCL's socket, IB verbs, proxy and plugin transports, its set-up, gloo's pairs, links.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""Network failures: NCCL's socket, IB verbs, proxy and plugin transports, its set-up, gloo's pairs, links."""
 
 from __future__ import annotations
 
@@ -642,5 +638,20 @@ NCCL_SETUP: tuple[Signature, ...] = (
         ["nccl"],
         "A native stack with an NCCL collective on it: the thread was inside the collective.",
         generic=True,
+    ),
+    sig(
+        "nccl_socket_connect_retry",
+        # NCCL src/misc/socket.cc (2.7-2.18 connectAddress; 2.19+ socketStartConnect): on ECONNREFUSED or
+        # ETIMEDOUT, INFO(NCCL_ALL, "Call to connect returned %s, retrying", strerror(errno)) before it sleeps
+        # and tries again (2.19+ prints every 1000th retry; WARN "exceeded retries" when it gives up). The peer's
+        # listener is not there or the path drops the SYN: the address NCCL chose (NCCL_SOCKET_IFNAME) or the
+        # fabric, not a culprit.
+        r"Call to connect returned (?P<reason>[^,\n]{1,80}), retrying",
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.WARNING,
+        Blame.NONE,
+        ["Call to connect returned"],
+        "NCCL keeps retrying a socket connect (refused or timed out): the peer's address or the path.",
     ),
 )

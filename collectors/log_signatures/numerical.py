@@ -1,8 +1,4 @@
-"""Numerical failures: NaN/Inf losses, loss-scale overflow, the frameworks' own checks.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""Numerical failures: NaN/Inf losses, loss-scale overflow, the frameworks' own checks."""
 
 from __future__ import annotations
 

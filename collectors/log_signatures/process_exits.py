@@ -1,8 +1,4 @@
-"""Process exits: torchelastic, signals, MPI, the launchers (torchrun, DeepSpeed, srun, kubectl) and schedulers.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""Process exits: torchelastic, signals, MPI, the launchers (torchrun, DeepSpeed, srun, kubectl) and schedulers."""
 
 from __future__ import annotations
 
@@ -96,6 +92,13 @@ def _pod_status_post(ev: Event) -> None:
 def _srun_exit_post(ev: Event) -> None:
     if ev.exit_code is not None:
         ev.category = C.EXIT_CODE
+
+
+def _coordination_task_post(ev: Event) -> None:
+    """The coordinator printed the line about another task: that task is the rank; the printer's host is not its."""
+    ev.fields["reporter_host"] = ev.host
+    ev.host, ev.host_basis = None, None
+    named_self_post(ev)
 
 
 # torchelastic / process exits
@@ -463,6 +466,36 @@ EXITS: tuple[Signature, ...] = (
         Blame.NONE,
         ["Using IP address of"],
         "DeepSpeed's launcher resolved an empty master address for the first node: no rank can rendezvous.",
+    ),
+    sig(
+        "xla_coordination_task_error",
+        # XLA/TSL coordination_service.cc SetTaskError: LOG(ERROR) << task_name << " has been set to ERROR in
+        # coordination service: " << error; printed by the coordinator (task 0) about the task that failed: a
+        # heartbeat timeout ("the remote task has failed, got preempted, or crashed unexpectedly") or the error
+        # the task reported. The task index is the JAX process index: that process is the one that failed.
+        r"/job:[\w-]+/replica:\d+/task:(?P<self_rank>\d+) has been set to ERROR in coordination service:?"
+        r"(?: (?P<status>[A-Z_]+):)?",
+        K.CRASH,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["set to error in coordination service"],
+        "The JAX/XLA coordination service marked one task (process) as failed: it names that process.",
+        post=_coordination_task_post,
+    ),
+    sig(
+        "elasticdl_pod_failed",
+        # ElasticDL's master (elasticdl/python/master/k8s_worker_manager.py _event_cb): logger.info("Got event
+        # %s, phase %s for pod: %s", evt_type, phase, pod_name); phase Failed is Kubernetes' pod phase for a pod
+        # whose containers terminated in failure: that worker pod failed.
+        r"Got event \w+, phase Failed for pod: (?P<self_node>[\w.-]{1,253})",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.SELF,
+        ["phase failed for pod"],
+        "The ElasticDL master saw a worker pod reach phase Failed: that pod's container failed.",
+        post=named_self_post,
     ),
 )
 

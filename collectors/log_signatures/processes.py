@@ -1,8 +1,4 @@
-"""Process listings (ps, defunct) and stack dumps of stuck processes.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""Process listings (ps, defunct) and stack dumps of stuck processes."""
 
 from __future__ import annotations
 
@@ -31,15 +27,16 @@ LISTINGS: tuple[Signature, ...] = (
         "process_uninterruptible",
         # procps ps aux columns (USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND); STAT D is
         # "uninterruptible sleep (usually IO)" (ps(1)): a python rank in D waits in the kernel (storage,
-        # a driver) and cannot even be killed until it returns.
+        # a driver) and cannot even be killed until it returns; the driver's own tools in D (nvidia-smi,
+        # nvidia-persistenced) wait on the GPU driver itself.
         r"^\S+\s+(?P<pid>\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+(?P<stat>D\S*)\s+\S+\s+\S+\s+"
-        r"(?P<command>\S*python\S*[^\n]{0,200})",
+        r"(?P<command>\S*(?:python|nvidia-)\S*[^\n]{0,200})",
         K.HUNG_COLLECTIVE,
         None,
         S.WARNING,
         Blame.NONE,
-        ["python"],
-        "ps shows a python process in uninterruptible sleep (D): stuck in the kernel, on I/O or a driver.",
+        ["python", "nvidia-"],
+        "ps shows a python process or an NVIDIA tool in uninterruptible sleep (D): stuck in the kernel, on I/O or a driver.",
         generic=True,
     ),
     sig(

@@ -1,8 +1,4 @@
-"""Rendezvous and the c10d store; torch c10d's and gloo's own checks; rendezvous seen only as a traceback.
-
-Part of the log signature table (trainctl.collectors.log_signatures: how a rule is written and in which order
-the rules run). Each rule cites the code that prints its line.
-"""
+"""Rendezvous and the c10d store; torch c10d's and gloo's own checks; rendezvous seen only as a traceback."""
 
 from __future__ import annotations
 

@@ -30,3 +30,14 @@ def test_converging_a_single_zero_or_a_recovery_is_nothing() -> None:
     assert _findings([2.3, 0.4, 0.03, 0.0, 0.0]) == []  # converged through small values (a memorised toy task)
     assert _findings([2.3, 2.1, 0.0]) == []  # one zero line
     assert _findings([2.3, 0.0, 0.0, 1.9]) == []  # the loss came back: zeros do not end the log
+
+
+def test_zero_loss_from_the_first_step_is_numerical_only_when_the_gradient_norm_is_zero_too() -> None:
+    fmt = "{{'loss': {v}, 'grad_norm': 0.0, 'learning_rate': 4e-07, 'epoch': 0.05}}"
+    (f,) = _findings([0.0, 0.0, 0.0], fmt)
+    assert f.kind is FindingKind.NUMERICAL and f.ranks == () and f.hosts == ()
+    assert f.summary.startswith(
+        "loss is exactly 0 on every printed step (3 lines to the end), and so is the gradient norm"
+    )
+    assert _findings([0.0, 0.0, 0.0]) == []  # no gradient norm printed: a loss that is 0 from the start proves nothing
+    assert _findings([0.0, 0.0], "{{'loss': {v}, 'grad_norm': 0.35, 'epoch': 0.1}}") == []  # gradients still flow

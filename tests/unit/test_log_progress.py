@@ -166,6 +166,33 @@ def test_lightning_init_that_registered_every_process_is_nothing():
     assert findings(_pl_members([0, 1, 2, 3], 4)) == []
 
 
+def _barrier(key: int, added: list[int], completed: list[int], world: int = 4) -> str:
+    """torch distributed_c10d._store_based_barrier's two INFO lines, in Python logging's default format."""
+    prefix = "INFO:torch.distributed.distributed_c10d:"
+    return "".join(
+        f"{prefix}Added key: store_based_barrier_key:{key} to store for rank: {r}\n" for r in added
+    ) + "".join(
+        f"{prefix}Rank {r}: Completed store-based barrier for key:store_based_barrier_key:{key} with {world} nodes.\n"
+        for r in completed
+    )
+
+
+def test_a_store_based_barrier_entered_and_never_completed_is_a_hang_at_group_creation():
+    f = only(_barrier(1, [0, 1, 2, 3], [0, 1, 2, 3]) + _barrier(2, [2, 1], []))
+    assert f.ranks == () and "barrier 2 was entered by ranks 1, 2 and completed by none" in f.summary
+    assert f.evidence["arrived_ranks"] == [1, 2] and f.evidence["missing_ranks"] == [0, 3]
+
+
+def test_a_store_based_barrier_missing_one_rank_names_it_when_the_world_size_is_known():
+    f = only(_barrier(1, [0, 1, 2, 3], [0, 1, 2, 3]) + _barrier(2, [0, 1, 3], []))
+    assert f.ranks == (2,) and f.evidence["world_size"] == 4
+
+
+def test_store_based_barriers_that_completed_are_nothing():
+    assert findings(_barrier(1, [0, 1], [0, 1], world=2)) == []
+    assert findings(_barrier(1, [0, 1], [1], world=2)) == []  # one rank completing is enough
+
+
 # Native dumps in their printers' formats (collectors/log_progress.py cites each): gdb's
 # print_frame ("#N  0xPC in func (args) at file:line" / "... from lib"), lldb's default frame-format
 # ("frame #N: 0xPC module`func(args) + off" / "... at file:line:col"), py-spy dump --native. (A gdb

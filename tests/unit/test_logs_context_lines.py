@@ -119,3 +119,16 @@ def test_a_bare_clock_time_prefix_is_peeled_and_starts_a_record() -> None:
     )
     assert [r.text[:6] for r in clean_lines(text)] == ["Unable", "Unable", "failed"]
     assert _first(text).kind is FindingKind.CRASH
+
+
+def test_a_lone_field_line_is_not_a_torchelastic_entry_but_fields_of_a_cut_entry_are():
+    # A terminal wrap that left "rank: 1" on a row of its own (the tail of c10d's "Added key ... for rank: 1")
+    # must not read as torchelastic's failure entry; an excerpt cut inside a real entry shows several fields.
+    wrapped = (
+        "[2022-02-08 19:04:25,632][torch.distributed.distributed_c10d][INFO] - Added key: store_based_barrier_key:1"
+        " to store for \nrank: 1\n"
+    )
+    assert [r for r in parse_log_text(wrapped).to_pylist() if r["signature"] == "elastic_failure"] == []
+    cut = "  host      : node-3\n  rank      : 5 (local_rank: 1)\n  exitcode  : -9 (pid: 4242)\n"
+    (row,) = [r for r in parse_log_text(cut).to_pylist() if r["signature"] == "elastic_failure"]
+    assert row["kind"] == "crash" and row["rank"] == 5

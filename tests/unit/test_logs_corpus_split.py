@@ -130,7 +130,18 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext17.jsonl", "heldout17.sha256", 24, 47),
         ("corpus_ext18.jsonl", "heldout18.sha256", 71, 117),
     ],
-    ids=["seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth"],
+    ids=[
+        "seventh",
+        "eighth",
+        "ninth",
+        "tenth",
+        "eleventh",
+        "twelfth",
+        "thirteenth",
+        "fourteenth",
+        "fifteenth",
+        "sixteenth",
+    ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
     rows = _rows(name)
