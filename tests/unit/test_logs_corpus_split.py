@@ -129,6 +129,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext16.jsonl", "heldout16.sha256", 42, 81),
         ("corpus_ext17.jsonl", "heldout17.sha256", 24, 47),
         ("corpus_ext18.jsonl", "heldout18.sha256", 71, 117),
+        ("corpus_ext19.jsonl", "heldout19.sha256", 42, 94),
     ],
     ids=[
         "seventh",
@@ -141,6 +142,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "fourteenth",
         "fifteenth",
         "sixteenth",
+        "seventeenth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
