@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from trainctl.collectors.nccl_topology import comm_rank
+from trainctl.collectors.nccl_topology import channel_own_rank, comm_rank
 
 
 # What this module reads of collectors/logs.py's records and events, as protocols: logs imports this
@@ -124,6 +124,8 @@ def read_identity(
                 ranks_of_pid.setdefault((_short(ev.host), pid), set()).add(ev.rank)
                 lines_of_pid.setdefault((_short(ev.host), pid), ev.line_no)
     comm_lines: list[tuple[str, int, int, int, int]] = []  # host, pid, rank, nranks, line
+    channel_ranks: dict[tuple[str, int], set[int]] = {}  # (host, pid) -> its own rank in its channel lines
+    channel_lines: dict[tuple[str, int], int] = {}
     for rec in records:
         host = rec.host
         if not plausible_host(host) or rec.wrap_joined:
@@ -136,6 +138,9 @@ def read_identity(
         rn = comm_rank(rec.text) if pid is not None else None
         if rn is not None:
             comm_lines.append((host, pid, *rn, rec.line_no))
+        elif pid is not None and (own := channel_own_rank(rec.text)) is not None:
+            channel_ranks.setdefault((_short(host), pid), set()).add(own)
+            channel_lines.setdefault((_short(host), pid), rec.line_no)
     world = max((n for *_, n, _ in comm_lines), default=0)
     for host, pid, rank, nranks, line_no in comm_lines:
         if nranks != world:
@@ -144,6 +149,13 @@ def read_identity(
         lines_of_pid.setdefault((_short(host), pid), line_no)
         hosts_of_rank.setdefault(rank, set()).add(host)
         lines_of_rank.setdefault(rank, line_no)
+    # Where the excerpt shows no init line for a process, its channel lines name its rank (one communicator's:
+    # a process that set up several shows several ranks there, and is left unpaired).
+    if not comm_lines:
+        for key, own in channel_ranks.items():
+            if len(own) == 1 and key not in ranks_of_pid:
+                ranks_of_pid[key] = own
+                lines_of_pid[key] = channel_lines[key]
     return Identity(
         {r: frozenset(h) for r, h in hosts_of_rank.items()},
         {k: frozenset(v) for k, v in ranks_of_pid.items()},

@@ -1034,6 +1034,9 @@ _ERRORISH = re.compile(
     r"|^[EF] [\w./-]{1,200}:\d+\] "
     # Huawei CANN's error codes (Ascend NPUs, torch_npu): "EH9999: <time> <message>", "EE9999: ...", "EZ9999: ..."
     r"|^E[A-Z]\d{4}: "
+    # libstdc++'s verbose terminate handler (libsupc++/vterminate.cc): "terminate called after throwing an instance
+    # of 'T'" then "  what():  <the exception's message>", the line that says what failed
+    r"|^\s*what\(\):\s"
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
     # a C/C++/CUDA library's own error print at its source location ("mem_heap.cpp:1519: non-zero status: 1
     # cuMemMap failed": NVSHMEM, UCX, libfabric and most C libraries print __FILE__:__LINE__ before the failure)

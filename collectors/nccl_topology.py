@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from trainctl.schemas import SignalKind, schema_for
 
-__all__ = ["NcclProcess", "comm_rank", "parse_nccl_lines", "to_tables", "MAX_LINE_CHARS"]
+__all__ = ["NcclProcess", "channel_own_rank", "comm_rank", "parse_nccl_lines", "to_tables", "MAX_LINE_CHARS"]
 
 MAX_LINE_CHARS = 4096  # NCCL's own lines are < 2 KiB (debug.cc buffer); longer ones are cut before matching
 
@@ -87,6 +87,16 @@ def comm_rank(msg: str) -> tuple[int, int] | None:
     """(rank, nranks) from a communicator's init line (src/init.cc, the two formats above), else None."""
     c = _COMM.search(msg) or _COMPLETE.search(msg)
     return (int(c["rank"]), int(c["n"])) if c is not None else None
+
+
+def channel_own_rank(msg: str) -> int | None:
+    """The rank of the process that printed a channel line, else None. The transports print their own rank
+    first on the sending side (net.cc sendSetup, p2p.cc, shm.cc: "%d[..] -> %d[..] [send] via", untagged for P2P
+    and SHM) and the peer's first on the receiving side (net.cc recvSetup: "... [receive] via")."""
+    c = _CHANNEL.search(msg)
+    if c is None:
+        return None
+    return int(c["dst"]) if c["dir"] == "receive" else int(c["src"])
 
 
 def parse_nccl_lines(lines: Iterable[str]) -> list[NcclProcess]:

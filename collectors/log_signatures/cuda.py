@@ -415,6 +415,35 @@ ERRORS: tuple[Signature, ...] = (
         ["memory allocation of"],
         "A Rust library in the process could not allocate host memory and aborted (the host ran out of memory).",
     ),
+    sig(
+        "cuda_check_hex",
+        # dusty-nv jetson-utils cuda/cudaUtility.h cudaCheckError (and the many CUDA samples that copied it):
+        # LogError(LOG_CUDA "   %s (error %u) (hex 0x%02X)\n", cudaGetErrorString(retval), retval, retval) after the
+        # failed call's text: this process's CUDA call failed.
+        # (%02X: two hex digits at least, "0x2BC" for 700)
+        r"(?P<cuda_error>[A-Za-z][\w ,'-]{2,100}?) \(error (?P<cuda_errno>\d+)\) \(hex 0x[0-9A-Fa-f]{2,8}\)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["(hex 0x"],
+        "A CUDA call's error as cudaCheckError-style helpers print it (string, error number, hex).",
+        post=cuda_post,
+    ),
+    sig(
+        "hip_error_code",
+        # ROCm's HIP runtime (ROCm/clr hipamd/include/hip/hip_runtime_api.h hipError_t names), as its AMD_LOG_LEVEL
+        # trace prints them ("init: Returned hipErrorNoBinaryForGpu", hip_platform.cc) and as HIP programs report
+        # them: CUDA's errors on AMD GPUs. A poll's hipErrorNotReady and the already-done returns are not failures.
+        r"\b(?P<cuda_error>hipError(?!NotReady\b|PeerAccessAlreadyEnabled\b|HostMemoryAlreadyRegistered\b)[A-Z]\w{2,60})",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.WARNING,
+        Blame.NONE,
+        ["hiperror"],
+        "A HIP (ROCm) runtime call returned an error code (CUDA's errors on an AMD GPU).",
+        generic=True,
+    ),
 )
 
 

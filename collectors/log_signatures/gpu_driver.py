@@ -422,4 +422,17 @@ DRIVER: tuple[Signature, ...] = (
         ["No visible GPU is found"],
         "XGBoost was asked for a GPU and saw none (CUDA_VISIBLE_DEVICES, placement): it fell back to the CPU.",
     ),
+    sig(
+        "amdgpu_mes_unresponsive",
+        # Linux drivers/gpu/drm/amd/amdgpu/mes_v11_0.c (and v12) mes_submit_pkt_and_poll_completion: dev_err "MES
+        # failed to respond to msg=%s"; amdgpu_mes.c "MES might be in unrecoverable state, issue a GPU reset": the
+        # GPU's scheduler firmware (MES) stopped answering the driver, and the driver resets the GPU.
+        rf"amdgpu {PCI}: (?:amdgpu: )?(?P<amdgpu_error>MES failed to respond to msg=\w+|MES might be in unrecoverable state)",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["mes failed to respond", "mes might be in unrecoverable"],
+        "An AMD GPU's scheduler firmware (MES) stopped responding to the driver: the GPU is reset.",
+    ),
 )

@@ -370,6 +370,20 @@ ERRORS: tuple[Signature, ...] = (
         "An InfiniBand/RoCE port listing shows ports down.",
         generic=True,
     ),
+    sig(
+        "ucx_ib_retry_exceeded",
+        # openucx/ucx src/uct/ib/mlx5/ib_mlx5_log.c uct_ib_mlx5_completion_with_err: for the CQE syndromes
+        # TRANSPORT_RETRY_EXC_ERR and RNR_RETRY_EXC_ERR, "Transport retry count exceeded" / "Receive-no-ready retry
+        # count exceeded", logged as "%s on <dev>:<port>/<IB|RoCE> (synd ...)": the remote side never acknowledged
+        # (a dead peer or a lossy path); UCX names only its own port, so no peer and no blame.
+        r"(?P<reason>(?:Transport|Receive-no-ready) retry count exceeded) on (?P<ib_dev>[\w.-]+:\d+)/(?P<link>IB|RoCE)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.CRITICAL,
+        Blame.NONE,
+        ["retry count exceeded on"],
+        "UCX (Open MPI, Horovod over UCX): an RDMA send exhausted its retries; the peer or the path, not named.",
+    ),
 )
 
 

@@ -28,9 +28,10 @@ LOSS: tuple[Signature, ...] = (
         "loss_nan",
         # `loss: nan` / `loss=nan` / `'loss': nan` and the bare `loss nan` (trainctl's trainer, torchtitan's
         # "loss: nan" metric logger, fairseq-style "loss nan"): the separator may be a single space.
-        # A named loss term counts too ("loss_mn: nan", "losses: nan", "val_loss=nan").
+        # A named loss term counts too ("loss_mn: nan", "losses: nan", "val_loss=nan"). Column-aligned prints pad
+        # with spaces ("loss        nan") or zeros (printf "%07.5f" of a NaN: "loss = 0000nan").
         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?[a-z]{0,20}_?loss(?:es)?(?:_[a-z0-9]{1,20})?|grad[ _]norm)\b"
-        r"['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?(?:nan|inf))\b",
+        r"['\"]?(?:\s*[:=]\s*|\s{1,12})(?P<value>[-+]?0*(?:nan|inf))\b",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -137,5 +138,21 @@ FRAMEWORK_CHECKS: tuple[Signature, ...] = (
         ["found nan in local", "found inf in local"],
         "Megatron-LM's NaN check on the local gradient norm or loss; names the rank and node that found it.",
         post=named_self_post,
+    ),
+    sig(
+        "deepspeed_loss_scale_traceback",
+        # deepspeed/runtime/fp16/loss_scaler.py DynamicLossScaler.update_scale raises only
+        # Exception("Current loss scale already at minimum - cannot decrease scale anymore. Exiting run."); a
+        # traceback through the ZeRO optimizers' _update_scale (runtime/zero/stage_1_and_2.py, stage3.py) or
+        # update_scale itself is that exception when its own line is cut off the excerpt.
+        r"File \"[^\"]*deepspeed/runtime/(?:zero/stage(?:_1_and_2|3)|fp16/loss_scaler|fp16/fused_optimizer)\.py\", "
+        r"line \d+, in _?update_scale\b",
+        K.NUMERICAL,
+        C.OVERFLOW,
+        S.WARNING,
+        Blame.NONE,
+        ["update_scale"],
+        "A traceback through DeepSpeed's loss-scale update: the fp16 loss scale hit its minimum (its line cut off).",
+        generic=True,
     ),
 )

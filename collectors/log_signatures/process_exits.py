@@ -497,6 +497,20 @@ EXITS: tuple[Signature, ...] = (
         "The ElasticDL master saw a worker pod reach phase Failed: that pod's container failed.",
         post=named_self_post,
     ),
+    sig(
+        "elastic_child_no_error_file",
+        # torch/distributed/elastic/multiprocessing/errors/__init__.py (1.9-1.10) _no_error_file_warning_msg:
+        # "CHILD PROCESS FAILED WITH NO ERROR_FILE", "Child process {pid} (local_rank {rank}) FAILED (exitcode {n})":
+        # a worker exited with that code without @record; its own lines say why. local_rank is not a global rank.
+        r"Child process (?P<pid>\d+) \(local_rank (?P<local_rank>\d+)\) FAILED \(exitcode (?P<exit_code>-?\d+)\)",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["(local_rank"],
+        "torchelastic (1.9): a worker exited with a failure and wrote no error file.",
+        post=exit_post,
+    ),
 )
 
 

@@ -245,6 +245,19 @@ STORE: tuple[Signature, ...] = (
         ["waiting for clients"],
         "TCPStore server: not all ranks connected.",
     ),
+    sig(
+        "c10d_socket_wait_timeout",
+        # torch/csrc/distributed/c10d/socket.cpp SocketImpl::waitForInput (2.2+): C10D_WARNING("waitForInput: socket
+        # {} timed out after {}ms", ...): a c10d store client waited that long for the store's answer (a store that
+        # died or hung, or a peer that never set the key); the store's address is no culprit (often localhost).
+        r"waitForInput: socket (?P<socket>SocketImpl\([^)]{0,200}\)) timed out after (?P<timeout_ms>\d+)ms",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["waitforinput: socket"],
+        "A c10d store client timed out waiting for the store's reply.",
+    ),
 )
 
 

@@ -45,6 +45,38 @@ def test_pid_of_largest_communicator_is_the_rank() -> None:
     assert ident.host_of(0) is None  # the 2-rank communicator's rank 0 is no global rank
 
 
+# NVIDIA/nccl src/transport/shm.cc, p2p.cc and net.cc sendSetup print "Channel %02d : %d[..] -> %d[..] via ..." with
+# their own rank first; net.cc recvSetup prints "... [receive] via ..." with the peer's first.
+CHANNEL = "{h}:{pid}:{pid}0 [0] NCCL INFO Channel 0{c} : {a}[1020] -> {b}[1040] {d}via {via}"
+
+
+def test_channel_lines_name_a_process_rank_where_no_init_line_does() -> None:
+    lines = [
+        CHANNEL.format(h="n1", pid=51, c=0, a=0, b=2, d="", via="SHM/direct/direct"),
+        CHANNEL.format(h="n1", pid=51, c=1, a=0, b=3, d="", via="SHM/direct/direct"),
+        CHANNEL.format(h="n1", pid=53, c=0, a=0, b=2, d="[receive] ", via="NET/IB/0"),
+        CHANNEL.format(h="n1", pid=54, c=0, a=1, b=3, d="[send] ", via="NET/IB/0"),
+        CHANNEL.format(h="n1", pid=54, c=1, a=4, b=5, d="[send] ", via="NET/IB/0"),  # a second communicator
+    ]
+    ident = _identity(lines)
+    assert ident.rank_of("n1", 51) == 0 and ident.rank_of("n1", 53) == 2
+    assert ident.rank_of("n1", 54) is None  # two ranks in its channel lines: which is the world's is unknown
+    # an init line anywhere in the excerpt is the better source: channel lines are not read then
+    assert _identity([*lines, INIT.format(h="n1", pid=99, r=7, n=8)]).rank_of("n1", 51) is None
+
+
+def test_an_nccl_warn_is_blamed_on_the_rank_its_pids_channel_lines_name() -> None:
+    text = "\n".join(
+        [
+            CHANNEL.format(h="n1", pid=51, c=0, a=0, b=2, d="", via="SHM/direct/direct"),
+            CHANNEL.format(h="n1", pid=52, c=0, a=1, b=0, d="", via="SHM/direct/direct"),
+            "n1:51:51 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'",
+        ]
+    )
+    (f,) = [f for f in analyze_log_events(parse_log_text(text, "x.log")) if f.ranks]
+    assert f.ranks == (0,) and f.hosts == ("n1",)
+
+
 def test_a_pairing_seen_twice_differently_settles_nothing() -> None:
     ident = _identity([INIT.format(h="n1", pid=7, r=3, n=8), INIT.format(h="n2", pid=70, r=3, n=8)])
     assert ident.host_of(3) is None

@@ -43,6 +43,16 @@ def test_an_unknown_printers_words_say_the_kind(line: str, kind: FindingKind, wo
     assert not Trigger(kinds=(kind,)).acts_on(f) and f.confidence < ConfidenceLevel.MEDIUM.min_confidence
 
 
+def test_a_cpp_exceptions_what_line_is_read_for_its_words() -> None:
+    # libstdc++'s verbose terminate handler (libsupc++/vterminate.cc) prints the exception's message on its own
+    # "  what():  " line: that line, not the "terminate called" one, says what failed
+    (f,) = _findings(
+        "terminate called after throwing an instance of 'dlib::cuda_error'\n"
+        "  what():  Error while calling cudaMalloc(&data, n) in file gpu_data.cpp:190. code: 2, reason: out of memory\n"
+    )
+    assert (f.kind, f.category) == (FindingKind.OOM, Category.UNCLASSIFIED) and "out of memory" in f.summary
+
+
 def test_without_failure_words_it_stays_a_crash() -> None:
     (f,) = _findings("FrobnicatorError: the widget refused to spin\n")
     assert (f.kind, f.category) == (FindingKind.CRASH, Category.UNCLASSIFIED) and "its words" not in f.summary
