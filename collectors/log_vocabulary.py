@@ -61,10 +61,21 @@ RULES: tuple[WordsRule, ...] = (
         "kernel's MCE '[Hardware Error]': the machine, not the program",
     ),
     _rule(
+        K.CRASH,
+        r"CUDA error|cudaError\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+|illegal memory access|device-side assert"
+        r"|\bhipError\w+|HIP error",
+        "the CUDA runtime's errors as torch's C10_CUDA_CHECK prints them ('CUDA error: %s', c10/cuda/CUDAException), "
+        "the cudaError_t / cublasStatus_t / cudnnStatus_t names, HIP's: the process's own GPU call failed (before "
+        "'watchdog' or 'timed out', which name the thread that noticed, not what failed)",
+    ),
+    _rule(
         K.RENDEZVOUS_ERROR,
-        r"rendezvous|init_process_group|MASTER_(?:ADDR|PORT)|TCPStore|\bstore\b|address already in use|EADDRINUSE",
+        r"rendezvous|init_process_group|MASTER_(?:ADDR|PORT)|TCPStore|\bstore\b|address already in use|EADDRINUSE"
+        r"|\[c10d(?: - \w+)?\]|trying to connect|failed to listen",
         "torchelastic's rendezvous, c10d's TCPStore and init_process_group, the env:// variables, errno "
-        "EADDRINUSE's 'Address already in use' (a port the job's master could not bind)",
+        "EADDRINUSE's 'Address already in use' (a port the job's master could not bind); the '[c10d]' tag of "
+        "c10d's own logging macros (torch/csrc/distributed/c10d/logging.h), which the store's sockets print "
+        "(socket.cpp: 'trying to connect', 'failed to listen'), not the process groups",
     ),
     _rule(
         K.HUNG_COLLECTIVE,
@@ -75,10 +86,11 @@ RULES: tuple[WordsRule, ...] = (
     _rule(
         K.NETWORK_ERROR,
         r"connection (?:refused|reset|closed|aborted)|broken pipe|network|unreachable|socket|infiniband|\bRDMA\b"
-        r"|ibv_|\bEFA\b|libfabric|ncclSystemError|ncclRemoteError|\bNET/",
+        r"|ibv_|\bEFA\b|libfabric|ncclSystemError|ncclRemoteError|\bNET/|\bgloo\b|gloo::",
         "errno strings ECONNREFUSED/ECONNRESET/EPIPE/ENETUNREACH/EHOSTUNREACH ('Connection refused', 'Connection "
         "reset by peer', 'Broken pipe', 'Network is unreachable', 'No route to host'... 'unreachable'), the "
-        "verbs and libfabric APIs, NCCL's ncclSystemError/ncclRemoteError and its NET/ transports",
+        "verbs and libfabric APIs, NCCL's ncclSystemError/ncclRemoteError and its NET/ transports, gloo's (its "
+        "transport's pair errors and gloo::IoException are the connection's)",
     ),
 )
 

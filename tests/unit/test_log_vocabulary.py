@@ -93,3 +93,24 @@ def test_any_line_gives_at_most_one_unclassified_finding_that_blames_nobody(body
             assert f.ranks == () and f.hosts == ()
             want = kind_from_words([f"WidgetError: {body}"])
             assert f.kind is (want.kind if want else FindingKind.CRASH)
+
+
+@pytest.mark.parametrize(
+    "line, kind",
+    [
+        # a watchdog that reports a CUDA error: the error is what failed, the watchdog only noticed it
+        ("[E1 ProcessGroupX.cpp:9] [Rank 7] watchdog thread terminated with exception: CUDA error: unknown error",
+         FindingKind.CRASH),
+        # c10d's logging macros tag the store's sockets "[c10d]" (torch/csrc/distributed/c10d/logging.h)
+        ("[E socket.cpp:1] [c10d] The client socket has timed out after 60s while trying to connect to (h, 2222).",
+         FindingKind.RENDEZVOUS_ERROR),
+        # gloo's transport errors are the connection's
+        ("[E ProcessGroupX.cpp:3] Gloo connectFullMesh failed with [gloo/transport/tcp/pair.cc:144] no error",
+         FindingKind.NETWORK_ERROR),
+    ],
+)  # fmt: skip
+def test_words_that_name_what_failed_come_before_words_that_name_who_noticed(line: str, kind: FindingKind) -> None:
+    from trainctl.collectors.log_vocabulary import kind_from_words
+
+    guess = kind_from_words([line])
+    assert guess is not None and guess.kind is kind
