@@ -130,6 +130,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext17.jsonl", "heldout17.sha256", 24, 47),
         ("corpus_ext18.jsonl", "heldout18.sha256", 71, 117),
         ("corpus_ext19.jsonl", "heldout19.sha256", 42, 94),
+        ("corpus_ext20.jsonl", "heldout20.sha256", 70, 127),
     ],
     ids=[
         "seventh",
@@ -143,6 +144,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "fifteenth",
         "sixteenth",
         "seventeenth",
+        "eighteenth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
