@@ -25,7 +25,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext16.jsonl (81 rows, gathered 2026-11-27 05:55-06:06 UTC): held-out-14 (heldout16.sha256) and dev;
   so is corpus_ext17.jsonl (47 rows, gathered 2026-11-27 06:14-06:25 UTC): held-out-15 (heldout17.sha256) and dev;
   so is corpus_ext18.jsonl (117 rows, gathered 2026-11-27 07:52-08:00 UTC): held-out-16 (heldout18.sha256) and dev;
-  so is corpus_ext19.jsonl (94 rows, gathered 2026-11-27 08:05-08:14 UTC): held-out-17 (heldout19.sha256) and dev.
+  so is corpus_ext19.jsonl (94 rows, gathered 2026-11-27 08:05-08:14 UTC): held-out-17 (heldout19.sha256) and dev;
+  so is corpus_ext20.jsonl (127 rows, gathered 2026-11-27 08:17-08:25 UTC): held-out-18 (heldout20.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -93,7 +94,8 @@ EXT16 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext16.jsonl"  # held-out-
 EXT17 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext17.jsonl"  # held-out-15 + dev (heldout17.sha256)
 EXT18 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext18.jsonl"  # held-out-16 + dev (heldout18.sha256)
 EXT19 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext19.jsonl"  # held-out-17 + dev (heldout19.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-17.
+EXT20 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext20.jsonl"  # held-out-18 + dev (heldout20.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-18.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -112,6 +114,7 @@ SPLIT_BATCHES = (
     EXT17,
     EXT18,
     EXT19,
+    EXT20,
 )
 
 # label category -> kinds a correct first finding may have
