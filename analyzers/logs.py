@@ -323,6 +323,11 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             + f"): {first.message[:200]}"
         )
     if k is FindingKind.HUNG_COLLECTIVE:
+        if f.get("interrupted_by_user"):
+            return (
+                "the run was stopped by hand (SIGINT, a terminal's Ctrl-C) with no failure line before it: "
+                "most often a stall someone gave up on"
+            )
         if g.category is Category.COLLECTIVE_TIMEOUT:
             ops = ", ".join(ev.get("ops", [])) or "a collective"
             seqs = ev.get("seqs", [])
@@ -375,6 +380,11 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         return (
             f"{start} ({f.get('zero_lines')} lines to the end){grad}: the loss is no longer computed over anything "
             "(all labels masked, an underflow, a broken loss path)"
+        )
+    if first.signature == "loss_diverged":
+        return (
+            f"loss diverged: it ends at {f.get('loss_last')}, {f.get('loss_last', 0) / f.get('loss_low', 1):.1f}x its "
+            f"earlier low of {f.get('loss_low')} ({f.get('loss_lines')} loss lines; a spike that did not come back)"
         )
     if first.signature == "ranked_exception":
         raisers = f.get("raising_ranks") or []

@@ -856,6 +856,7 @@ def parse_records(
         flush_banner()
     events.extend(_ranked_exceptions(recs, events))
     events.extend(_loss_collapse(recs, events))
+    events.extend(_loss_divergence(recs, events))
     for ev in events:
         _finish(ev)
     # Xid 79 text also matches the lost-GPU signature: keep the Xid event only. A generic match on
@@ -926,7 +927,7 @@ def _ranked_exceptions(records: list[_Record], events: list[Event]) -> list[Even
 # A training loss as the trainers print it (HF Trainer's "{'loss': 1.7172, ...}", Megatron's "lm loss: 1.234E+00",
 # Lightning's "loss=1.72", torchtitan's "loss:  1.7234", "loss 1.72"): the first loss value of a line.
 _LOSS_VALUE = re.compile(
-    r"\b(?:lm |train[_ ])?loss['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\d.])"
+    r"\b(?:lm[ _]|train[_ ])?loss['\"]?(?:\s*[:=]\s*| )(?P<value>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\d.])"
 )
 # the gradient norm on the same line (HF Trainer's {'loss': 0.0, 'grad_norm': 0.0, ...}, Megatron's "grad norm: 0.000")
 _GRAD_NORM_VALUE = re.compile(
@@ -963,6 +964,28 @@ def _loss_collapse(records: list[_Record], events: list[Event]) -> list[Event]:
     ev = Event(rec.line_no, rec.text, "loss_collapsed_to_zero", K.NUMERICAL, None, S.WARNING, Blame.NONE, False,
                rank=rec.rank, rank_basis=rec.rank_basis, host=rec.host, host_basis=rec.host_basis, ts=rec.ts)  # fmt: skip
     ev.fields.update(loss_before=before[-1] if before else None, zero_lines=zeros, grad_norm_zero=no_gradient)
+    return [ev]
+
+
+LOSS_DIVERGENCE_FACTOR = 4.0  # the log's last loss over the lowest one before it
+LOSS_DIVERGENCE_MIN_RISE = 1.0  # and at least this much higher (0.01 -> 0.05 is noise, not divergence)
+
+
+def _loss_divergence(records: list[_Record], events: list[Event]) -> list[Event]:
+    """A loss that ends the log at several times its own earlier low: training diverged (a loss spike that did
+    not come back, the step before a NaN). Read only where no line says anything else: a warning, no blame."""
+    if any(e.kind is not None for e in events):
+        return []
+    values = [(rec, float(m.group("value"))) for rec in records if (m := _LOSS_VALUE.search(rec.text))]
+    if len(values) < 2:
+        return []
+    low = min(v for _, v in values[:-1])
+    rec, last = values[-1]
+    if not (low > 0 and last >= LOSS_DIVERGENCE_FACTOR * low and last - low >= LOSS_DIVERGENCE_MIN_RISE):
+        return []
+    ev = Event(rec.line_no, rec.text, "loss_diverged", K.NUMERICAL, None, S.WARNING, Blame.NONE, False,
+               rank=rec.rank, rank_basis=rec.rank_basis, host=rec.host, host_basis=rec.host_basis, ts=rec.ts)  # fmt: skip
+    ev.fields.update(loss_low=low, loss_last=last, loss_lines=len(values))
     return [ev]
 
 
@@ -1037,6 +1060,9 @@ _ERRORISH = re.compile(
     # libstdc++'s verbose terminate handler (libsupc++/vterminate.cc): "terminate called after throwing an instance
     # of 'T'" then "  what():  <the exception's message>", the line that says what failed
     r"|^\s*what\(\):\s"
+    # Go services' structured logs: logrus's text formatter "level=error|fatal|panic" (sirupsen/logrus
+    # text_formatter.go; dcgm-exporter, the device plugins, containerd) and zap's JSON '"level":"error"'
+    r'|\blevel=(?:error|fatal|panic)\b|"level":\s?"(?:error|fatal|panic|dpanic)"'
     r"|^(?:\w{1,40}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$"  # raised without a message: `EOFError`
     # a C/C++/CUDA library's own error print at its source location ("mem_heap.cpp:1519: non-zero status: 1
     # cuMemMap failed": NVSHMEM, UCX, libfabric and most C libraries print __FILE__:__LINE__ before the failure)

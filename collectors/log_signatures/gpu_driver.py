@@ -108,6 +108,8 @@ def _sxid_post(ev: Event) -> None:
         ev.severity = S.WARNING
     elif sev == "Correctable":
         ev.severity = S.INFO
+    elif sev == "Data":  # the severity line, if the excerpt has it, speaks for the SXid
+        ev.severity, ev.generic = S.WARNING, True
 
 
 def _nvml_error_post(ev: Event) -> None:
@@ -312,7 +314,9 @@ DRIVER: tuple[Signature, ...] = (
         # src/common/nvswitch/kernel/inc/common_nvswitch.h NVSWITCH_PRINT_SXID: "nvidia-%s: SXid (PCI:%s): %05d, "
         # then error_nvswitch.h's "Fatal, Link %02d ...", "Non-fatal, Link %02d ...", "Correctable, Link %02d ...".
         # The NVSwitch sits on this host's baseboard.
-        rf"nvidia-nvswitch\d+: SXid \({PCI}\): (?P<sxid>\d+), (?P<sxid_severity>Fatal|Non-fatal|Correctable)",
+        # Each SXid is followed by its data line, "... SXid (PCI:%s): %05d, Data {0x%08x, ...}" (the severity is on
+        # the line before): read alone, an SXid of unknown severity.
+        rf"nvidia-nvswitch\d+: SXid \({PCI}\): (?P<sxid>\d+), (?P<sxid_severity>Fatal|Non-fatal|Correctable|Data)",
         K.FAULTY_HOST,
         C.NVLINK,
         S.CRITICAL,
@@ -434,5 +438,18 @@ DRIVER: tuple[Signature, ...] = (
         Blame.SELF,
         ["mes failed to respond", "mes might be in unrecoverable"],
         "An AMD GPU's scheduler firmware (MES) stopped responding to the driver: the GPU is reset.",
+    ),
+    sig(
+        "dcgmi_nvlink_link_down",
+        # NVIDIA/DCGM dcgmi/Nvlink.cpp (dcgmi nvlink --link-status): per GPU, "    gpuId %d:" then one row of link
+        # states, "U" up, "D" down, "X" disabled, "_" not supported ("Key: Up=U, Down=D, Disabled=X, Not
+        # Supported=_"). A row with links down: this host's GPU lost NVLinks.
+        r"^\s*(?=(?:[UDX_] )*D\b)(?P<link_states>(?:[UDX_] ){3,}[UDX_])\s*$",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        [" d "],
+        "dcgmi nvlink --link-status shows NVLinks down (D) on a GPU of this host.",
     ),
 )

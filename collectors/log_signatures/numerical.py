@@ -31,7 +31,8 @@ LOSS: tuple[Signature, ...] = (
         # A named loss term counts too ("loss_mn: nan", "losses: nan", "val_loss=nan"). Column-aligned prints pad
         # with spaces ("loss        nan") or zeros (printf "%07.5f" of a NaN: "loss = 0000nan").
         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?[a-z]{0,20}_?loss(?:es)?(?:_[a-z0-9]{1,20})?|grad[ _]norm)\b"
-        r"['\"]?(?:\s*[:=]\s*|\s{1,12})(?P<value>[-+]?0*(?:nan|inf))\b",
+        # a key-value table's cell ("| loss | nan |", openai's logger.dumpkvs)
+        r"['\"]?(?:\s*[:=|]\s*|\s{1,12})(?P<value>[-+]?0*(?:nan|inf))\b",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -50,12 +51,30 @@ LOSS: tuple[Signature, ...] = (
         # volcengine/verl verl/workers/actor/dp_actor.py (and its critic, FSDP/Megatron engines) _optimizer_step:
         # print(f"WARN: rank {rank} grad_norm is not finite: {grad_norm}") and the update is skipped. The norm is the
         # global one after clipping's all-reduce: every rank prints it, so the rank is not a culprit.
-        r"|grad_norm is not finite)",
+        r"|grad_norm is not finite"
+        # tensorflow/core/kernels/check_numerics_op.cc: InvalidArgument(message, " : Tensor had ", "NaN"/"Inf"/"NaN and
+        # Inf", " values") (tf.debugging.check_numerics, the Object Detection API's "LossTensor is inf or nan.")
+        r"|Tensor had (?:NaN|Inf|NaN and Inf) values"
+        # espnet asr_chainer.py / asr_pytorch: logging.warning("grad norm is nan. Do not update model.")
+        r"|grad(?:ient)? norm is (?:nan|inf)"
+        # openai guided-diffusion fp16_util.py MixedPrecisionTrainer: "Found NaN, decreased lg_loss_scale to %s"
+        r"|Found NaN, decreased lg_loss_scale)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
         Blame.NONE,
-        ["loss is", "nan values", "detected nan", "detected inf", "FloatingPointError", "nan iterations", "finite"],
+        [
+            "loss is",
+            "nan values",
+            "detected nan",
+            "detected inf",
+            "FloatingPointError",
+            "nan iterations",
+            "finite",
+            "inf values",
+            "norm is",
+            "found nan",
+        ],
         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
         flags=re.I,
     ),

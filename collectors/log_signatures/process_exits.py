@@ -51,6 +51,15 @@ def _death_signal_post(ev: Event) -> None:
             ev.fields["signal"] = _signal.Signals(int(no)).name
         except ValueError:
             pass
+    _user_interrupt_post(ev)
+
+
+def _user_interrupt_post(ev: Event) -> None:
+    """SIGINT is the terminal's Ctrl-C: a person stopped the run, not a failure. With no failure line before
+    it, what it says is that someone judged the run stuck: a low hang, generic (any failure line outranks it)."""
+    if ev.fields.get("signal") == "SIGINT":
+        ev.kind, ev.category, ev.severity, ev.generic = K.HUNG_COLLECTIVE, None, S.WARNING, True
+        ev.fields["interrupted_by_user"] = True
 
 
 def _xla_barrier_post(ev: Event) -> None:
@@ -159,6 +168,7 @@ EXITS: tuple[Signature, ...] = (
         ["closing signal"],
         "The agent stopping a worker: a consequence of what stopped the agent (a failure or a death signal).",
         generic=True,
+        post=_user_interrupt_post,
     ),
     sig(
         "signal_received",
@@ -336,7 +346,10 @@ EXITS: tuple[Signature, ...] = (
         # "State: Waiting" / "Last State: Terminated" block prints "      Reason:       %s" with the kubelet's
         # reason: CrashLoopBackOff (restarts delayed: it keeps failing), Error, OOMKilled (its memory limit),
         # ContainerCannotRun; "Exit Code:" follows a terminated one. (OOMKilled there is k8s_oom_killed's.)
-        r"^\s*Reason:\s+(?P<pod_status>CrashLoopBackOff|Error|ContainerCannotRun)\s*$",
+        # UnexpectedAdmissionError: the kubelet admitted the pod and then could not allocate its devices
+        # (pkg/kubelet/cm/devicemanager: "requested number of devices unavailable for %s. Requested: %d, Available:
+        # %d, which is unexpected"): the node's GPU accounting, not the container.
+        r"^\s*Reason:\s+(?P<pod_status>CrashLoopBackOff|Error|ContainerCannotRun|UnexpectedAdmissionError)\s*$",
         K.CRASH,
         C.EXIT_CODE,
         S.WARNING,
@@ -639,7 +652,7 @@ LAUNCHERS: tuple[Signature, ...] = (
         K.CRASH,
         C.EXIT_CODE,
         S.CRITICAL,
-        Blame.NONE,
+        Blame.SELF,  # raised in the rank whose worker (its own child process) died
         ["exited unexpectedly"],
         "A DataLoader worker process died; its own line (killed by signal, bus error) says why.",
         generic=True,

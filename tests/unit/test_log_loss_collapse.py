@@ -41,3 +41,17 @@ def test_zero_loss_from_the_first_step_is_numerical_only_when_the_gradient_norm_
     )
     assert _findings([0.0, 0.0, 0.0]) == []  # no gradient norm printed: a loss that is 0 from the start proves nothing
     assert _findings([0.0, 0.0], "{{'loss': {v}, 'grad_norm': 0.35, 'epoch': 0.1}}") == []  # gradients still flow
+
+
+def test_a_loss_that_ends_at_several_times_its_low_is_a_divergence() -> None:
+    (f,) = _findings([2.2758, 11.0545], "iteration 1 | lm_loss: {v} | number of nan iterations:   0 |")
+    assert f.kind is FindingKind.NUMERICAL and f.severity is Severity.WARNING and f.ranks == () and f.hosts == ()
+    assert f.summary.startswith("loss diverged: it ends at 11.0545, 4.9x its earlier low of 2.2758")
+    assert _findings([11.67, 8.85, 8712.59, 15806.38], "Step 100/3995, loss: {v}, lbox: 3.6")
+
+
+def test_a_loss_that_falls_wobbles_or_rises_by_little_is_nothing() -> None:
+    assert _findings([2.3, 1.9, 1.7, 1.75]) == []  # an ordinary wobble
+    assert _findings([0.01, 0.02, 0.05]) == []  # 5x, but a rise of 0.04: noise on a converged loss
+    assert _findings([2.3, 11.0, 1.9]) == []  # a spike that came back
+    assert _findings([9.0]) == []  # one line is no trend

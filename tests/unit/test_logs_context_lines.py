@@ -132,3 +132,20 @@ def test_a_lone_field_line_is_not_a_torchelastic_entry_but_fields_of_a_cut_entry
     cut = "  host      : node-3\n  rank      : 5 (local_rank: 1)\n  exitcode  : -9 (pid: 4242)\n"
     (row,) = [r for r in parse_log_text(cut).to_pylist() if r["signature"] == "elastic_failure"]
     assert row["kind"] == "crash" and row["rank"] == 5
+
+
+def test_a_users_ctrl_c_is_a_stall_someone_stopped_unless_a_failure_came_before_it():
+    # torchelastic's agent on SIGINT (agent/server/api.py "Received %s death signal", multiprocessing/api.py
+    # "Sending process %s closing signal %s"): a person stopped the run; with nothing failing before it, the
+    # person judged it stuck
+    interrupt = (
+        "[2024-04-23 22:04:33,011] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGINT death"
+        " signal, shutting down workers\n"
+        "[2024-04-23 22:04:33,012] torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 1486799"
+        " closing signal SIGINT\n"
+    )
+    f = _first("[INFO] [axolotl.train.log:61] [PID:1486799] [RANK:0] Starting trainer...\n" + interrupt)
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and f.ranks == () and f.hosts == ()
+    assert f.summary.startswith("the run was stopped by hand (SIGINT")
+    crashed = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + interrupt
+    assert _first(crashed).kind is FindingKind.OOM

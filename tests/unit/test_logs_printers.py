@@ -52,6 +52,11 @@ NOT_FAILURES = [
     "learning rate: 1.500000E-04 | global batch size:   128 | lm loss: 2.345678E+00 | loss scale: 65536.0 | "
     "grad norm: 1.234 | number of skipped iterations:   0 | number of nan iterations:   0 |",
     "{'loss': 1.2345, 'grad_norm': 0.8765, 'learning_rate': 4.5e-05, 'epoch': 0.3}",
+    # DCGM dcgmi/Nvlink.cpp: a GPU whose links are all up (U) or not supported (_)
+    "        U U U U U U U U U U U U _ _ _ _ _ _",
+    # logrus's and zap's informational lines (dcgm-exporter, the device plugin)
+    'time="2022-09-29T12:09:09Z" level=info msg="Starting dcgm-exporter"',
+    '{"level":"info","ts":"2025-01-28T06:47:16Z","caller":"diagnose/scan.go:263","msg":"scanning"}',
 ]
 
 # Lines whose printer says the error was corrected: a finding at information level, never an alarm.
