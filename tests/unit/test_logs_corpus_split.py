@@ -131,6 +131,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext18.jsonl", "heldout18.sha256", 71, 117),
         ("corpus_ext19.jsonl", "heldout19.sha256", 42, 94),
         ("corpus_ext20.jsonl", "heldout20.sha256", 70, 127),
+        ("corpus_ext21.jsonl", "heldout21.sha256", 48, 101),
     ],
     ids=[
         "seventh",
@@ -145,6 +146,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "sixteenth",
         "seventeenth",
         "eighteenth",
+        "nineteenth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
