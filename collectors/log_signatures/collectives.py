@@ -302,6 +302,21 @@ TIMEOUTS: tuple[Signature, ...] = (
         "1.7-1.13 init barrier still waiting: some ranks never joined.",
         generic=True,
     ),
+    sig(
+        "watchdog_check_timeout_frame",
+        # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: WorkNCCL::checkTimeout() throws the watchdog's
+        # DistBackendError "Watchdog caught collective operation timeout" when a collective outlives its timeout; a
+        # c10::Error backtrace through "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout" is that exception with its
+        # header line cut off the excerpt.
+        r"c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout\(",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["workncclcheck", "::checktimeout("],
+        "A backtrace through the NCCL watchdog's timeout check: a collective timed out (its message cut off).",
+        generic=True,
+    ),
 )
 
 

@@ -384,6 +384,36 @@ ERRORS: tuple[Signature, ...] = (
         ["retry count exceeded on"],
         "UCX (Open MPI, Horovod over UCX): an RDMA send exhausted its retries; the peer or the path, not named.",
     ),
+    sig(
+        "gloo_connect_frames",
+        # gloo/rendezvous/context.cc Context::connectFullMesh and gloo/transport/tcp/context.cc
+        # Context::createAndConnectAllPairs (the frames of torch's ProcessGroupGloo construction): a c10::Error
+        # backtrace through them is gloo failing to connect its pairs (its "connectFullMesh failed" line cut off).
+        r"gloo::(?:rendezvous::Context::connectFullMesh|transport::tcp::Context::createAndConnectAllPairs)\(",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.WARNING,
+        Blame.NONE,
+        ["connectfullmesh(", "createandconnectallpairs("],
+        "A backtrace through gloo's full-mesh connect: gloo could not connect its pairs.",
+        generic=True,
+    ),
+    sig(
+        "openmpi_tcp_connect_failed",
+        # Open MPI opal/mca/btl/tcp/btl_tcp_endpoint.c mca_btl_tcp_endpoint_complete_connect: BTL_ERROR(("connect()
+        # to %s failed: %s (%d)", address, strerror(so_error), so_error)); and its help text (help-mpi-btl-tcp.txt)
+        # "A process or daemon was unable to complete a TCP connection to another process:" with "Local host:" /
+        # "Remote host:" lines ("usually caused by a firewall on the remote host"): the path or an interface
+        # choice (btl_tcp_if_include), not a culprit.
+        r"\bconnect\(\) to (?P<peer>[\w.:-]+) failed: (?P<reason>[^(\n]{1,80}) \((?P<errno>\d+)\)"
+        r"|(?P<reason__2>unable to complete a TCP connection)(?: to another process)?",  # the help text wraps there
+        K.NETWORK_ERROR,
+        C.SOCKET,
+        S.CRITICAL,
+        Blame.NONE,
+        ["connect() to", "unable to complete a tcp connection"],
+        "Open MPI could not open a TCP connection between its processes or daemons.",
+    ),
 )
 
 

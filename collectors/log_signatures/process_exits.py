@@ -773,12 +773,15 @@ LAUNCHERS: tuple[Signature, ...] = (
         # device: none visible to the process, CUDA_VISIBLE_DEVICES, or a GPU the driver lost), and
         # DeferredCudaCallError "CUDA call failed lazily at initialization with error: ...". The process
         # could not use CUDA; whether the host or the job's settings are at fault, the line does not say.
-        r"(?P<cuda_error>No CUDA GPUs are available|CUDA call failed lazily at initialization)",
+        # ProcessGroupNCCL's constructor: TORCH_CHECK(..., "ProcessGroupNCCL is only supported with GPUs, no GPUs
+        # found!"): the same, seen by init_process_group(backend="nccl").
+        r"(?P<cuda_error>No CUDA GPUs are available|CUDA call failed lazily at initialization"
+        r"|ProcessGroupNCCL is only supported with GPUs, no GPUs found)",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,
         Blame.SELF,
-        ["No CUDA GPUs are available", "failed lazily at initialization"],
+        ["No CUDA GPUs are available", "failed lazily at initialization", "no GPUs found"],
         "The process found no usable CUDA device at start (visibility settings, or a GPU the host lost).",
     ),
     sig(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from trainctl.collectors.log_signatures.rule import (
+    ADDR,
     Blame,
     C,
     Event,
@@ -170,7 +171,9 @@ STORE: tuple[Signature, ...] = (
     ),
     sig(
         "rendezvous_timeout",
-        r"RendezvousTimeoutError",
+        # (not the tail of dynamic_rendezvous.py's keep-alive warning, "... due to an error of type
+        # RendezvousTimeoutError.", cut onto a line of its own: elastic_keepalive_failed's)
+        r"(?<!error of type )RendezvousTimeoutError",
         K.RENDEZVOUS_ERROR,
         None,
         S.CRITICAL,
@@ -257,6 +260,49 @@ STORE: tuple[Signature, ...] = (
         Blame.NONE,
         ["waitforinput: socket"],
         "A c10d store client timed out waiting for the store's reply.",
+    ),
+    sig(
+        "elastic_keepalive_failed",
+        # torch/distributed/elastic/rendezvous/dynamic_rendezvous.py DynamicRendezvousHandler._keep_alive (v2.13):
+        # logger.warning("The node '%s' has failed to send a keep-alive heartbeat to the rendezvous '%s' due to an
+        # error of type %s."): the agent could not reach the rendezvous store this once; it tries again. Often the
+        # echo of a failure that took the store or the node down first.
+        r"has failed to send a keep-alive heartbeat to the rendezvous '(?P<run_id>[^']{0,200})'",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["failed to send a keep-alive heartbeat"],
+        "torchelastic's agent missed a rendezvous keep-alive (a warning; it retries).",
+        generic=True,
+    ),
+    sig(
+        "ssh_connect_failed",
+        # OpenSSH sshconnect.c ssh_connect_direct: error("ssh: connect to host %s port %s: %s", host, port,
+        # strerror(errno)): the launcher (mpirun's plm_rsh, pdsh, DeepSpeed's runner) could not reach a node's sshd
+        # (a wrong port, a firewall, a container without sshd). The node is named, not blamed: the path or config.
+        rf"ssh: connect to host {ADDR} port (?P<peer_port>\d+): (?P<reason>Connection refused|Connection timed out"
+        r"|No route to host|Network is unreachable|Connection reset by peer)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["ssh: connect to host"],
+        "The multi-node launcher's ssh could not connect to a node (refused, timed out, no route).",
+    ),
+    sig(
+        "trl_vllm_server_wait",
+        # huggingface/trl trl/extras/vllm_client.py VLLMClient.check_server: logger.info(f"Server is not up yet.
+        # Retrying in {retry_interval} seconds...") until its total timeout: the trainer waits for the generation
+        # server (GRPO's vllm-serve) that has not come up.
+        r"Server is not up yet\. Retrying in (?P<retry_s>[\d.]+) seconds",
+        K.HUNG_COLLECTIVE,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["server is not up yet"],
+        "TRL's trainer is still waiting for its vLLM generation server to come up.",
+        generic=True,
     ),
 )
 

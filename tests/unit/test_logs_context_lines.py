@@ -149,3 +149,16 @@ def test_a_users_ctrl_c_is_a_stall_someone_stopped_unless_a_failure_came_before_
     assert f.summary.startswith("the run was stopped by hand (SIGINT")
     crashed = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + interrupt
     assert _first(crashed).kind is FindingKind.OOM
+
+
+def test_the_keep_alive_warnings_tail_cut_onto_its_own_line_is_not_a_rendezvous_timeout():
+    # dynamic_rendezvous.py's keep-alive warning ends "... due to an error of type RendezvousTimeoutError."; a
+    # paste that wrapped it must not read its tail as the critical RendezvousTimeoutError exception
+    text = (
+        "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'cn136_961_0' has failed to send a"
+        " keep-alive heartbeat to the rendezvous '159009' due to an\nerror of type RendezvousTimeoutError.\n"
+    )
+    rows = [r for r in parse_log_text(text).to_pylist() if r["kind"]]
+    assert [(r["signature"], r["severity"]) for r in rows] == [("elastic_keepalive_failed", "warning")]
+    assert [r["signature"] for r in parse_log_text("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError")
+            .to_pylist()] == ["rendezvous_timeout"]  # fmt: skip
