@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -295,6 +295,90 @@ def _sorted_unique(values: Any) -> list[Any]:
     return sorted({v for v in values if v is not None}, key=lambda v: (str(type(v)), v))
 
 
+@dataclass(frozen=True)
+class _Said:
+    """What a signature's own summary reads: the group's speaking line and its fields, and whom the group names."""
+
+    first: _Ev
+    f: dict[str, Any]
+    on: str  # " on rank R / host H", or ""
+    names_someone: bool
+    kind: FindingKind
+
+
+def _stack_dump_summary(s: _Said) -> str:
+    frames = s.f.get("frames") or []
+    return f"stack dump of a live rank: thread {s.f.get('thread', '?')} ({s.f.get('thread_state', '?')})" + (
+        f" in {frames[0]}" if frames else ""
+    )
+
+
+def _gdb_frame_summary(s: _Said) -> str:
+    return f"stack of a live process: a thread inside {s.f.get('func', '?')} ({s.f.get('lib', '?')}){s.on}"
+
+
+def _nccl_return_trace_summary(s: _Said) -> str:
+    f = s.f
+    return (
+        f"an NCCL call failed with {f.get('nccl_result')} ({f.get('nccl_result_code')}){s.on}: only NCCL's return "
+        f"trail says so ({f.get('trace_lines')} 'file:line -> N' lines, no WARN line)"
+    )
+
+
+def _coll_mismatch_summary(s: _Said) -> str:
+    calls = s.f.get("calls_by_process") or {}
+    odd = s.f.get("odd_processes") or []
+    rest = sorted({c for p, c in calls.items() if p not in odd})
+    return (
+        f"processes called different collectives at NCCL opCount {s.f.get('op_count')}: "
+        + "; ".join(f"{p} {calls[p]}" for p in odd[:4])
+        + (f" while the other {len(calls) - len(odd)} called {rest[0]}" if rest else "")
+        + " (the program's ranks disagree; the lines do not say which side is wrong)"
+    )
+
+
+def _loss_collapse_summary(s: _Said) -> str:
+    f = s.f
+    start = (
+        f"loss fell from {f['loss_before']} to exactly 0 and stayed there"
+        if f.get("loss_before") is not None
+        else "loss is exactly 0 on every printed step"
+    )
+    grad = ", and so is the gradient norm" if f.get("grad_norm_zero") else ""
+    return (
+        f"{start} ({f.get('zero_lines')} lines to the end){grad}: the loss is no longer computed over anything "
+        "(all labels masked, an underflow, a broken loss path)"
+    )
+
+
+def _loss_divergence_summary(s: _Said) -> str:
+    f = s.f
+    return (
+        f"loss diverged: it ends at {f.get('loss_last')}, {f.get('loss_last', 0) / f.get('loss_low', 1):.1f}x its "
+        f"earlier low of {f.get('loss_low')} ({f.get('loss_lines')} loss lines; a spike that did not come back)"
+    )
+
+
+def _ranked_exception_summary(s: _Said) -> str:
+    raisers = s.f.get("raising_ranks") or []
+    subject = s.on.removeprefix(" on ") if s.names_someone else f"ranks {', '.join(map(str, raisers))} (each)"
+    words = f" (its words '{s.f['kind_from_words']}' say {s.kind.value})" if s.f.get("kind_from_words") else ""
+    return f"{subject} raised {s.first.message[:200]}{words}"
+
+
+# Signatures (and readings across lines) whose evidence says more than their kind's summary would: each speaks
+# for its group in its own words. The rest are summarized by kind in _summary.
+_SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "stack_dump_thread": _stack_dump_summary,
+    "gdb_frame_in_cuda": _gdb_frame_summary,
+    "nccl_return_trace": _nccl_return_trace_summary,
+    "nccl_coll_mismatch": _coll_mismatch_summary,
+    "loss_collapsed_to_zero": _loss_collapse_summary,
+    "loss_diverged": _loss_divergence_summary,
+    "ranked_exception": _ranked_exception_summary,
+}
+
+
 def _summary(g: _Group, ev: dict[str, Any]) -> str:
     # The most severe line speaks for the group (a final E-level error over W-level retries).
     first = max(g.events, key=lambda e: (e.severity.rank, "refined_from" not in e.fields))
@@ -322,6 +406,8 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             + (f"; its words '{words}' say {k.value}" if words else "")
             + f"): {first.message[:200]}"
         )
+    if (own := _SIGNATURE_SUMMARIES.get(first.signature)) is not None:
+        return own(_Said(first, f, on, bool(who), k))
     if k is FindingKind.HUNG_COLLECTIVE:
         if f.get("interrupted_by_user"):
             return (
@@ -342,55 +428,12 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             elif not who:
                 s += "; the lines name who noticed, not the rank that never arrived"
             return s
-        if first.signature == "stack_dump_thread":
-            frames = f.get("frames") or []
-            return f"stack dump of a live rank: thread {f.get('thread', '?')} ({f.get('thread_state', '?')})" + (
-                f" in {frames[0]}" if frames else ""
-            )
-        if first.signature == "gdb_frame_in_cuda":
-            return f"stack of a live process: a thread inside {f.get('func', '?')} ({f.get('lib', '?')}){on}"
         last = ev.get("last_collective_by_rank") or {}
         if not last:  # no per-rank trace to list: the line says what stalled
             return f"stalled in a collective or a CUDA/NCCL call{on}: {first.message[:200]}"
         return "collective trace (DETAIL): last collective per rank: " + ", ".join(
             f"rank {r} {v}" for r, v in last.items()
         )
-    if first.signature == "nccl_return_trace":
-        return (
-            f"an NCCL call failed with {f.get('nccl_result')} ({f.get('nccl_result_code')}){on}: only NCCL's return "
-            f"trail says so ({f.get('trace_lines')} 'file:line -> N' lines, no WARN line)"
-        )
-    if first.signature == "nccl_coll_mismatch":
-        calls = f.get("calls_by_process") or {}
-        odd = f.get("odd_processes") or []
-        rest = sorted({c for p, c in calls.items() if p not in odd})
-        return (
-            f"processes called different collectives at NCCL opCount {f.get('op_count')}: "
-            + "; ".join(f"{p} {calls[p]}" for p in odd[:4])
-            + (f" while the other {len(calls) - len(odd)} called {rest[0]}" if rest else "")
-            + " (the program's ranks disagree; the lines do not say which side is wrong)"
-        )
-    if first.signature == "loss_collapsed_to_zero":
-        start = (
-            f"loss fell from {f['loss_before']} to exactly 0 and stayed there"
-            if f.get("loss_before") is not None
-            else "loss is exactly 0 on every printed step"
-        )
-        grad = ", and so is the gradient norm" if f.get("grad_norm_zero") else ""
-        return (
-            f"{start} ({f.get('zero_lines')} lines to the end){grad}: the loss is no longer computed over anything "
-            "(all labels masked, an underflow, a broken loss path)"
-        )
-    if first.signature == "loss_diverged":
-        return (
-            f"loss diverged: it ends at {f.get('loss_last')}, {f.get('loss_last', 0) / f.get('loss_low', 1):.1f}x its "
-            f"earlier low of {f.get('loss_low')} ({f.get('loss_lines')} loss lines; a spike that did not come back)"
-        )
-    if first.signature == "ranked_exception":
-        raisers = f.get("raising_ranks") or []
-        subject = on.removeprefix(" on ") if who else f"ranks {', '.join(map(str, raisers))} (each)"
-        words = f" (its words '{f['kind_from_words']}' say {k.value})" if f.get("kind_from_words") else ""
-        return f"{subject} raised {first.message[:200]}{words}"
     if k is FindingKind.CRASH:
         if g.category is Category.CUDA_ERROR:
             errs = ev.get("cuda_errors") or ["CUDA error"]
