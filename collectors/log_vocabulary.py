@@ -50,9 +50,10 @@ RULES: tuple[WordsRule, ...] = (
     ),
     _rule(
         K.COLLECTIVE_MISMATCH,
-        r"mismatch",
-        "torch c10d's 'Detected mismatch between collectives', NCCL's 'Mismatched collective': ranks that "
-        "disagree (a version or shape mismatch reads the same way)",
+        r"\bcollectives?\b.{0,40}\bmismatch|\bmismatch\w*\b.{0,40}\bcollective",
+        "torch c10d's 'Detected mismatch between collectives', NCCL's 'Mismatched collective' and NET/IB's "
+        "'collective mismatch error': ranks that disagree on a collective. Of NCCL's 601 WARN strings (v2.30.7) the "
+        "other mismatches (versions, buffer registration, its topology XML, a proxy's response size) are not that",
     ),
     _rule(
         K.FAULTY_HOST,

@@ -25,7 +25,8 @@ def _findings(text: str):
         ("WidgetAllocError: arena: Cannot allocate memory (3 retries)", FindingKind.OOM,
          "Cannot allocate memory"),
         ("ERROR trainer.py:88 halting: grad_scale became inf at step 1200", FindingKind.NUMERICAL, "inf"),
-        ("FATAL tp_shard_check: mismatch in shard count between stages", FindingKind.COLLECTIVE_MISMATCH, "mismatch"),
+        ("FATAL allgather_guard: collective mismatch between ranks 3 and 5", FindingKind.COLLECTIVE_MISMATCH,
+         "collective mismatch"),
         ("ERROR gpu_probe: NVLink 2 of device 3 went down", FindingKind.FAULTY_HOST, "NVLink"),
         ("launcher error: could not reach MASTER_ADDR gpu-master-0 after 10 tries", FindingKind.RENDEZVOUS_ERROR,
          "MASTER_ADDR"),
@@ -114,3 +115,13 @@ def test_words_that_name_what_failed_come_before_words_that_name_who_noticed(lin
 
     guess = kind_from_words([line])
     assert guess is not None and guess.kind is kind
+
+
+def test_a_mismatch_that_is_not_about_collectives_is_not_a_collective_mismatch() -> None:
+    from trainctl.collectors.log_vocabulary import kind_from_words
+
+    # NVIDIA/nccl src/init.cc and src/graph/xml.cc (v2.30.7): a version and a topology mismatch, not collectives
+    for line in ("NCCL WARN Mismatched NCCL version detected : rank 3 version 22703 rank 0 version 22105",
+                 "NCCL WARN XML Mismatch : gpu / nic"):  # fmt: skip
+        guess = kind_from_words([line])
+        assert guess is None or guess.kind is not FindingKind.COLLECTIVE_MISMATCH, line
