@@ -57,7 +57,7 @@ RULES: tuple[WordsRule, ...] = (
     ),
     _rule(
         K.FAULTY_HOST,
-        r"\bXid\b|\bECC\b|fallen off the bus|\bNVRM\b|\bPCIe\b|NVLink|uncorrectable|GPU is lost|hardware error",
+        r"\bXid\b|\bECC\b|fallen off the bus|\bNVRM\b|\bPCIe\b|\bNVLink\b|uncorrectable|GPU is lost|hardware error",
         "the NVIDIA driver's NVRM/Xid lines, NVML's 'GPU is lost', ECC and PCIe/NVLink error counters, the "
         "kernel's MCE '[Hardware Error]': the machine, not the program",
     ),
