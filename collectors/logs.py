@@ -1060,6 +1060,10 @@ _ERRORISH = re.compile(
     # libstdc++'s verbose terminate handler (libsupc++/vterminate.cc): "terminate called after throwing an instance
     # of 'T'" then "  what():  <the exception's message>", the line that says what failed
     r"|^\s*what\(\):\s"
+    # the NVIDIA driver's own failure prints (open-gpu-kernel-modules NV_PRINTF(LEVEL_ERROR, ...): "NVRM: <func>: ...
+    # failed", "... timed out", "Unable to ...", "Assertion failed"), which carry no level of their own in dmesg
+    r"|^NVRM: .{0,300}?(?i:\bfail(?:ed|ure)\b|\berror\b|\btimed out\b|\btimeout\b|\bunable to\b|\blost\b|\bfault\b"
+    r"|\bcannot\b|\binvalid\b|\bunexpected(?:ly)?\b|\bcorrupt\w*)"
     # Go services' structured logs: logrus's text formatter "level=error|fatal|panic" (sirupsen/logrus
     # text_formatter.go; dcgm-exporter, the device plugins, containerd) and zap's JSON '"level":"error"'
     r'|\blevel=(?:error|fatal|panic)\b|"level":\s?"(?:error|fatal|panic|dpanic)"'

@@ -125,3 +125,22 @@ def test_a_mismatch_that_is_not_about_collectives_is_not_a_collective_mismatch()
                  "NCCL WARN XML Mismatch : gpu / nic"):  # fmt: skip
         guess = kind_from_words([line])
         assert guess is None or guess.kind is not FindingKind.COLLECTIVE_MISMATCH, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # open-gpu-kernel-modules 595.45.04 NV_PRINTF(LEVEL_ERROR, ...) lines as dmesg shows them ("NVRM: <func>: ...")
+        "[  194.004435] NVRM: kgspBootstrap_GH100: GSP-FMC reported an error while attempting to boot GSP: 0x5",
+        "[  194.004435] NVRM: kgmmuServicePriFaults_GV100: Physical MMU fault",  # kern_gmmu_gv100.c
+    ],
+)
+def test_a_driver_failure_line_no_signature_knows_is_read_by_its_words(line: str) -> None:
+    (f,) = _findings(line + "\n")
+    assert (f.kind, f.category) == (FindingKind.FAULTY_HOST, Category.UNCLASSIFIED) and "'NVRM' say" in f.summary
+    assert f.ranks == () and f.hosts == ()
+
+
+def test_a_driver_line_that_reports_no_failure_stays_silent() -> None:
+    # kern_gsp_*.c's boot dump (NV_PRINTF of the GSP firmware's layout): values, no failure words
+    assert _findings("[  194.004435] NVRM: kgspDumpGspLogs: bootCount:              0x3\n") == []
