@@ -105,6 +105,9 @@ def test_any_line_gives_at_most_one_unclassified_finding_that_blames_nobody(body
         # c10d's logging macros tag the store's sockets "[c10d]" (torch/csrc/distributed/c10d/logging.h)
         ("[E socket.cpp:1] [c10d] The client socket has timed out after 60s while trying to connect to (h, 2222).",
          FindingKind.RENDEZVOUS_ERROR),
+        # torchelastic's etcd rendezvous backend (torch/distributed/elastic/rendezvous/etcd_store.py, etcd_server.py)
+        ("LookupError: Timeout while waiting for keys in EtcdStore", FindingKind.RENDEZVOUS_ERROR),
+        ("TimeoutError: Timed out waiting for etcd server to be ready!", FindingKind.RENDEZVOUS_ERROR),
         # gloo's transport errors are the connection's
         ("[E ProcessGroupX.cpp:3] Gloo connectFullMesh failed with [gloo/transport/tcp/pair.cc:144] no error",
          FindingKind.NETWORK_ERROR),
