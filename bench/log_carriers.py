@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from trainctl.collectors.logs import _join_wraps, _wrap_width
+from trainctl.collectors.log_records import join_wraps, wrap_width
 
 # name -> (the text the printer puts in front of a line, whether it names a host or a rank of its own)
 PREFIXES: dict[str, tuple[str, bool]] = {
@@ -58,7 +58,7 @@ _QUOTE = re.compile(r"^(?:> ?)+")  # a markdown quote is the paste's, put on aft
 
 def _lines(log: str) -> list[str]:
     """The log's whole lines: a launcher writes them before any terminal wraps them."""
-    return [line for _, line in _join_wraps(log.split("\n"))]
+    return [line for _, line in join_wraps(log.split("\n"))]
 
 
 def prefixed(log: str, prefix: str) -> str:
@@ -117,7 +117,7 @@ commId 0x1a2b3c4d - Init COMPLETE
 def with_preamble(log: str) -> str:
     """HEALTHY_PREAMBLE in front of the excerpt, wrapped as the excerpt is where a terminal wrapped it
     (one terminal prints both)."""
-    width = _wrap_width(log.split("\n"))
+    width = wrap_width(log.split("\n"))
     return (terminal_wrap(HEALTHY_PREAMBLE, width) + "\n" if width else HEALTHY_PREAMBLE) + log
 
 

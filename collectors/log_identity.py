@@ -26,36 +26,10 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
 
+from trainctl.collectors.log_records import Record
+from trainctl.collectors.log_signatures.rule import Event
 from trainctl.collectors.nccl_topology import channel_own_rank, comm_rank
-
-
-# What this module reads of collectors/logs.py's records and events, as protocols: logs imports this
-# module, so this one must not import logs back (tests/unit/test_packaging.py: no import cycles).
-class _Record(Protocol):
-    line_no: int
-    text: str
-    host: str | None
-    rank: int | None
-    wrap_joined: bool
-    fields: dict[str, Any]
-
-
-class Event(Protocol):
-    line_no: int
-    message: str
-    signature: str
-    kind: Any
-    blame: Any
-    rank: int | None
-    host: str | None
-    host_basis: str | None
-    culprit_rank: int | None
-    culprit_host: str | None
-    culprit_basis: str | None
-    fields: dict[str, Any]
-
 
 # CUDA error reporters that print the host they ran on: microsoft/CNTK CudaCall (Source/Math,
 # CUDA_CALL/CUBLAS_CALL) and onnxruntime's CudaCall (core/providers/cuda/cuda_call.cc):
@@ -100,7 +74,7 @@ def _short(host: str) -> str:
 
 
 def read_identity(
-    records: Iterable[_Record], events: Iterable[Event] = (), *, plausible_host: Callable[[str | None], bool]
+    records: Iterable[Record], events: Iterable[Event] = (), *, plausible_host: Callable[[str | None], bool]
 ) -> Identity:
     """Pairings from records that are one raw line each (a record joined from a terminal wrap may glue
     one process's prefix, pdsh "host: ", to the next line's rank tag, which is no pairing), and from
