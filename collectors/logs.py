@@ -31,8 +31,9 @@ import logging
 import os
 import re
 import zlib
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from trainctl.collectors.log_progress import INTERRUPTED, read_progress
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.process_exits import exit_post
-from trainctl.collectors.log_signatures.rule import PCI, Blame, C, Event, K, S, Signature, plausible_host
+from trainctl.collectors.log_signatures.rule import Blame, C, Event, K, S, Signature, plausible_host
 from trainctl.collectors.log_vocabulary import kind_from_words
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
@@ -218,7 +219,6 @@ _ELASTIC_ENTRY = re.compile(r"^\[(?P<idx>\d+)\]:$")
 _FRAME = re.compile(r"^(?P<func>[\w<>.]+) \((?P<file>[^():]+):(?P<line>\d+)\)$")
 # A frame of a dump inside a collective: the same test as the stand-alone frame signature.
 _COLLECTIVE_FRAME = next(s.pattern for s in SIGNATURES if s.name == "stack_frame_in_collective")
-_NVRM_GPU_HEADER = re.compile(rf"NVRM: (?:The NVIDIA GPU |GPU at |GPU ){PCI}")
 
 
 @dataclass
@@ -315,16 +315,9 @@ def parse_records(
     entries: list[_ElasticEntry] = []
     no_other = False
     current: _ElasticEntry | None = None
-    # kernel: last "NVRM: The NVIDIA GPU <pci>" header, for the r570 multi-line lost-GPU message
-    gpu_header: tuple[int, str] | None = None
-    # stack dumps: frames following a thread header
-    stack_ev: Event | None = None
-    # Ray's ActorDiedError: its context lines follow it ("ip: a.b.c.d" names the dead actor's node)
-    actor_ev: Event | None = None
-    # Open MPI 1.x-3.x's lost-daemon message: its "hostname:  X" line names the node
-    orte_ev: Event | None = None
-    # scontrol show node: the record's NodeName, for its Reason= line
-    slurm_node: str | None = None
+    # the last line of each header kind (_HEADERS) and the event whose following lines are its own (_FOLLOWERS)
+    headers: dict[str, tuple[int, str]] = {}
+    following: Event | None = None
 
     def flush_banner() -> None:
         nonlocal entries, no_other, current, section
@@ -370,58 +363,22 @@ def parse_records(
             continue
         if entries and not t.startswith(("[", " ")):
             flush_banner()
-        # ---- stack dump frames ---------------------------------------------------------
-        if stack_ev is not None:
-            fm = _FRAME.match(t)
-            if fm:
-                frames = stack_ev.fields.setdefault("frames", [])
-                if len(frames) < 12:
-                    frames.append(t)
-                if _COLLECTIVE_FRAME.search(t):  # py-spy's thread waits in a collective: as the frame alone says
-                    stack_ev.severity = S.WARNING
+        # ---- lines that belong to the event before them (its frames, its fields) -------------
+        if following is not None:
+            took = _FOLLOWERS[following.signature](following, rec)
+            if took is not _Took.NO:
+                following = following if took is _Took.MORE else None
                 continue
-            stack_ev = None
-        # ---- Open MPI's lost-daemon message: its "hostname:" line names the node ---------------------
-        if orte_ev is not None:
-            mo = _ORTE_HOSTNAME.match(t)
-            lost, orte_ev = orte_ev, None
-            if mo and plausible_host(mo.group(1)):
-                lost.peer, lost.fields["peer_from_line"] = mo.group(1), rec.line_no
-                continue
-        # ---- Ray actor context ------------------------------------------------------------
-        if actor_ev is not None:
-            mc = _RAY_ACTOR_FIELD.match(t)
-            if mc:
-                if mc.group("key") == "ip" and plausible_host(mc.group("value")):
-                    actor_ev.host, actor_ev.host_basis = mc.group("value"), "text"
-                continue
-            actor_ev = None
+            following = None
         # ---- ordinary lines --------------------------------------------------------------
-        mh = _NVRM_GPU_HEADER.search(t)
-        if mh:
-            gpu_header = (rec.line_no, mh.group("gpu_pci").lower())
-        mn = _SCONTROL_NODE.match(t)
-        if mn:
-            slurm_node = mn.group(1)
+        for name, pattern in _HEADERS.items():
+            if mh := pattern.search(t):
+                headers[name] = (rec.line_no, mh.group(1))
         for ev in classify_line(rec, default_rank, default_host):
-            if (
-                ev.signature == "nvrm_fallen_off_bus"
-                and not ev.gpu_pci
-                and gpu_header
-                and rec.line_no - gpu_header[0] <= 4
-            ):
-                ev.gpu_pci = gpu_header[1]
-                ev.fields["gpu_pci_from_line"] = gpu_header[0]
-            if ev.signature == "nvrm_xid" and ev.xid == 79:
-                ev.category = C.GPU_LOST
-            if ev.signature == "stack_dump_thread":
-                stack_ev = ev
-            if ev.signature == "ray_actor_died":
-                actor_ev = ev
-            if ev.signature == "orte_lost_daemon" and ev.peer is None:
-                orte_ev = ev
-            if ev.signature == "slurm_node_drained":  # the record's own node, not whoever printed it
-                ev.host, ev.host_basis = slurm_node, "text" if slurm_node else None
+            if (use := _HEADER_USES.get(ev.signature)) is not None:
+                use(ev, headers, rec.line_no)
+            if ev.signature in _FOLLOWERS:
+                following = ev
             events.append(ev)
     if entries:
         flush_banner()
@@ -448,8 +405,80 @@ def parse_records(
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# Lines read with their neighbours
+# ---------------------------------------------------------------------------------------------
+# Headers: a line that says what the events after it are about. Each kind keeps its last line and value.
+_HEADERS: Mapping[str, re.Pattern[str]] = {
+    # the r570 driver's multi-line lost-GPU message starts "NVRM: The NVIDIA GPU <pci> ..." and names no GPU after
+    "gpu": re.compile(r"NVRM: (?:The NVIDIA GPU |GPU at |GPU )(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"),
+    # scontrol show node: the record's "NodeName=X", for its "Reason=" line
+    "slurm_node": re.compile(r"^NodeName=([\w.-]{1,253})\s"),
+}
+
+
+def _gpu_from_header(ev: Event, headers: Mapping[str, tuple[int, str]], line_no: int) -> None:
+    h = headers.get("gpu")
+    if not ev.gpu_pci and h and line_no - h[0] <= 4:
+        ev.gpu_pci, ev.fields["gpu_pci_from_line"] = h[1].lower(), h[0]
+
+
+def _node_from_record(ev: Event, headers: Mapping[str, tuple[int, str]], line_no: int) -> None:
+    h = headers.get("slurm_node")  # the record's own node, not whoever printed it
+    ev.host, ev.host_basis = (h[1], "text") if h else (None, None)
+
+
+_HEADER_USES: Mapping[str, Callable[[Event, Mapping[str, tuple[int, str]], int], None]] = {
+    "nvrm_fallen_off_bus": _gpu_from_header,
+    "slurm_node_drained": _node_from_record,
+}
+
+
+class _Took(str, Enum):
+    MORE = "more"  # the line was the event's; read the next one for it too
+    LAST = "last"  # the line was the event's last
+    NO = "no"  # not the event's: it ends there, and the line is read as any other
+
+
+def _take_frame(ev: Event, rec: Record) -> _Took:
+    """A py-spy / faulthandler thread's frames, after its thread line."""
+    if not _FRAME.match(rec.text):
+        return _Took.NO
+    frames = ev.fields.setdefault("frames", [])
+    if len(frames) < 12:
+        frames.append(rec.text)
+    if _COLLECTIVE_FRAME.search(rec.text):  # py-spy's thread waits in a collective: as the frame alone says
+        ev.severity = S.WARNING
+    return _Took.MORE
+
+
+def _take_actor_field(ev: Event, rec: Record) -> _Took:
+    """Ray's ActorDiedError context lines ("\tip: a.b.c.d" names the dead actor's node)."""
+    mc = _RAY_ACTOR_FIELD.match(rec.text)
+    if not mc:
+        return _Took.NO
+    if mc.group("key") == "ip" and plausible_host(mc.group("value")):
+        ev.host, ev.host_basis = mc.group("value"), "text"
+    return _Took.MORE
+
+
 _ORTE_HOSTNAME = re.compile(r"^\s*hostname:\s+(\S+)\s*$")
-_SCONTROL_NODE = re.compile(r"^NodeName=([\w.-]{1,253})\s")
+
+
+def _take_orte_hostname(ev: Event, rec: Record) -> _Took:
+    """Open MPI 1.x-3.x's lost-daemon message: the next line, "hostname:  X", names the node."""
+    mo = _ORTE_HOSTNAME.match(rec.text)
+    if ev.peer is None and mo and plausible_host(mo.group(1)):
+        ev.peer, ev.fields["peer_from_line"] = mo.group(1), rec.line_no
+        return _Took.LAST
+    return _Took.NO
+
+
+_FOLLOWERS: Mapping[str, Callable[[Event, Record], _Took]] = {
+    "stack_dump_thread": _take_frame,
+    "ray_actor_died": _take_actor_field,
+    "orte_lost_daemon": _take_orte_hostname,
+}
 
 
 # An exception's own line, the last line of CPython's traceback (Python/pythonrun.c print_exception:
