@@ -57,9 +57,12 @@ RULES: tuple[WordsRule, ...] = (
     ),
     _rule(
         K.FAULTY_HOST,
-        r"\bXid\b|\bECC\b|fallen off the bus|\bNVRM\b|\bPCIe\b|\bNVLink\b|uncorrectable|GPU is lost|hardware error",
+        r"\bXid\b|\bECC\b|fallen off the bus|\bNVRM\b|\bPCIe\b|\bNVLink\b|uncorrectable|GPU is lost|hardware error"
+        r"|retired pages?\b|page retirement|row remap",
         "the NVIDIA driver's NVRM/Xid lines, NVML's 'GPU is lost', ECC and PCIe/NVLink error counters, the "
-        "kernel's MCE '[Hardware Error]': the machine, not the program",
+        "kernel's MCE '[Hardware Error]', DCGM's retired pages and row remapping (dcgmlib/dcgm_errors.h "
+        "DCGM_FR_PENDING_PAGE_RETIREMENTS_MSG, _RETIRED_PAGES_LIMIT_MSG, _ROW_REMAP_FAILURE_MSG): the machine, not the "
+        "program",
     ),
     _rule(
         K.CRASH,
