@@ -650,7 +650,7 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
 _ERRORISH = re.compile(
     # glog's "E1031 10:52:42" ("E20221031 ..." with --log_year_in_prefix, google/glog src/logging.cc LogMessage::Init)
     r"\b(?:ERROR|FATAL|CRITICAL)\b|\[(?:E|F)\d{0,4}[ \]]|^[EF](?:\d{4})?\d{4} \d\d:\d\d|Traceback \(most recent call last\)"
-    r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\b[Ee]rror:|NCCL WARN|terminate called"
+    r"|\b[A-Z]\w{0,60}(?:Error|Exception|Failure)\b\s*:|\berror:|NCCL WARN|terminate called"
     r"|Segmentation fault|core dumped|\bAborted\b|\bKilled\b|\bpanic\b|\bAn error occurred\b"
     r"|\[[A-Z]\w{0,60}(?:Error|Exception)\]"  # an exception's class in brackets ("[AssertionError] ...")
     # TensorFlow/absl's "E file.cc:123] msg" (tsl/platform/default/logging.cc; its time is peeled by iso_ts)

@@ -147,18 +147,3 @@ def test_a_driver_failure_line_no_signature_knows_is_read_by_its_words(line: str
 def test_a_driver_line_that_reports_no_failure_stays_silent() -> None:
     # kern_gsp_*.c's boot dump (NV_PRINTF of the GSP firmware's layout): values, no failure words
     assert _findings("[  194.004435] NVRM: kgspDumpGspLogs: bootCount:              0x3\n") == []
-
-
-@pytest.mark.parametrize(
-    "line, kind",
-    [
-        # dcgmi's failures as DCGM prints them (NVIDIA/DCGM 4.6.0 dcgmlib/dcgm_errors.h DCGM_FR_*_MSG), after the
-        # "Error: " label CLIs put in front of a failure: error-looking, and their words say what failed
-        ("Error: Detected 3 volatile double-bit ECC error(s) in GPU 3.", FindingKind.FAULTY_HOST),
-        ("Error: A pending retired page has been detected in GPU 3.", FindingKind.FAULTY_HOST),
-        ("Error: GPU 3 had uncorrectable memory errors and row remapping failed.", FindingKind.FAULTY_HOST),
-    ],
-)
-def test_a_cli_error_label_makes_the_line_error_looking(line: str, kind: FindingKind) -> None:
-    (f,) = _findings(line + "\n")  # (the row-remap line is also a signature's: an ECC fault)
-    assert f.kind is kind and f.ranks == () and f.hosts == ()
