@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import json
-import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,8 +28,6 @@ __all__ = [
     "parse_ts",
     "wrap_width",
 ]
-
-logger = logging.getLogger(__name__)
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[(?P<r_bar>[^\]\n]{0,400})\])?")

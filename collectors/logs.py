@@ -67,7 +67,6 @@ logger = logging.getLogger(__name__)
 
 HOST_COLUMN = "host"
 
-_BY_NAME = {s.name: s for s in SIGNATURES}
 # Keyword gate: a signature's regex runs only on lines holding one of its keywords (lower case).
 _KEYWORDS = tuple(sorted({k for s in SIGNATURES for k in s.keywords}))
 # Every ordinary line is tested against each keyword, so only the keywords that contain no other one are
@@ -383,8 +382,9 @@ def parse_records(
     if entries:
         flush_banner()
     events.extend(_ranked_exceptions(recs, events))
-    events.extend(_loss_collapse(recs, events))
-    events.extend(_loss_divergence(recs, events))
+    losses = _loss_values(recs)  # read once for both readings of the loss
+    events.extend(_loss_collapse(losses, events))
+    events.extend(_loss_divergence(losses, events))
     for ev in events:
         _finish(ev)
     # Xid 79 text also matches the lost-GPU signature: keep the Xid event only. A generic match on
@@ -537,7 +537,12 @@ LOSS_COLLAPSE_MIN_ZEROS = 2  # consecutive exact zeros that end the log
 LOSS_COLLAPSE_MIN_BEFORE = 0.05  # the loss just before them: a real one (a model that still learns)
 
 
-def _loss_collapse(records: list[Record], events: list[Event]) -> list[Event]:
+def _loss_values(records: list[Record]) -> list[tuple[Record, float]]:
+    """Each line's first loss value, in log order."""
+    return [(rec, float(m.group("value"))) for rec in records if (m := _LOSS_VALUE.search(rec.text))]
+
+
+def _loss_collapse(values: list[tuple[Record, float]], events: list[Event]) -> list[Event]:
     """A loss that was a real value and then prints as exactly 0 to the end of the log: a cross-entropy is
     never exactly 0 while a model learns, so the loss stopped being computed over anything (every label
     masked, a bf16/fp16 underflow, a broken loss path). Zeros from the first printed step are that too when
@@ -545,7 +550,6 @@ def _loss_collapse(records: list[Record], events: list[Event]) -> list[Event]:
     Numerical, a warning, no blame."""
     if any(e.kind is K.NUMERICAL for e in events):
         return []
-    values = [(rec, float(m.group("value"))) for rec in records if (m := _LOSS_VALUE.search(rec.text))]
     zeros = 0
     for _, v in reversed(values):
         if v != 0.0:
@@ -571,12 +575,11 @@ LOSS_DIVERGENCE_FACTOR = 4.0  # the log's last loss over the lowest one before i
 LOSS_DIVERGENCE_MIN_RISE = 1.0  # and at least this much higher (0.01 -> 0.05 is noise, not divergence)
 
 
-def _loss_divergence(records: list[Record], events: list[Event]) -> list[Event]:
+def _loss_divergence(values: list[tuple[Record, float]], events: list[Event]) -> list[Event]:
     """A loss that ends the log at several times its own earlier low: training diverged (a loss spike that did
     not come back, the step before a NaN). Read only where no line says anything else: a warning, no blame."""
     if any(e.kind is not None for e in events):
         return []
-    values = [(rec, float(m.group("value"))) for rec in records if (m := _LOSS_VALUE.search(rec.text))]
     if len(values) < 2:
         return []
     low = min(v for _, v in values[:-1])
