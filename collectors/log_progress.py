@@ -119,10 +119,18 @@ def read_progress(
     lines: Iterable[tuple[int, str]],
     rank_of_line: Mapping[int, int] | None = None,
     raw_tail: Sequence[tuple[int, str]] = (),
+    *,
+    ends_where_it_stopped: bool = False,
 ) -> Reading | None:
     """The first reading that holds for these (line_no, text) lines of a log with no error line;
     rank_of_line: the rank a line's own prefix names ("[rank3]: "), peeled off its text; raw_tail: the
-    log's last non-blank lines as written (progress bars, which the cleaned lines drop, included)."""
+    log's last non-blank lines as written (progress bars, which the cleaned lines drop, included).
+
+    ends_where_it_stopped: the log is one file handed to `diagnose` on its own (a pasted excerpt, a
+    job's saved output), whose end is where the run stopped printing; then a progress counter short of
+    its total, or a wait, among its last lines is read too. A run dir's or a collected dataset's rank
+    logs are not: a live, healthy rank's log always ends mid-run, and their liveness is the heartbeats'
+    and timelines' to judge (analyzers/hangs.py)."""
     numbered = [(n, t) for n, t in lines if t.strip()]
     if any(_NORMAL_END.search(t) for _, t in numbered):
         return None
@@ -130,11 +138,22 @@ def read_progress(
     def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
         return _stack_dump(ls, rank_of_line or {})
 
-    readings = (_nccl_init, _lightning_init, _store_barrier, _lockstep, stack_dump, _gpu_processes, _gpu_table_split)
+    readings = (
+        _nccl_init,
+        _lightning_init,
+        _store_barrier,
+        _lockstep,
+        stack_dump,
+        _gpu_processes,
+        _gpu_table_split,
+        _training_processes_listed,
+    )
     for read in readings if numbered else ():
         if (r := read(numbered)) is not None:
             return r
-    return _first_step_pending(raw_tail)
+    if (r := _first_step_pending(raw_tail)) is not None or not ends_where_it_stopped:
+        return r
+    return _counter_short_of_total(raw_tail) or _waiting_at_end(raw_tail)
 
 
 def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
@@ -471,4 +490,122 @@ def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
         evidence={
             "gpu_processes": [f"GPU {m.group(1)} pid {m.group(2)} {m.group(3)} {m.group(4)} MiB" for _, m in rows[:16]]
         },
+    )
+
+
+# Progress counters that name their total, as the frameworks print them:
+# - tqdm (tqdm/std.py format_meter, 4.x): "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+#   {rate_fmt}{postfix}]", redrawn in place with "\r" (so several states share one raw line);
+# - Keras Progbar (keras-team/keras keras/src/utils/progbar.py update, verbose=1): "%{numdigits}d/%d"
+#   then the bar, the ETA or elapsed time and "{t}s/step" / "ms/step"; "%7d/Unknown" when the total is
+#   not known (a dataset of unknown length); tf.keras 2.x put " - " before the time and "[==>...]" as bar
+#   (not anchored at the line's start: a launcher's or CI runner's prefix may come before it);
+# - Megatron-LM (megatron/training/training.py training_log): " iteration {:8d}/{:8d} |".
+_TQDM_COUNTER = re.compile(r"(?<![\d.])(\d+)/(\d+) \[[\d:]{4,9}<[\d:?]{1,9},")
+_KERAS_COUNTER = re.compile(
+    r"(?<![\w/.:-])(\d+)/(\d+|Unknown)\s(?:[\s\u2501=>.\[\]-]|\x1b\[[\d;]*m){0,200}?"
+    r"(?:ETA: [\d:]+s?|\d+s)\b[^\n]{0,40}?(?:\d+(?:s|ms|us)/(?:step|sample)|\s-\s\w+:|$)"
+)
+_MEGATRON_COUNTER = re.compile(r"\biteration\s+(\d+)/\s*(\d+)\s*\|")
+_COUNTERS = (_TQDM_COUNTER, _KERAS_COUNTER, _MEGATRON_COUNTER)
+
+
+# The counter must be among the log's last few lines: a run that went on printing other things after
+# its last counter (a checkpoint save, an evaluation) stopped in those, not in the loop.
+COUNTER_TAIL_LINES = 3
+
+
+def _last_counter(raw_tail: Sequence[tuple[int, str]]) -> tuple[int, str, int, int | None] | None:
+    """The last progress counter among the log's last raw lines: (line_no, its text, n, total or None)."""
+    for n, t in reversed(raw_tail[-COUNTER_TAIL_LINES:]):
+        found = [m for pat in _COUNTERS for m in pat.finditer(t)]
+        if found:
+            m = max(found, key=lambda m: m.start())  # the last state a redrawn bar showed
+            total = None if m.group(2) == "Unknown" else int(m.group(2))
+            return n, m.group(0).strip(), int(m.group(1)), total
+    return None
+
+
+def _counter_short_of_total(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
+    """The log's last progress counter stands short of its total (or of a total it does not know):
+    the loop was running, and the log ends there with no error and no normal end."""
+    last = _last_counter(raw_tail)
+    if last is None:
+        return None
+    line_no, counter, n, total = last
+    if total is not None and n >= total:
+        return None  # the loop finished; what came after it is not a stalled loop
+    return Reading(
+        "progress_stopped_short",
+        f"progress stopped at {n}/{total if total is not None else '?'} ({counter[:120]!r}): the log ends there with"
+        " no error and no normal end, so the loop stopped (hung, or killed without a message) or the excerpt"
+        " was cut while it ran",
+        line_no,
+        evidence={"last_progress": counter[:300], "progress_n": n, "progress_total": total},
+    )
+
+
+# The last thing a process said was that it waits ("Waiting for GPU driver libraries to be available.",
+# vLLM's "Waiting for output from MQLLMEngine."): the application's own words, any printer.
+# A timeout "waiting for" something is a failure already reported, not a wait still going on.
+_WAITING = re.compile(r"(?<![Tt]imeout )(?<![Tt]imed out )\b[Ww]aiting (?:for|on|until)\b")
+WAITING_TAIL_LINES = 3  # a wait among this many last lines (a heartbeat or health check may follow it)
+
+
+def _waiting_at_end(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
+    """A wait among the log's last lines with nothing after it that says the wait ended."""
+    for n, t in reversed(raw_tail[-WAITING_TAIL_LINES:]):
+        text = t.rsplit("\r", 1)[-1].strip()
+        if _WAITING.search(text):
+            return Reading(
+                "log_ends_waiting",
+                f"the log ends waiting ({text[:160]!r}, line {n}) with no error after it: what it waited for"
+                " never came (or the excerpt was cut there)",
+                n,
+                evidence={"waiting_line": text[:300]},
+            )
+    return None
+
+
+# A process listing of the training's own processes, none of them a zombie or in D (those are
+# signatures: collectors/log_signatures/processes.py), each row in its printer's columns:
+# - procps-ng top (src/top/top.c Fieldstab, default fields): PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND;
+# - procps-ng ps aux (ps/output.c, the BSD "u" format): USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND;
+# - psmisc pstree -p (src/pstree.c out_args / print_tree): "name(pid)" joined by line-drawing glyphs
+#   ("─┬─", "├─", "└─", or ASCII "-+-", "|-", "`-"), threads in braces "{name}(tid)".
+_TRAINER = r"(?:python[\d.]*|torchrun|deepspeed|accelerate|mpirun|horovodrun|srun|ray::\S+)"
+_TOP_ROW = re.compile(
+    rf"^\s*(?P<pid>\d+)\s+\S+\s+(?:-?\d+|rt)\s+-?\d+\s+\S+\s+\S+\s+\S+\s+(?P<state>[RSDTtIZ])\s+(?P<cpu>[\d.]+)\s+[\d.]+"
+    rf"\s+[\d:.]+\s+(?P<cmd>{_TRAINER})\b"
+)
+_PS_AUX_ROW = re.compile(
+    rf"^\S+\s+(?P<pid>\d+)\s+(?P<cpu>[\d.]+)\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+(?P<state>[RSDTtIZ]\S*)\s+\S+\s+\S+\s+"
+    rf"(?:\S*/)?(?P<cmd>{_TRAINER})\b"
+)
+_PSTREE_NODE = re.compile(rf"(?:[\u2500-\u257f]|[-+|`]-)(?P<cmd>{_TRAINER})\((?P<pid>\d+)\)")
+
+
+def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
+    """Two or more of the training's processes in a process listing and no error printed: they are
+    alive (stuck, or not finished when it was taken), not crashed."""
+    rows: list[tuple[int, str, str]] = []  # line_no, pid, what the listing says of it
+    for n, t in lines:
+        if m := _TOP_ROW.match(t) or _PS_AUX_ROW.match(t):
+            rows.append(
+                (
+                    n,
+                    m.group("pid"),
+                    f"{m.group('cmd')} pid {m.group('pid')} state {m.group('state')} {m.group('cpu')}% CPU",
+                )
+            )
+        else:
+            rows += [(n, m.group("pid"), f"{m.group('cmd')} pid {m.group('pid')}") for m in _PSTREE_NODE.finditer(t)]
+    if len({pid for _, pid, _ in rows}) < 2:
+        return None
+    return Reading(
+        "training_processes_listed",
+        f"{len(rows)} training processes are alive in a process listing and no error was printed: the job is stuck"
+        " (or was still running when it was taken), not crashed",
+        rows[0][0],
+        evidence={"processes": [what for _, _, what in rows[:16]]},
     )

@@ -728,13 +728,22 @@ def _unclassified(records: list[Record], default_rank: int | None, default_host:
     return out
 
 
-def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None, host: str | None = None) -> pa.Table:
+def parse_log_text(
+    text: str,
+    source: str = "<text>",
+    *,
+    rank: int | None = None,
+    host: str | None = None,
+    ends_where_it_stopped: bool = False,
+) -> pa.Table:
     """Classify every line of `text` into a log_events table (plus a `host` column).
 
     `rank`/`host` are what the caller knows from where the text came from (a run dir's
     logs/H/rank-R.log); the text's own prefixes ([rankN]:, Ray ip, pdsh host) take precedence.
     A log in which no signature matched but some line looks like an error gets "unclassified
     error" events for those lines (never silence on a log that says something failed).
+    `ends_where_it_stopped`: the text is a log handed over on its own, whose end is where its run
+    stopped printing (collectors/log_progress.read_progress).
     """
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
@@ -760,7 +769,7 @@ def parse_log_text(text: str, source: str = "<text>", *, rank: int | None = None
         )
         events.append(ev)
     if not any(e.kind is not None for e in events):
-        events = events + _progress_stopped(records, rank, host, text)
+        events = events + _progress_stopped(records, rank, host, text, ends_where_it_stopped)
     return _to_table(events, source)
 
 
@@ -799,7 +808,7 @@ RAW_TAIL_LINES = 8  # the log's last lines, unwrapped but not cleaned, for readi
 
 
 def _progress_stopped(
-    records: list[Record], default_rank: int | None, default_host: str | None, text: str
+    records: list[Record], default_rank: int | None, default_host: str | None, text: str, ends_where_it_stopped: bool
 ) -> list[Event]:
     """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
     as one event that analyzers/log_progress.py makes a low-confidence finding of."""
@@ -810,6 +819,7 @@ def _progress_stopped(
         ((rec.line_no, rec.text) for rec in records),
         {rec.line_no: rec.rank for rec in records if rec.rank is not None},
         raw_tail=tail[-RAW_TAIL_LINES:],
+        ends_where_it_stopped=ends_where_it_stopped,
     )
     if r is None:
         return []
@@ -860,10 +870,17 @@ def _read_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def parse_log_file(path: str | os.PathLike[str], *, rank: int | None = None, host: str | None = None) -> pa.Table:
-    """Parse one log file (plain or .gz): a pasted log, a rank log, or a kernel log (dmesg/journalctl -k)."""
+def parse_log_file(
+    path: str | os.PathLike[str],
+    *,
+    rank: int | None = None,
+    host: str | None = None,
+    ends_where_it_stopped: bool = False,
+) -> pa.Table:
+    """Parse one log file (plain or .gz): a pasted log, a rank log, or a kernel log (dmesg/journalctl -k).
+    ends_where_it_stopped: the file is diagnosed on its own (parse_log_text)."""
     p = Path(path)
-    return parse_log_text(_read_text(p), str(p), rank=rank, host=host)
+    return parse_log_text(_read_text(p), str(p), rank=rank, host=host, ends_where_it_stopped=ends_where_it_stopped)
 
 
 _RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")

@@ -308,3 +308,94 @@ def test_bars_that_moved_or_lines_after_them_are_nothing():
     moved = TQDM_START + "Train step of epoch 0:   0%|                  | 1/4887 [00:03<4:00:00,  0.33it/s]\n"
     assert findings(moved) == []
     assert findings(TQDM_START + "step 1 loss 2.31\n") == []
+
+
+# A file diagnosed on its own ends where its run stopped printing; a run dir's rank log may be a live one.
+def alone(text: str):
+    return analyze_log_events(parse_log_text(text, source="t.log", ends_where_it_stopped=True))
+
+
+TQDM_MIDWAY = "".join(f" 96%|█████████▌| {n}/64146 [4:33:5{n % 10}<10:29,  4.31it/s]\n" for n in range(61430, 61440))
+# tqdm redraws in place: one raw line holds every state, the last one is where it stopped
+TQDM_REDRAWN = "\r".join(f"Epoch 9 / 500:   1%|       | {n}/701 [00:0{n}<08:14,  1.41it/s]" for n in range(1, 7))
+KERAS_UNKNOWN = "".join(f"     {n}/Unknown - {n + 4}s 2s/step - loss: 2.{9 - n} - acc: 0.0{n}\n" for n in range(2, 9))
+KERAS3 = "".join(f"  {n}/120 ━━━━━━━━━━━━━━━━━━━━ 5s 57ms/step - loss: 0.5{n}\n" for n in range(1, 6))
+MEGATRON = "".join(
+    f" [2024-05-01 10:0{n}:00] iteration      {n}0/  500000 | consumed samples: {n * 1280} | lm loss: 7.1{n} |\n"
+    for n in range(1, 6)
+)
+
+
+def test_a_counter_short_of_its_total_at_the_end_of_a_log_on_its_own_is_progress_that_stopped():
+    for text, n, total in (
+        (TQDM_MIDWAY, 61439, 64146),
+        (TQDM_REDRAWN + "\ndone progbar.update\n", 6, 701),
+        (KERAS_UNKNOWN, 8, None),
+        (KERAS3, 5, 120),
+        (MEGATRON, 50, 500000),
+    ):
+        f = only_alone(text)
+        assert f.evidence["signatures"] == ["progress_stopped_short"], text
+        assert (f.evidence["progress_n"], f.evidence["progress_total"]) == (n, total)
+        assert f.ranks == () and f.hosts == ()
+
+
+def test_a_counter_is_not_read_from_a_rank_log_of_a_run_dir_nor_when_it_reached_its_total():
+    assert findings(TQDM_MIDWAY) == []  # a live rank's log always ends mid-run: the heartbeats judge it
+    done = TQDM_MIDWAY + " 100%|██████████| 64146/64146 [4:40:00<00:00,  3.81it/s]\n"
+    assert alone(done) == []
+    assert alone(TQDM_MIDWAY + "Training completed. Do not forget to share your model\n") == []
+    # a run that went on printing after its last counter (a checkpoint save) stopped in that, not in the loop
+    saved = TQDM_MIDWAY + "".join(f"12:45:1{i}.224 [I] Saving checkpoint at step 10 part {i}\n" for i in range(3))
+    assert alone(saved) == []
+    # an error line after it says what failed instead
+    assert alone(TQDM_MIDWAY + "RuntimeError: CUDA error: an illegal memory access was encountered\n")[0].kind is (
+        FindingKind.CRASH
+    )
+
+
+def test_a_wait_among_the_last_lines_of_a_log_on_its_own_is_a_wait_that_never_ended():
+    text = "GPU driver auto installation is disabled.\nWaiting for GPU driver libraries to be available.\n"
+    f = only_alone(text)
+    assert f.evidence["signatures"] == ["log_ends_waiting"]
+    assert f.evidence["waiting_line"] == "Waiting for GPU driver libraries to be available."
+    # a health check after the wait does not end it; a timeout is a failure, not a wait
+    assert only_alone(text + "DEBUG 12-17 00:40:55 client.py:165] Heartbeat successful.\n")
+    assert alone("Waiting for GPU driver libraries to be available.\n" + "step 1 loss 2.31\n" * 3) == []
+    assert alone("bootstrap.cc:89 CCOM WARN Timeout waiting for incoming connection (waited 120 sec)\n") == []
+    assert findings(text) == []
+
+
+def only_alone(text: str):
+    fs = alone(text)
+    assert len(fs) == 1, fs
+    assert fs[0].kind is FindingKind.HUNG_COLLECTIVE and fs[0].confidence == PROGRESS_CONFIDENCE
+    return fs[0]
+
+
+TOP = """top - 10:47:42 up 3 min,  0 users,  load average: 5.27, 1.96, 0.75
+Tasks:  25 total,   9 running,  16 sleeping,   0 stopped,   0 zombie
+    PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND
+    549 root      20   0   60.7g  25.7g 220344 R  87.0   5.1   0:54.15 python
+    551 root      20   0   60.7g  25.7g 220340 S   0.3   5.1   0:54.22 python3.10
+      1 root      20   0    4.4m   3.2m   2.9m S   0.0   0.0   0:00.03 bash
+"""
+PS_AUX = """USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND
+root        4711 99.8  2.1 91283744 5625120 ?   Rl   10:01  52:10 /opt/conda/bin/python -u train.py --local_rank=0
+root        4712 99.9  2.1 91283744 5625120 ?   Rl   10:01  52:11 /opt/conda/bin/python -u train.py --local_rank=1
+"""
+PSTREE = """           ├─sge_shepherd(15966)───python3(16362)───bash(16529)─┬─mpirun(16554)───{mpirun}(16738)
+           │                                                    ├─python3(16530)
+           │                                                    └─python3(16531)
+"""
+
+
+def test_a_listing_of_the_trainings_processes_alive_is_a_job_stuck_not_crashed():
+    for text, first in ((TOP, "python pid 549 state R 87.0% CPU"), (PS_AUX, "python pid 4711 state Rl 99.8% CPU"),
+                        (PSTREE, "python3 pid 16362")):  # fmt: skip
+        f = only(text)
+        assert f.evidence["signatures"] == ["training_processes_listed"]
+        assert f.evidence["processes"][0] == first and f.ranks == () and f.hosts == ()
+    # one process, or none of the training's own, says nothing
+    assert findings(TOP.splitlines()[2] + "\n" + TOP.splitlines()[3]) == []
+    assert findings("    1 root      20   0    4.4m   3.2m   2.9m S   0.0   0.0   0:00.03 bash\n" * 3) == []

@@ -32,6 +32,16 @@ def test_diagnose_clean_log_has_no_findings(cli, tmp_path) -> None:
     assert json.loads(r.stdout)["findings"] == []
 
 
+def test_diagnose_of_a_log_on_its_own_reads_a_loop_that_stopped_short(cli, tmp_path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f" 96%|#########6| {n}/64146 [4:33:57<10:29,  4.31it/s]\n" for n in range(61430, 61440)))
+    r = cli("diagnose", str(log), "--json")
+    assert r.code == 0, r.stderr
+    (f,) = json.loads(r.stdout)["findings"]
+    assert f["kind"] == "hung_collective" and f["confidence"] < 0.5 and f["ranks"] == [] and f["hosts"] == []
+    assert "61439/64146" in f["summary"] and f["evidence"]["read_from_absence"] is True
+
+
 def test_diagnose_run_dir_parses_rank_and_kernel_logs(cli, tmp_path) -> None:
     from trainctl.rundir import HostRanks, RunInfo, write_run_info
 

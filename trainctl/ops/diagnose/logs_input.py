@@ -29,7 +29,8 @@ def load_log_file(path: Path) -> pa.Table:
     from trainctl.collectors import logs as _logs
 
     try:
-        return _logs.parse_log_file(path)
+        # one file on its own: its end is where the run stopped printing, so a stopped loop is read too
+        return _logs.parse_log_file(path, ends_where_it_stopped=True)
     except OSError as exc:
         raise InputError(
             f"{path}: cannot read the log file ({exc.strerror or exc}); check the path and its permissions"
