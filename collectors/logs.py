@@ -674,6 +674,13 @@ _ERRORISH = re.compile(
     # a C/C++/CUDA library's own error print at its source location ("mem_heap.cpp:1519: non-zero status: 1
     # cuMemMap failed": NVSHMEM, UCX, libfabric and most C libraries print __FILE__:__LINE__ before the failure)
     r"|^[\w./-]{1,200}\.(?:c|cc|cpp|cxx|cu|h|hpp):\d+:?\s[^\n]{0,300}?\b(?:failed|failure)\b"
+    # a c10::Error's backtrace header (pytorch c10/util/Exception.cpp Error::Error: "Exception raised from "
+    # << SourceLocation ("{function} at {file}:{line}") << " (most recent call first):"): torch threw, even
+    # where the paste lost the message line above it
+    r"|^Exception raised from \S{1,200} at \S{1,300}:\d+ \(most recent call first\)"
+    # cuda-gdb's automatic API error checking ("set cuda api_failures", on by default): "warning: Cuda API error
+    # detected: cudaMalloc returned (0x2)", a CUDA call that failed under the debugger
+    r"|\bCuda API error detected: \w{1,80} returned \(0x[0-9a-fA-F]{1,8}\)"
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 # Error-looking lines their own printer treats as harmless: NCCL <= 2.4 printed

@@ -979,6 +979,23 @@ def test_a_message_less_exception_is_an_error_looking_line() -> None:
     assert fs and fs[0].category is not None and fs[0].category.value == "exception" and fs[0].ranks == (0,)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        # c10::Error's backtrace header (c10/util/Exception.cpp), the message line above it lost in the paste
+        "Exception raised from deviceCount at /pytorch/aten/src/ATen/hip/impl/HIPGuardImplMasqueradingAsCUDA.h:102"
+        " (most recent call first):\nframe #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x68 (0x7f69ad843fc8"
+        " in /opt/conda/lib/python3.10/site-packages/torch/lib/libc10.so)\n",
+        # cuda-gdb's API error checking
+        "[New Thread 0x7fffe6d73700 (LWP 12424)]\nwarning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n",
+    ],
+)
+def test_a_printers_own_failure_header_is_an_error_looking_line(text: str) -> None:
+    fs = analyze_log_events(parse_log_text(text, source="t.log"))
+    assert fs and fs[0].category is not None and fs[0].category.value == "unclassified"
+    assert fs[0].ranks == () and fs[0].hosts == ()
+
+
 def test_the_remap_field_says_nothing_when_it_is_no_and_a_healthy_port_is_not_a_finding() -> None:
     assert not events("        Pending                           : No")
     assert not events("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 state ACTIVE physical_state LINK_UP")
