@@ -27,7 +27,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext18.jsonl (117 rows, gathered 2026-11-27 07:52-08:00 UTC): held-out-16 (heldout18.sha256) and dev;
   so is corpus_ext19.jsonl (94 rows, gathered 2026-11-27 08:05-08:14 UTC): held-out-17 (heldout19.sha256) and dev;
   so is corpus_ext20.jsonl (127 rows, gathered 2026-11-27 08:17-08:25 UTC): held-out-18 (heldout20.sha256) and dev;
-  so is corpus_ext21.jsonl (101 rows, gathered 2026-11-27 08:27-08:33 UTC): held-out-19 (heldout21.sha256) and dev.
+  so is corpus_ext21.jsonl (101 rows, gathered 2026-11-27 08:27-08:33 UTC): held-out-19 (heldout21.sha256) and dev;
+  so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -97,7 +98,8 @@ EXT18 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext18.jsonl"  # held-out-
 EXT19 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext19.jsonl"  # held-out-17 + dev (heldout19.sha256)
 EXT20 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext20.jsonl"  # held-out-18 + dev (heldout20.sha256)
 EXT21 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext21.jsonl"  # held-out-19 + dev (heldout21.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-19.
+EXT22 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext22.jsonl"  # held-out-20 + dev (heldout22.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-20.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -118,6 +120,7 @@ SPLIT_BATCHES = (
     EXT19,
     EXT20,
     EXT21,
+    EXT22,
 )
 
 # label category -> kinds a correct first finding may have
