@@ -147,6 +147,7 @@ def read_progress(
         _gpu_processes,
         _gpu_table_split,
         _training_processes_listed,
+        _collective_test_unfinished,
     )
     for read in readings if numbered else ():
         if (r := read(numbered)) is not None:
@@ -436,6 +437,17 @@ def _gpu_table_split(lines: list[tuple[int, str]]) -> Reading | None:
         return None
     idle = [g[1] for g in held if g[3] == 0]
     busy = [g[1] for g in held if g[3] >= BUSY_PCT]
+    evidence = {"gpu_util_pct": {str(g[1]): g[3] for g in held}, "gpu_memory_used_mib": {str(g[1]): g[2] for g in held}}
+    if len(idle) == len(held):
+        # every process alive (each GPU holds its memory) and none running a kernel: they wait on the host
+        # side (a data loader, a store or rendezvous wait, a CPU collective), not in NCCL's spinning kernels
+        return Reading(
+            "gpu_table_all_idle_holding_memory",
+            f"every GPU ({', '.join(map(str, idle))}) holds a process's memory and runs nothing (0 %), no error"
+            " printed: the processes are alive and wait on the host side (or the snapshot fell between steps)",
+            held[0][0],
+            evidence=evidence,
+        )
     if not idle or not busy:
         return None
     return Reading(
@@ -444,10 +456,7 @@ def _gpu_table_split(lines: list[tuple[int, str]]) -> Reading | None:
         "no error printed: one process stuck outside the collective the others wait in (the index is a device, "
         "not a rank)",
         held[0][0],
-        evidence={
-            "gpu_util_pct": {str(g[1]): g[3] for g in held},
-            "gpu_memory_used_mib": {str(g[1]): g[2] for g in held},
-        },
+        evidence=evidence,
     )
 
 
@@ -608,4 +617,38 @@ def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
         " (or was still running when it was taken), not crashed",
         rows[0][0],
         evidence={"processes": [what for _, _, what in rows[:16]]},
+    )
+
+
+# NVIDIA/nccl-tests (src/common.cu run/threadRunTests, src/util.cu writeBenchmarkLine*): a header
+# "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: ..." (rccl-tests: "# nThreads: %d nGpus: %d nRanks:
+# %d minBytes: ..."), "# Using devices" and one "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s"
+# line per rank, the column header "#       size         count      type   redop    root     time   algbw
+# busbw #wrong ...", one row per size ("%12li  %12li  %8s  %6s  %6s" then time, algbw, busbw, #wrong, twice),
+# and at the end "# Out of bounds values : %d %s" and "# Avg bus bandwidth    : %g". A test whose output
+# stops before its end line, with no error, is stuck in the collective of the size after its last row.
+_COLL_TEST_HEADER = re.compile(r"^#\s*nThreads?:? \d+ nGpus:? \d+\b.*\bminBytes:? \d+")
+_COLL_TEST_END = re.compile(r"^#\s*(?:Avg bus bandwidth|Out of bounds values)\s*:")
+# Searched, not anchored: rows of one width may be joined into one line by terminal-wrap repair.
+_COLL_TEST_ROW = re.compile(
+    r"(?<!\S)(\d+)\s+(\d+)\s+([a-z]\w*)\s+([a-z]\w*)\s+-?\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(?:\d+|N/A)\b"
+)
+
+
+def _collective_test_unfinished(lines: list[tuple[int, str]]) -> Reading | None:
+    """nccl-tests / rccl-tests output that stops before its end line: the next size never completed."""
+    if not any(_COLL_TEST_HEADER.match(t) for _, t in lines) or any(_COLL_TEST_END.match(t) for _, t in lines):
+        return None
+    rows = [(n, m) for n, t in lines if not t.lstrip().startswith("#") for m in _COLL_TEST_ROW.finditer(t)]
+    if rows:
+        n, m = rows[-1]
+        where = f"after its row for {m.group(1)} bytes ({m.group(3)} {m.group(4)}): the next size never completed"
+    else:
+        n = lines[-1][0]
+        where = "before its first result row: the first collective (or the communicators' set-up) never completed"
+    return Reading(
+        "collective_test_unfinished",
+        f"the collective test (nccl-tests) stopped {where}, no error printed and no 'Avg bus bandwidth' line",
+        n,
+        evidence={"result_rows": len(rows), "last_row": rows[-1][1].group(0).strip() if rows else None},
     )

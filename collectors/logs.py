@@ -681,6 +681,13 @@ _ERRORISH = re.compile(
     # cuda-gdb's automatic API error checking ("set cuda api_failures", on by default): "warning: Cuda API error
     # detected: cudaMalloc returned (0x2)", a CUDA call that failed under the debugger
     r"|\bCuda API error detected: \w{1,80} returned \(0x[0-9a-fA-F]{1,8}\)"
+    # an absl::Status as text (abseil absl/status/status.cc Status::ToString: StatusCodeToString(code) + ": " +
+    # message), which XLA, JAX's coordination service, TensorFlow and gRPC print: "DEADLINE_EXCEEDED: Deadline
+    # Exceeded", "UNAVAILABLE: failed to connect to all addresses" (OK is not a failure; UNKNOWN and INTERNAL
+    # only at a line's start, where they cannot be a word of prose)
+    r"|(?<![\w-])(?:CANCELLED|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED"
+    r"|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|UNAVAILABLE|DATA_LOSS"
+    r"|UNAUTHENTICATED): |^(?:UNKNOWN|INTERNAL): "
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 # Error-looking lines their own printer treats as harmless: NCCL <= 2.4 printed

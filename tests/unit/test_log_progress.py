@@ -282,6 +282,13 @@ def test_an_idle_gpu_holding_memory_beside_busy_ones_is_a_stuck_process_naming_n
     assert f.summary.startswith("GPU 2 idle (0 %) while holding memory and GPU 0, 1 busy")
 
 
+def test_every_gpu_holding_memory_and_idle_is_processes_alive_waiting_on_the_host():
+    f = only(_smi((0, 21614, 0), (1, 17562, 0)))
+    assert f.evidence["signatures"] == ["gpu_table_all_idle_holding_memory"]
+    assert f.evidence["gpu_memory_used_mib"] == {"0": 21614, "1": 17562} and f.ranks == () and f.hosts == ()
+    assert findings(_smi((0, 21614, 0), (1, 3, 0))) == []  # one GPU has no process on it: nothing proven
+
+
 def test_gpu_tables_that_prove_nothing_stay_silent():
     assert findings(_smi((0, 70000, 100), (1, 70000, 97))) == []  # all busy: training, or all spinning
     assert findings(_smi((0, 4, 0), (1, 70000, 97))) == []  # an idle GPU with no process on it
@@ -399,3 +406,33 @@ def test_a_listing_of_the_trainings_processes_alive_is_a_job_stuck_not_crashed()
     # one process, or none of the training's own, says nothing
     assert findings(TOP.splitlines()[2] + "\n" + TOP.splitlines()[3]) == []
     assert findings("    1 root      20   0    4.4m   3.2m   2.9m S   0.0   0.0   0:00.03 bash\n" * 3) == []
+
+
+# NVIDIA/nccl-tests' output (src/common.cu, src/util.cu), as all_reduce_perf prints it
+COLL_TEST_HEAD = """# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid  61927 on      node1 device  0 [0x1a] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  61928 on      node1 device  1 [0x1b] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+"""
+COLL_TEST_ROWS = """           8             2     float     sum      -1    10.52    0.00    0.00      0    10.31    0.00    0.00      0
+          16             4     float     sum      -1    10.48    0.00    0.00      0    10.44    0.00    0.00      0
+"""
+
+
+def test_a_collective_test_that_stops_before_its_end_line_is_stuck_in_the_next_size():
+    f = only(COLL_TEST_HEAD)
+    assert f.evidence["signatures"] == ["collective_test_unfinished"] and f.evidence["result_rows"] == 0
+    assert "before its first result row" in f.summary
+    f = only(COLL_TEST_HEAD + COLL_TEST_ROWS)
+    assert f.evidence["result_rows"] == 2 and "after its row for 16 bytes (float sum)" in f.summary
+    # rccl-tests' header spelling
+    assert only(
+        COLL_TEST_HEAD.replace("# nThread 1 nGpus 1 minBytes 8", "# nThreads: 1 nGpus: 2 nRanks: 1 minBytes: 8")
+    )
+    done = COLL_TEST_HEAD + COLL_TEST_ROWS + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00012 \n#\n"
+    assert findings(done) == []

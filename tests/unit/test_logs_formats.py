@@ -988,12 +988,19 @@ def test_a_message_less_exception_is_an_error_looking_line() -> None:
         " in /opt/conda/lib/python3.10/site-packages/torch/lib/libc10.so)\n",
         # cuda-gdb's API error checking
         "[New Thread 0x7fffe6d73700 (LWP 12424)]\nwarning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n",
+        # an absl::Status as XLA / JAX's coordination service print it (absl/status/status.cc Status::ToString)
+        "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n",
+        "INTERNAL: Failed to launch CUDA kernel\n",
     ],
 )
 def test_a_printers_own_failure_header_is_an_error_looking_line(text: str) -> None:
     fs = analyze_log_events(parse_log_text(text, source="t.log"))
     assert fs and fs[0].category is not None and fs[0].category.value == "unclassified"
     assert fs[0].ranks == () and fs[0].hosts == ()
+
+
+def test_status_words_in_prose_are_not_error_looking() -> None:
+    assert analyze_log_events(parse_log_text("step 3: the INTERNAL: UNKNOWN: counters are fine\nOK: done\n")) == []
 
 
 def test_the_remap_field_says_nothing_when_it_is_no_and_a_healthy_port_is_not_a_finding() -> None:
