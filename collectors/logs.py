@@ -684,10 +684,11 @@ _ERRORISH = re.compile(
     # an absl::Status as text (abseil absl/status/status.cc Status::ToString: StatusCodeToString(code) + ": " +
     # message), which XLA, JAX's coordination service, TensorFlow and gRPC print: "DEADLINE_EXCEEDED: Deadline
     # Exceeded", "UNAVAILABLE: failed to connect to all addresses" (OK is not a failure; UNKNOWN and INTERNAL
-    # only at a line's start, where they cannot be a word of prose)
-    r"|(?<![\w-])(?:CANCELLED|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED"
-    r"|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|UNIMPLEMENTED|UNAVAILABLE|DATA_LOSS"
-    r"|UNAUTHENTICATED): |^(?:UNKNOWN|INTERNAL): "
+    # only at a line's start, where they cannot be a word of prose); not in a line logged at glog's I or W level
+    # or as WARNING/INFO: a healthy JAX start-up warns "Unable to initialize backend 'rocm': NOT_FOUND: ..."
+    r"|^(?!\s*(?:[IW](?:\d{4})?\d{4} \d\d:|(?:WARNING|INFO)\b))[^\n]{0,300}?(?<![\w-])(?:CANCELLED|INVALID_ARGUMENT"
+    r"|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED"
+    r"|OUT_OF_RANGE|UNIMPLEMENTED|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED): |^(?:UNKNOWN|INTERNAL): "
 )
 MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 # Error-looking lines their own printer treats as harmless: NCCL <= 2.4 printed

@@ -1001,6 +1001,11 @@ def test_a_printers_own_failure_header_is_an_error_looking_line(text: str) -> No
 
 def test_status_words_in_prose_are_not_error_looking() -> None:
     assert analyze_log_events(parse_log_text("step 3: the INTERNAL: UNKNOWN: counters are fine\nOK: done\n")) == []
+    # a healthy JAX start-up's warning (glog W level) carries a status code too
+    warn = (
+        "W0312 10:00:01.000000  4711 xla_bridge.py:863] Unable to initialize backend 'rocm': NOT_FOUND: Could not find"
+    )
+    assert analyze_log_events(parse_log_text(warn + ' registered platform with name: "rocm"\n')) == []
 
 
 def test_the_remap_field_says_nothing_when_it_is_no_and_a_healthy_port_is_not_a_finding() -> None:
