@@ -145,16 +145,17 @@ def read_progress(
         _lockstep,
         stack_dump,
         _gpu_processes,
-        _gpu_table_split,
+        _gpu_table_idle,
         _training_processes_listed,
         _collective_test_unfinished,
     )
     for read in readings if numbered else ():
         if (r := read(numbered)) is not None:
             return r
-    if (r := _first_step_pending(raw_tail)) is not None or not ends_where_it_stopped:
-        return r
-    return _counter_short_of_total(raw_tail) or _waiting_at_end(raw_tail)
+    r = _first_step_pending(raw_tail)
+    if r is None and ends_where_it_stopped:
+        r = _counter_short_of_total(raw_tail) or _waiting_at_end(raw_tail)
+    return r
 
 
 def _nccl_init(lines: list[tuple[int, str]]) -> Reading | None:
@@ -420,10 +421,11 @@ HELD_MIB = 1024  # a GPU holding at least this much memory has a training proces
 BUSY_PCT = 20  # utilization at which a GPU is running kernels (NCCL's waiting kernels spin at up to 100 %)
 
 
-def _gpu_table_split(lines: list[tuple[int, str]]) -> Reading | None:
-    """An nvidia-smi device table in which every GPU holds a process's memory, some run kernels and some
-    run none: in a job stuck in a collective the ranks that entered it spin in NCCL's kernels and the one
-    that never arrived sits idle (or the snapshot fell between two steps: a lead, not proof)."""
+def _gpu_table_idle(lines: list[tuple[int, str]]) -> Reading | None:
+    """An nvidia-smi device table in which every GPU holds a process's memory and some or all run no
+    kernel. Some idle, some busy: in a job stuck in a collective the ranks that entered it spin in
+    NCCL's kernels and the one that never arrived sits idle. All idle: the processes are alive and wait
+    on the host side. (Either way the snapshot may have fallen between two steps: a lead, not proof.)"""
     gpus: list[tuple[int, int, int, int]] = []  # line, index, MiB used, util %
     index: int | None = None
     for n, t in lines:
