@@ -133,6 +133,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext20.jsonl", "heldout20.sha256", 70, 127),
         ("corpus_ext21.jsonl", "heldout21.sha256", 48, 101),
         ("corpus_ext22.jsonl", "heldout22.sha256", 36, 72),
+        ("corpus_ext23.jsonl", "heldout23.sha256", 28, 72),
     ],
     ids=[
         "seventh",
@@ -149,6 +150,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "eighteenth",
         "nineteenth",
         "twentieth",
+        "twenty-first",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
