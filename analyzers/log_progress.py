@@ -20,7 +20,8 @@ PROGRESS_CONFIDENCE = 0.3  # below every reading of a line that says what failed
 
 
 def progress_findings(table: pa.Table) -> list[Finding]:
-    """One low-confidence hung_collective finding per progress reading in the table (at most one per log)."""
+    """One low-confidence finding per progress reading in the table (at most one per log): hung_collective,
+    or rendezvous_error for a run that stopped while joining its process group."""
     if "fields" not in table.column_names:
         return []
     out: list[Finding] = []
@@ -39,7 +40,7 @@ def progress_findings(table: pa.Table) -> list[Finding]:
         }
         out.append(
             Finding(
-                kind=FindingKind.HUNG_COLLECTIVE,
+                kind=FindingKind(row["kind"]) if row.get("kind") else FindingKind.HUNG_COLLECTIVE,
                 severity=Severity.WARNING,
                 summary=row["message"][:240],
                 ranks=suspects,

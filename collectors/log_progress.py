@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainctl.collectors.log_signatures.rule import K
 from trainctl.collectors.nccl_topology import comm_rank
 
 # NCCL (NVIDIA/nccl 2.30.7, 5067397c): src/debug.cc ncclDebugLog prefixes INFO lines with
@@ -113,6 +114,7 @@ class Reading:
     line_no: int
     suspect_ranks: tuple[int, ...] = ()
     evidence: dict[str, Any] = field(default_factory=dict)
+    kind: K = K.HUNG_COLLECTIVE  # where it stopped: in a collective or step (most), or joining the group
 
 
 def read_progress(
@@ -154,7 +156,7 @@ def read_progress(
             return r
     r = _first_step_pending(raw_tail)
     if r is None and ends_where_it_stopped:
-        r = _counter_short_of_total(raw_tail) or _waiting_at_end(raw_tail)
+        r = _counter_short_of_total(raw_tail) or _waiting_at_end(raw_tail) or _ends_in_set_up(numbered)
     return r
 
 
@@ -576,6 +578,93 @@ def _waiting_at_end(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
                 evidence={"waiting_line": text[:300]},
             )
     return None
+
+
+# Set-up lines, each printed once while a job starts, in the order a start goes through them. A log handed
+# over on its own that ends in them, with no step after, stopped there. Two stages:
+# - joining the process group (init_process_group / the rendezvous has not returned: every rank waits there
+#   for the ones that never joined):
+#   torch/csrc/distributed/c10d/socket.cpp (1.11+): "[c10d] The client socket has connected to {} on {}.",
+#   "... will attempt to connect to an IPv6 address of ...", "[c10d - trace] The client socket is attempting
+#   to connect to ...", "The client socket cannot be initialized to connect to ...", "The server socket has
+#   started to listen on ...", "The server socket cannot be initialized on ...";
+#   torch/distributed/elastic/agent/server/api.py (1.9-1.13) "[default] Rendezvous'ing worker group";
+#   elastic/rendezvous/dynamic_rendezvous.py next_rendezvous "The node '{}' attempts to join the next round of
+#   the rendezvous '{}'."; distributed_c10d.py _store_based_barrier "Added key: store_based_barrier_key:{} to
+#   store for rank: {}", "Waiting in store based barrier to initialize process group for rank: {}, ...";
+#   DeepSpeed deepspeed/comm/comm.py init_distributed "cdb=None", "Initializing TorchBackend in DeepSpeed with
+#   backend {}"; Megatron-LM megatron/training/initialize.py _initialize_distributed "> initializing torch
+#   distributed ..."; Lightning _init_dist_connection "Initializing distributed: GLOBAL_RANK: ..." (its
+#   roster is read by _lightning_init); JAX jax/_src/distributed.py "Starting JAX distributed service on {}",
+#   "Connecting to JAX distributed service on {}".
+# - joined, the first step not done (stuck in the first collective or step, or in what comes before it):
+#   NCCL's INFO lines (its communicators are made at the group's first collective, or eagerly), "Init
+#   COMPLETE" last; api.py "[{role}] Rendezvous complete for workers. Result:"; dynamic_rendezvous.py "The
+#   node '{}' has joined round {} of the rendezvous '{}' as rank {} in a world of size {}."; distributed_c10d.py
+#   "Rank {}: Completed store-based barrier for key:{} with {} nodes."; Lightning "All distributed processes
+#   registered. Starting with {} processes" (1.x "All DDP processes registered."); Megatron-LM
+#   parallel_state "> initialized tensor model parallel with size {}" (older "> initializing ..."),
+#   training.py "training ..." and print_datetime "[before the start of training step] datetime: {}";
+#   transformers trainer.py _inner_training_loop "***** Running training *****" and its "  Num Epochs = ",
+#   "  Total optimization steps = ", "  Number of trainable parameters = " lines.
+# NCCL_DEBUG_SUBSYS=COLL's "NCCL INFO AllReduce: opCount ..." lines are collectives called, not set-up.
+_JOINING = re.compile(
+    r"\[c10d(?: - \w+)?\] The (?:client|server) socket (?:has connected to|will attempt to connect|is attempting to"
+    r" connect|cannot be initialized|has started to listen)"
+    r"|Rendezvous'ing worker group|attempts to join the next round of the rendezvous"
+    r"|Added key: store_based_barrier_key|Waiting in store based barrier"
+    r"|init_distributed\] cdb=None|Initializing TorchBackend in DeepSpeed"
+    r"|^> initializing torch distributed\b|[Ii]nitializing (?:ddp|distributed): GLOBAL_RANK:"
+    r"|(?:Connecting to|Starting) JAX distributed service on"
+)
+_JOINED = re.compile(
+    r"\bNCCL INFO (?!\w+: opCount)|Rendezvous complete for workers|has joined round \d+ of the rendezvous"
+    r"|Completed store-based barrier for key|All (?:DDP|distributed) processes registered"
+    r"|^> initializ(?:ed|ing) (?:tensor|pipeline)[\w ]{0,20} parallel with size|^training \.\.\.\s*$"
+    r"|\[before the start of training step\] datetime:"
+    r"|\*{5} Running training \*{5}|\b(?:Num Epochs|Total optimization steps|Number of trainable parameters) = [\d,]+"
+)
+# A line that says a step, an iteration, an epoch or a loss: the run got past its set-up.
+_STEPPED = re.compile(
+    r"\b(?:loss|step|iter(?:ation)?s?|epoch|it/s|s/it|samples?/s(?:ec)?|tokens?/s(?:ec)?|throughput|tflops)\b", re.I
+)
+_KEY_VALUE = re.compile(r"^\s*\w+=\S")
+SET_UP_TAIL_LINES = 3  # at most this many lines (beyond indented continuations) after the last set-up line
+
+
+def _ends_in_set_up(lines: list[tuple[int, str]]) -> Reading | None:
+    """A log on its own that ends in its run's set-up lines (or a few lines after the last one, none of them
+    a step): the run stopped while joining the process group (a rendezvous that never completed), or after
+    it, before the first step finished."""
+    last: int | None = None
+    for i in range(len(lines) - 1, -1, -1):
+        t = lines[i][1]
+        if _JOINING.search(t) or _JOINED.search(t):
+            last = i
+            break
+        # an indented or "key=value" line continues the one above it (torchelastic's "Result:" block, a
+        # warning's source line); a rule of dashes or '=' says nothing
+        if not t[:1].isspace() and not _KEY_VALUE.match(t) and re.search(r"[A-Za-z]{2}", re.sub(r"^\[\w+\]", "", t)):
+            if len(lines) - 1 - i >= SET_UP_TAIL_LINES or _STEPPED.search(t):
+                return None
+    if last is None:
+        return None
+    n, t = lines[last]
+    joining = _JOINING.search(t) is not None
+    stage = (
+        "while joining the process group (the rendezvous or init_process_group never returned: it waits for"
+        " the ranks that did not join)"
+        if joining
+        else "after its set-up, before a first step was printed (stuck in the first collective or step)"
+    )
+    return Reading(
+        "log_ends_in_set_up",
+        f"the log ends in its run's set-up ({t.strip()[:160]!r}, line {n}) with no error and no step after it:"
+        f" the run stopped {stage}, or the excerpt was cut there",
+        n,
+        evidence={"last_set_up_line": t.strip()[:300], "stage": "joining" if joining else "joined"},
+        kind=K.RENDEZVOUS_ERROR if joining else K.HUNG_COLLECTIVE,
+    )
 
 
 # A process listing of the training's own processes, none of them a zombie or in D (those are

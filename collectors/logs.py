@@ -838,7 +838,7 @@ def _progress_stopped(
     )
     if r is None:
         return []
-    ev = Event(r.line_no, r.summary, r.signature, K.HUNG_COLLECTIVE, None, S.WARNING, Blame.NONE, True,
+    ev = Event(r.line_no, r.summary, r.signature, r.kind, None, S.WARNING, Blame.NONE, True,
                rank=default_rank, host=default_host)  # fmt: skip
     ev.fields.update(r.evidence, progress_reading=True, suspect_ranks=list(r.suspect_ranks))
     return [ev]

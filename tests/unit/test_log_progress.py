@@ -436,3 +436,83 @@ def test_a_collective_test_that_stops_before_its_end_line_is_stuck_in_the_next_s
     )
     done = COLL_TEST_HEAD + COLL_TEST_ROWS + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.00012 \n#\n"
     assert findings(done) == []
+
+
+# Start-up lines in their printers' formats (collectors/log_progress.py _JOINING / _JOINED cite each source).
+C10D_CONNECTING = """[W socket.cpp:401] [c10d] The server socket cannot be initialized on [::]:29501 (errno: 97 - Address family \
+not supported by protocol).
+[I socket.cpp:648] [c10d - trace] The client socket is attempting to connect to [master-0.svc]:23456.
+[I socket.cpp:725] [c10d] The client socket has connected to [master-0.svc]:23456 on [worker-0]:38244.
+"""
+DEEPSPEED_INIT = """[2024-06-11 00:23:36,254] [INFO] [comm.py:637:init_distributed] cdb=None
+[2024-06-11 00:23:36,254] [INFO] [comm.py:668:init_distributed] Initializing TorchBackend in DeepSpeed with backend nccl
+/usr/lib/python3/site-packages/transformers/training_args.py:1474: FutureWarning: `evaluation_strategy` is deprecated
+  warnings.warn(
+"""
+ELASTIC_DONE = """[INFO] 2021-06-29 12:04:55,398 api: [default] Rendezvous'ing worker group
+[INFO] 2021-06-29 12:05:25,634 api: [default] Rendezvous complete for workers. Result:
+  restart_count=0
+  master_addr=master1
+  master_port=43923
+  group_rank=0
+"""
+HF_TRAINER = """[INFO|trainer.py:2128] 2025-04-24 20:44:49,943 >> ***** Running training *****
+[INFO|trainer.py:2129] 2025-04-24 20:44:49,943 >>   Num examples = 100,000
+[INFO|trainer.py:2130] 2025-04-24 20:44:49,943 >>   Num Epochs = 1
+[INFO|trainer.py:2136] 2025-04-24 20:44:49,943 >>   Total optimization steps = 3,125
+[INFO|trainer.py:2137] 2025-04-24 20:44:49,943 >>   Number of trainable parameters = 7,840,794
+"""
+MEGATRON_START = """> initializing torch distributed ...
+> initialized tensor model parallel with size 2
+> initialized pipeline model parallel with size 2
+training ...
+[before the start of training step] datetime: 2025-04-13 23:41:00
+"""
+NCCL_DONE_THEN_NOTE = """node01:322:322 [3] NCCL INFO ncclCommInitRank comm 0x55f5be32f460 rank 3 nranks 16 cudaDev 3 nvmlDev 3 \
+busId 5a000 commId 0x4e2671c9674e940d - Init COMPLETE
+[2025-04-01 09:58:02 TP0] Custom allreduce is disabled because this process group spans across nodes.
+[2025-04-01 09:58:02 TP1] Custom allreduce is disabled because this process group spans across nodes.
+"""
+
+
+def test_a_log_on_its_own_that_ends_while_joining_its_group_is_a_rendezvous_that_never_completed():
+    for text, last in (
+        (C10D_CONNECTING, "[c10d] The client socket has connected to [master-0.svc]:23456 on [worker-0]:38244."),
+        (DEEPSPEED_INIT, "Initializing TorchBackend in DeepSpeed with backend nccl"),  # a warning after it
+        (
+            "I0301 20:48:15.700560 1398 distributed.py:79] Connecting to JAX distributed service on 10.68.5.45:1234\n",
+            "JAX",
+        ),
+    ):
+        fs = alone(text)
+        assert len(fs) == 1, text
+        f = fs[0]
+        assert f.kind is FindingKind.RENDEZVOUS_ERROR and f.confidence == PROGRESS_CONFIDENCE
+        assert f.evidence["signatures"] == ["log_ends_in_set_up"] and f.evidence["stage"] == "joining"
+        assert last in f.evidence["last_set_up_line"]
+        assert f.ranks == () and f.hosts == ()
+
+
+def test_a_log_on_its_own_that_ends_after_its_set_up_with_no_step_is_a_first_step_that_never_finished():
+    for text, last in (
+        (ELASTIC_DONE, "Rendezvous complete for workers"),  # its indented Result block follows it
+        (HF_TRAINER, "Number of trainable parameters = 7,840,794"),
+        (MEGATRON_START, "[before the start of training step]"),
+        (NCCL_DONE_THEN_NOTE, "Init COMPLETE"),  # two lines of the server's own after it
+        ("All distributed processes registered. Starting with 4 processes\n" + "-" * 100 + "\n", "registered"),
+    ):
+        f = only_alone(text)
+        assert f.evidence["signatures"] == ["log_ends_in_set_up"] and f.evidence["stage"] == "joined"
+        assert last in f.evidence["last_set_up_line"], text
+
+
+def test_set_up_followed_by_steps_or_many_lines_or_in_a_run_dirs_rank_log_is_nothing():
+    for text in (C10D_CONNECTING, HF_TRAINER, MEGATRON_START):
+        assert findings(text) == []  # a rank log of a live run ends in its set-up while it starts
+    assert alone(HF_TRAINER + "{'loss': 1.7172, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n") == []
+    stepped = alone(MEGATRON_START + " [2025-04-13 23:41:12] iteration       10/    1000 | lm loss: 7.1 |\n")
+    assert [f.evidence["signatures"] for f in stepped] == [["progress_stopped_short"]]  # the counter's reading
+    assert alone(DEEPSPEED_INIT + "".join(f"Loading shard {i} of the model from disk\n" for i in range(3))) == []
+    # the collectives NCCL's COLL subsystem traces are the run's work, not its set-up
+    coll = "node1:100:100 [0] NCCL INFO AllReduce: opCount 5 sendbuff 0x7f sendbuff 0x7e count 3 datatype 7 op 0\n"
+    assert alone(NCCL_DONE_THEN_NOTE + coll * 4) == []
