@@ -30,6 +30,11 @@ __all__ = [
 ]
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+# The same codes as text: as rsyslog stores them (its escapeControlCharactersOnReceive, on by default, writes a
+# control character as '#' and three octal digits: ESC is "#033", so a journald or container line forwarded to
+# /var/log/messages reads "#033[2m#033[33m(raylet)#033[0m"), or in caret notation ("^[[0m", what `cat -v` and
+# less print). A terminal shows them as characters, so they count in its wraps: removed after wraps are joined.
+_ESCAPED_ANSI_RE = re.compile(r"(?:#033|\^\[)\[[0-9;?]*[ -/]*[@-~]")
 _PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[(?P<r_bar>[^\]\n]{0,400})\])?")
 # tqdm's r_bar is "[{elapsed}<{remaining}, {rate_fmt}{postfix}]" (tqdm/std.py format_meter): the
 # postfix holds the metrics a trainer sets on its bar (Lightning's "loss=nan, v_num=3"), kept as text.
@@ -383,6 +388,7 @@ def clean_lines(text: str) -> Iterator[Record]:
     raw, json_hosts = normalized_lines(text)
     wall_host: str | None = None  # "Message from syslogd@HOST at ...": the host of the next message
     for line_no, joined in join_wraps(raw):
+        joined = _ESCAPED_ANSI_RE.sub("", joined) if "#033[" in joined or "^[[" in joined else joined
         m = _SYSLOGD_WALL.match(joined.strip())
         if m:
             wall_host = m.group("host")

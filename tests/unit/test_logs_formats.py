@@ -431,6 +431,9 @@ CORE = (
     "text,host",
     [
         (f"\x1b[31m{CORE}\x1b[0m", None),  # ANSI colours
+        (f"#033[31m{CORE}#033[0m", None),  # ANSI colours as rsyslog escapes ESC (/var/log/messages)
+        (f"^[[31m{CORE}^[[0m", None),  # ... and in caret notation (cat -v, less)
+        (f"#033[2m#033[36m(TrainWorker pid=4242, ip=10.3.4.5)#033[0m {CORE}", "10.3.4.5"),  # Ray, via rsyslog
         (f"node17: {CORE}", "node17"),  # pdsh
         (f"gpu-a100-3.cluster.local: {CORE}", "gpu-a100-3.cluster.local"),
         (f"(TrainWorker pid=4242, ip=10.3.4.5) {CORE}", "10.3.4.5"),  # Ray
