@@ -28,7 +28,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext19.jsonl (94 rows, gathered 2026-11-27 08:05-08:14 UTC): held-out-17 (heldout19.sha256) and dev;
   so is corpus_ext20.jsonl (127 rows, gathered 2026-11-27 08:17-08:25 UTC): held-out-18 (heldout20.sha256) and dev;
   so is corpus_ext21.jsonl (101 rows, gathered 2026-11-27 08:27-08:33 UTC): held-out-19 (heldout21.sha256) and dev;
-  so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev.
+  so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev;
+  so is corpus_ext23.jsonl (72 rows, gathered 2026-11-27 13:13-13:18 UTC): held-out-21 (heldout23.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -99,7 +100,8 @@ EXT19 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext19.jsonl"  # held-out-
 EXT20 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext20.jsonl"  # held-out-18 + dev (heldout20.sha256)
 EXT21 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext21.jsonl"  # held-out-19 + dev (heldout21.sha256)
 EXT22 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext22.jsonl"  # held-out-20 + dev (heldout22.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-20.
+EXT23 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext23.jsonl"  # held-out-21 + dev (heldout23.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-21.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -121,6 +123,7 @@ SPLIT_BATCHES = (
     EXT20,
     EXT21,
     EXT22,
+    EXT23,
 )
 
 # label category -> kinds a correct first finding may have
