@@ -764,6 +764,8 @@ def parse_log_text(
     events = parse_records(records, default_rank=rank, default_host=host)
     # a blamed printer's other half (its host, its rank) from other lines of the text
     complete_culprits(events, read_identity(records, events, plausible_host=plausible_host))
+    if not any(e.kind is K.OOM for e in events):
+        events = events + _oom_task_dump(records, host)
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     if not any(e.kind is not None for e in events):
@@ -816,6 +818,30 @@ def _nccl_return_trace(records: list[Record]) -> list[Event]:
     ev = Event(rec.line_no, rec.text, "nccl_return_trace", kind, category, S.WARNING, Blame.NONE, True,
                host=rec.host, host_basis=rec.host_basis, ts=rec.ts)  # fmt: skip
     ev.fields.update(nccl_result=name, nccl_result_code=code, trace_lines=len(trail))
+    return [ev]
+
+
+# Linux mm/oom_kill.c dump_tasks, called by dump_header when the OOM killer runs (vm.oom_dump_tasks, on by
+# default): pr_info("Tasks state (memory values in pages):"), the header "[  pid  ]   uid  tgid total_vm      rss
+# pgtables_bytes swapents oom_score_adj name" (4.x: "nr_ptes nr_pmds"; 6.x adds "rss_anon rss_file rss_shmem"),
+# then dump_task's pr_info("[%7d] %5d %5d %8lu %8lu %8llu %8lu         %5hd %s\n", pid, uid, tgid, total_vm, rss,
+# ..., oom_score_adj, comm) per task. A paste of its rows alone still proves the OOM killer ran on that host.
+_OOM_TASK_ROW = re.compile(r"\[\s*\d{1,7}\]\s+\d+\s+\d+(?:\s+\d+){3,8}\s+-?\d{1,4}\s+\S.{0,40}$")
+_OOM_TASK_HEADER = re.compile(r"\[\s*pid\s*\]\s+uid\s+tgid\s+total_vm\s+rss|Tasks state \(memory values in pages\)")
+MIN_OOM_TASK_ROWS = 3
+
+
+def _oom_task_dump(records: list[Record], default_host: str | None) -> list[Event]:
+    """The OOM killer's task dump (its header, or three or more of its rows): one event, host memory ran out."""
+    rows = [rec for rec in records if _OOM_TASK_ROW.search(rec.text) or _OOM_TASK_HEADER.search(rec.text)]
+    if not any(_OOM_TASK_HEADER.search(r.text) for r in rows) and len(rows) < MIN_OOM_TASK_ROWS:
+        return []
+    rec = rows[0]
+    host, basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
+    ev = Event(rec.line_no, rec.text, "oom_killer_task_dump", K.OOM, None, S.CRITICAL, Blame.SELF, False,
+               host=host, host_basis=basis, ts=rec.ts)  # fmt: skip
+    ev.fields.update(task_rows=len(rows))
+    _finish(ev)  # the host whose kernel printed it is the one that ran out
     return [ev]
 
 

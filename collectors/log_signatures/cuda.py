@@ -35,7 +35,11 @@ def _oom_post(ev: Event) -> None:
 
 
 def dataloader_post(ev: Event) -> None:
+    if ev.fields.pop("shm_advice", None):  # printed for SIGBUS only (torch/csrc/DataLoader.cpp)
+        ev.fields["signal_text"] = "Bus error"
     sig = (ev.fields.get("signal_text") or "").strip().lower()
+    if not sig:  # the line was cut before the signal's name: what follows it says more
+        ev.severity, ev.generic = S.WARNING, True
     if sig in ("killed", "bus error"):  # the OOM killer / a full /dev/shm: memory, not a bug
         ev.kind, ev.category = K.OOM, None
 
@@ -122,13 +126,17 @@ ERRORS: tuple[Signature, ...] = (
     sig(
         "cpu_oom",
         # mm/oom_kill.c __oom_kill_process: "%s: Killed process %d (%s) ..." with "Out of memory" or, for a
-        # cgroup's limit (Slurm, Kubernetes), "Memory cgroup out of memory".
-        r"DefaultCPUAllocator: (?:can't|not enough memory)|[Oo]ut of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:",
+        # cgroup's limit (Slurm, Kubernetes), "Memory cgroup out of memory". Before 4.19 two lines: oom_kill_process
+        # pr_err("%s: Kill process %d (%s) score %u or sacrifice child"), then "Killed process %d (%s) total-vm:%lukB,
+        # anon-rss:%lukB, ..." on its own.
+        r"DefaultCPUAllocator: (?:can't|not enough memory)|[Oo]ut of memory: Killed process (?P<pid>\d+) \((?P<proc>[^)]+)\)|oom-kill:"
+        r"|[Oo]ut of memory: Kill process (?P<pid__2>\d+) \((?P<proc__2>[^)\n]+)\) score \d+ or sacrifice child"
+        r"|\bKilled process (?P<pid__3>\d+) \((?P<proc__3>[^)\n]+)\) total-vm:\d+kB",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["DefaultCPUAllocator", "Killed process", "oom-kill"],
+        ["DefaultCPUAllocator", "Killed process", "oom-kill", "sacrifice child"],
         "Host memory exhausted (allocator or the kernel OOM killer on this host).",
     ),
     sig(
@@ -274,12 +282,15 @@ ERRORS: tuple[Signature, ...] = (
         # torch/csrc/DataLoader.cpp SIGCHLD handler: "DataLoader worker (pid %d) is killed by signal: %s. " with
         # strsignal(): "Killed" (SIGKILL: the kernel's OOM killer, in practice), "Bus error" (SIGBUS: /dev/shm full,
         # the message then says so), "Segmentation fault", ...
-        r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: (?P<signal_text>[A-Za-z ]+)",
+        # For SIGBUS it goes on "It is possible that dataloader's workers are out of shared memory. Please try to
+        # raise your shared memory limit." (a paste may break the line after "signal: ", so each half is read).
+        r"DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal(?:: (?P<signal_text>[A-Za-z][A-Za-z ]*))?"
+        r"|(?P<shm_advice>It is possible that dataloader's workers are out of shared memory)",
         K.CRASH,
         C.SIGNAL,
         S.CRITICAL,
         Blame.SELF,
-        ["is killed by signal"],
+        ["is killed by signal", "workers are out of shared memory"],
         "A DataLoader worker died on a signal: SIGKILL (host memory: the OOM killer) and SIGBUS (shared memory "
         "exhausted) are out-of-memory; other signals a crash.",
         post=dataloader_post,
@@ -335,6 +346,47 @@ ERRORS: tuple[Signature, ...] = (
         ["CUDA error:"],
         "Sticky CUDA error in this process (illegal address, launch failure, ...); 'uncorrectable ECC' is a "
         "faulty GPU.",
+        post=cuda_post,
+    ),
+    sig(
+        "cuda_runtime_error_string",
+        # The CUDA runtime's own error strings (cudaGetErrorString, libcudart: the messages the CUDA Runtime API
+        # reference gives for each cudaError_t) as any wrapper prints them: "CUDA Runtime Error(46): all
+        # CUDA-capable devices are busy or unavailable", THC's "THCudaCheck FAIL file=... error=700 : an illegal
+        # memory access was encountered", CNTK's "CUDA failure 77: ...", "Cuda failure: ...". Only strings that
+        # name a CUDA failure and nothing else (700 illegal address, 719 launch failure, 716 misaligned address,
+        # 715 illegal instruction, 710 device-side assert, 209 no kernel image, 46 devices busy, 100 no device,
+        # 35 driver too old, 702 launch timeout, 701 too many resources, 98 invalid device function, 214 ECC,
+        # 220 NVLink). Generic: torch's "CUDA error: <string>" on the same line is cuda_error's.
+        r"(?P<cuda_error>an illegal memory access was encountered|unspecified launch failure|misaligned address"
+        r"|an illegal instruction was encountered|device-side assert triggered"
+        r"|no kernel image is available for execution on the device"
+        r"|(?:all )?CUDA-capable device(?:\(s\) is/are|s are) busy or unavailable|no CUDA-capable device is detected"
+        r"|CUDA driver version is insufficient for CUDA runtime version|the launch timed out and was terminated"
+        r"|too many resources requested for launch|invalid device function|uncorrectable ECC error encountered"
+        r"|an uncorrectable NVLink error was detected during the execution)",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        [
+            "illegal memory access",
+            "unspecified launch failure",
+            "misaligned address",
+            "illegal instruction",
+            "device-side assert",
+            "no kernel image",
+            "busy or unavailable",
+            "no cuda-capable device",
+            "driver version is insufficient",
+            "launch timed out",
+            "too many resources requested",
+            "invalid device function",
+            "uncorrectable ecc",
+            "uncorrectable nvlink",
+        ],
+        "A CUDA runtime error string in a wrapper's line (the wrapper is not torch's 'CUDA error:').",
+        generic=True,
         post=cuda_post,
     ),
     sig(

@@ -44,6 +44,22 @@ def _shell_status_post(ev: Event) -> None:
             pass
 
 
+def _glibc_abort_post(ev: Event) -> None:
+    ev.fields["signal"] = "SIGABRT"  # glibc's abort() follows each of these messages
+
+
+def _nccl_not_built_post(ev: Event) -> None:
+    if ev.fields.pop("nccl_warning", None):
+        ev.severity = S.WARNING
+
+
+def _pals_post(ev: Event) -> None:
+    named_self_post(ev)
+    _death_signal_post(ev)
+    if ev.fields.get("signal") in ("SIGKILL", "SIGTERM"):  # what the launcher sends the rest once one rank died
+        ev.severity = S.WARNING
+
+
 def _death_signal_post(ev: Event) -> None:
     no = ev.fields.get("signal_no")
     if no is not None and not ev.fields.get("signal"):
@@ -296,6 +312,38 @@ EXITS: tuple[Signature, ...] = (
         ["command terminated with exit code"],
         "A command run in a pod through kubectl exec exited non-zero (137: killed).",
         post=_shell_status_post,
+    ),
+    sig(
+        "kubeflow_replica_exit",
+        # kubeflow/training-operator pkg/controller.v1/common/pod.go ReconcilePods: logger.Infof("Pod: %v.%v exited
+        # with code %v", namespace, name, exitCode) (also its Normal event ExitedWithCode), and the job's Warning
+        # event "%s %s is restarting because %d %s replica(s) failed." (PyTorchJob, TFJob, XGBoostJob, ...; older
+        # per-kind controllers the same words) or, with no restart left, "... is failed because ...". Exit code 0 is
+        # a replica that succeeded. 137 = 128 + 9: SIGKILLed (the container's OOM kill, an eviction).
+        r"Pod: (?P<pod>[\w.-]{1,253}) exited with code (?P<exit_code>[1-9]\d*)\b"
+        r"|(?P<job>\w*Job) \S+ is (?:restarting|failed) because (?P<failed_replicas>\d+) (?P<replica_type>\w+)"
+        r" replica\(s\) failed",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["exited with code", "replica(s) failed"],
+        "A Kubeflow training job's replica (pod) exited non-zero; the operator restarts the job or fails it.",
+        post=_shell_status_post,
+    ),
+    sig(
+        "pals_rank_signal",
+        # HPE Cray PALS mpiexec (Polaris, Aurora, Sunspot; closed source: the format of dev row e23c-021 and of
+        # public ALCF threads): "[host: ]rank N died from signal S[ and dumped core]" for each rank a signal
+        # killed. The first is the one that crashed; the launcher then signals the rest (9, 15).
+        r"\brank (?P<self_rank>\d+) died from signal (?P<signal_no>\d+)(?P<core> and dumped core)?",
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["died from signal"],
+        "mpiexec (PALS) reports a rank killed by a signal (11 SIGSEGV, 7 SIGBUS, 9 SIGKILL ...).",
+        post=_pals_post,
     ),
     sig(
         "mpi_errors_are_fatal",
@@ -783,6 +831,68 @@ LAUNCHERS: tuple[Signature, ...] = (
         Blame.SELF,
         ["No CUDA GPUs are available", "failed lazily at initialization", "no GPUs found"],
         "The process found no usable CUDA device at start (visibility settings, or a GPU the host lost).",
+    ),
+    sig(
+        "glibc_abort",
+        # glibc's own aborts, each followed by SIGABRT ("Aborted (core dumped)"): malloc/malloc.c malloc_printerr's
+        # heap-corruption messages ("free(): invalid pointer", "double free or corruption (!prev)", "corrupted size
+        # vs. prev_size", "malloc(): unaligned tcache chunk detected", "munmap_chunk(): invalid pointer", ...; before
+        # 2.26 inside "*** Error in `%s': %s: 0x%s ***"), and assert/assert.c __assert_fail_base's "%s%s%s:%u:
+        # %s%sAssertion `%s' failed." (a backtick, then an apostrophe: a CUDA device assert has backticks both
+        # sides). Memory corrupted or a C/C++ invariant broken in this process.
+        r"\*\*\* Error in `[^'\n]{1,200}': (?P<glibc_error>[^:\n]{3,80})"
+        r"|(?P<glibc_error__2>double free or corruption \([\w!]+\)|free\(\): (?:invalid (?:pointer|size|next size \(\w+\))"
+        r"|double free detected in tcache \d|corrupted unsorted chunks)|corrupted size vs\. prev_size"
+        r"|corrupted double-linked list|malloc\(\): (?:memory corruption|unaligned tcache chunk detected|corrupted top size"
+        r"|unsorted double linked list corrupted|invalid size \(unsorted\))|munmap_chunk\(\): invalid pointer"
+        r"|realloc\(\): invalid (?:pointer|next size|old size)|malloc_consolidate\(\): invalid chunk size)"
+        r"|: Assertion `?(?P<assertion>[^`\n]{1,300})' failed\.",  # (clean_lines drops backticks as markdown)
+        K.CRASH,
+        C.SIGNAL,
+        S.CRITICAL,
+        Blame.SELF,
+        [
+            "*** error in `",
+            "double free",
+            "free():",
+            "corrupted",
+            "malloc():",
+            "munmap_chunk",
+            "realloc():",
+            "malloc_consolidate",
+            "' failed.",
+        ],
+        "glibc aborted this process: heap corruption (malloc's checks) or a failed C assert (SIGABRT).",
+        post=_glibc_abort_post,
+    ),
+    sig(
+        "ide_process_exit",
+        # JetBrains IDEs' run console (intellij-community ProcessTerminatedListener: "Process finished with exit code
+        # %d", and for a signal " (interrupted by signal %d: %s)"): what PyCharm prints under a run's output.
+        r"^Process finished with exit code (?P<exit_code>[1-9]\d*)(?: \(interrupted by signal (?P<signal_no>\d+): "
+        r"(?P<signal>SIG\w+)\))?",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Process finished with exit code"],
+        "The run ended non-zero in an IDE's console (137 with SIGKILL: killed, often by the OOM killer).",
+        post=_shell_status_post,
+    ),
+    sig(
+        "nccl_not_built",
+        # torch/distributed/distributed_c10d.py _new_process_group_helper: RuntimeError("Distributed package doesn't
+        # have NCCL built in") for backend="nccl" on a build without it (a CPU, macOS or Windows wheel); and
+        # torch/cuda/nccl.py is_available: warnings.warn("PyTorch is not compiled with NCCL support") (a warning:
+        # a job may go on over gloo). This process's torch cannot run NCCL.
+        r"Distributed package doesn't have NCCL built in|(?P<nccl_warning>PyTorch is not compiled with NCCL support)",
+        K.CRASH,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["have NCCL built in", "not compiled with NCCL"],
+        "This process's torch build has no NCCL (a CPU, macOS or Windows wheel): the nccl backend cannot start.",
+        post=_nccl_not_built_post,
     ),
     sig(
         "cuda_init_failed",

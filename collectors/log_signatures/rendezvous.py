@@ -49,6 +49,22 @@ STORE: tuple[Signature, ...] = (
         "c10d store connect gave up (60s in 1.x/2.0, 600000ms later): the store endpoint is unreachable.",
     ),
     sig(
+        "coordination_service_join_failed",
+        # The XLA/TSL coordination service (JAX's jax.distributed, TF's multi-worker): a task joins the cluster
+        # with RegisterTask and waits for the rest with WaitForAllTasks (tsl/distributed_runtime/rpc/coordination/
+        # grpc_coordination_client.cc: RPCState on "/tensorflow.CoordinationService/RegisterTask", ...), and a
+        # failed call's status ends "RPC: /tensorflow.CoordinationService/RegisterTask" (after the absl code:
+        # DEADLINE_EXCEEDED, UNAVAILABLE, ALREADY_EXISTS for a restarted task's new incarnation). Joining the
+        # cluster failed: the rendezvous, whatever the code.
+        r"RPC: /?(?:\w+\.)?CoordinationService/(?P<coordination_call>RegisterTask|WaitForAllTasks)\b",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["coordinationservice/registertask", "coordinationservice/waitforalltasks"],
+        "A JAX/TF task could not join the coordination service (RegisterTask / WaitForAllTasks failed).",
+    ),
+    sig(
         "tcpstore_connect_timeout",
         r"TCP client failed to connect/validate to host (?P<peer>[^\s:]+):(?P<peer_port>\d+) - timed out "
         r"\(try=(?P<try>\d+), timeout=(?P<timeout_ms>\d+)ms\)",

@@ -992,7 +992,7 @@ def test_a_message_less_exception_is_an_error_looking_line() -> None:
         # cuda-gdb's API error checking
         "[New Thread 0x7fffe6d73700 (LWP 12424)]\nwarning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n",
         # an absl::Status as XLA / JAX's coordination service print it (absl/status/status.cc Status::ToString)
-        "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n",
+        "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/Heartbeat\n",
         "INTERNAL: Failed to launch CUDA kernel\n",
     ],
 )
@@ -1000,6 +1000,17 @@ def test_a_printers_own_failure_header_is_an_error_looking_line(text: str) -> No
     fs = analyze_log_events(parse_log_text(text, source="t.log"))
     assert fs and fs[0].category is not None and fs[0].category.value == "unclassified"
     assert fs[0].ranks == () and fs[0].hosts == ()
+
+
+def test_a_task_that_could_not_join_the_coordination_service_is_a_rendezvous_error() -> None:
+    for text in (
+        "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n",
+        "F0726 22:13:21 client.h:80] Terminating process because the JAX distributed service detected fatal errors."
+        " ... ALREADY_EXISTS: Aborted connect attempt as there is a request from a newer incarnation."
+        " RPC: CoordinationService/RegisterTask\n",
+    ):
+        (f,) = analyze_log_events(parse_log_text(text, source="t.log"))
+        assert (f.kind, f.ranks, f.hosts) == (FindingKind.RENDEZVOUS_ERROR, (), ())
 
 
 def test_status_words_in_prose_are_not_error_looking() -> None:

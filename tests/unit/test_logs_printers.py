@@ -9,7 +9,7 @@ import pytest
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
-from trainctl.findings import Severity
+from trainctl.findings import FindingKind, Severity
 
 # Lines of the same printers that report no failure (each as its source prints it).
 NOT_FAILURES = [
@@ -121,3 +121,42 @@ def test_pyspy_thread_waiting_in_a_collective_is_a_warning() -> None:
     busy = head + ["    load_batch (data.py:42)", "    train_step (train.py:88)"]
     assert _findings("\n".join(waiting))[0].severity == Severity.WARNING
     assert all(f.severity == Severity.INFO for f in _findings("\n".join(busy)))
+
+
+# Linux mm/oom_kill.c dump_tasks rows (5.x columns; a dmesg timestamp before each), as pasted without the header.
+OOM_TASK_ROWS = """[17798674.374062] [ 199244]  1000 199244     1907      677    49152        0          -998 bash
+[17798674.374310] [ 201965]  1000 201965  5861879    47747  2015232    30009          -998 python
+[17798674.374495] [ 202779]  1000 202779 274650088 243385180 1957441536     7930          -998 python
+"""
+
+
+def test_the_oom_killers_task_dump_alone_is_host_memory_exhausted() -> None:
+    (f,) = analyze_log_events(parse_log_text(OOM_TASK_ROWS, source="t.log", host="node3"))
+    assert (f.kind, f.severity, f.hosts) == (FindingKind.OOM, Severity.CRITICAL, ("node3",))
+    header = "[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name\n"
+    assert analyze_log_events(parse_log_text(header, source="t.log"))[0].kind is FindingKind.OOM
+    # one or two such rows prove nothing (another table's bracketed numbers)
+    assert analyze_log_events(parse_log_text(OOM_TASK_ROWS.split("\n", 1)[0], source="t.log")) == []
+
+
+def test_a_dataloader_worker_line_cut_before_its_signal_defers_to_the_shared_memory_advice() -> None:
+    text = (
+        "DataLoader worker (pid 270071) is killed by signal: \n"
+        "Bus error. It is possible that dataloader's workers are out of shared memory. \n"
+        "Please try to raise your shared memory limit. \n"
+    )
+    fs = analyze_log_events(parse_log_text(text, source="t.log"))
+    assert fs[0].kind is FindingKind.OOM and fs[0].severity is Severity.CRITICAL
+    (cut,) = analyze_log_events(parse_log_text(text.split("\n")[0], source="t.log"))
+    assert (cut.kind, cut.severity) == (FindingKind.CRASH, Severity.WARNING)  # died, of what the line does not say
+
+
+def test_pals_names_the_rank_a_signal_killed_and_the_launchers_kills_after_it_are_warnings() -> None:
+    text = "rank 0 died from signal 11 and dumped core\nrank 4 died from signal 9\n"
+    fs = analyze_log_events(parse_log_text(text, source="t.log"))
+    assert [(f.ranks, f.severity) for f in fs] == [((0,), Severity.CRITICAL), ((4,), Severity.WARNING)]
+
+
+def test_a_kubeflow_replica_that_exited_zero_is_no_failure() -> None:
+    line = "INFO[0289] Pod: default.kfto-01-worker-0 exited with code 0  job=default.kfto-01 replica-type=worker"
+    assert analyze_log_events(parse_log_text(line, source="t.log")) == []
