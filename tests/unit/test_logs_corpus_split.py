@@ -134,6 +134,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext21.jsonl", "heldout21.sha256", 48, 101),
         ("corpus_ext22.jsonl", "heldout22.sha256", 36, 72),
         ("corpus_ext23.jsonl", "heldout23.sha256", 28, 72),
+        ("corpus_ext24.jsonl", "heldout24.sha256", 30, 65),
     ],
     ids=[
         "seventh",
@@ -151,6 +152,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "nineteenth",
         "twentieth",
         "twenty-first",
+        "twenty-second",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
