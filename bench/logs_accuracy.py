@@ -29,7 +29,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext20.jsonl (127 rows, gathered 2026-11-27 08:17-08:25 UTC): held-out-18 (heldout20.sha256) and dev;
   so is corpus_ext21.jsonl (101 rows, gathered 2026-11-27 08:27-08:33 UTC): held-out-19 (heldout21.sha256) and dev;
   so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev;
-  so is corpus_ext23.jsonl (72 rows, gathered 2026-11-27 13:13-13:18 UTC): held-out-21 (heldout23.sha256) and dev.
+  so is corpus_ext23.jsonl (72 rows, gathered 2026-11-27 13:13-13:18 UTC): held-out-21 (heldout23.sha256) and dev;
+  so is corpus_ext24.jsonl (65 rows, gathered 2026-11-27 13:28-13:34 UTC): held-out-22 (heldout24.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -101,7 +102,8 @@ EXT20 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext20.jsonl"  # held-out-
 EXT21 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext21.jsonl"  # held-out-19 + dev (heldout21.sha256)
 EXT22 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext22.jsonl"  # held-out-20 + dev (heldout22.sha256)
 EXT23 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext23.jsonl"  # held-out-21 + dev (heldout23.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-21.
+EXT24 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext24.jsonl"  # held-out-22 + dev (heldout24.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-22.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -124,6 +126,7 @@ SPLIT_BATCHES = (
     EXT21,
     EXT22,
     EXT23,
+    EXT24,
 )
 
 # label category -> kinds a correct first finding may have
