@@ -383,6 +383,20 @@ C10D_GLOO: tuple[Signature, ...] = (
         generic=True,
     ),
     sig(
+        "gloo_uv_assert",
+        # gloo's libuv transport (gloo/transport/uv/libuv.h, uv/common.h UV_ASSERT: fprintf(stderr, "[%s:%d] %s: %s\n",
+        # __FILE__, __LINE__, prefix, uv_strerror(rv)) then abort()): "[.../gloo/transport/uv/libuv.h:596] uv_accept:
+        # invalid argument". The transport torch >= 2.4 uses for TCPStore's server and gloo on macOS/Windows; the
+        # process aborts right after (the SIGABRT that follows is this line's consequence).
+        r"\[[^\]\n]{0,300}?/gloo/transport/uv/[\w.]{1,40}:\d+\] (?P<uv_call>uv_\w{1,40}): (?P<uv_error>[^\n]{1,120})",
+        K.NETWORK_ERROR,
+        C.GLOO,
+        S.CRITICAL,
+        Blame.NONE,
+        ["gloo/transport/uv/"],
+        "A libuv call in gloo's transport failed and gloo aborted the process.",
+    ),
+    sig(
         "gloo_size_mismatch",
         # gloo/transport/tcp/pair.cc: GLOO_ENFORCE_LE(op.preamble.length, op.nbytes) -> "[enforce fail at
         # .../pair.cc:446] op.preamble.length <= op.nbytes. 6232 vs 4": a peer sent more than the buffer this rank

@@ -9,7 +9,7 @@ import pytest
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
-from trainctl.findings import FindingKind, Severity
+from trainctl.findings import Category, FindingKind, Severity
 
 # Lines of the same printers that report no failure (each as its source prints it).
 NOT_FAILURES = [
@@ -160,3 +160,26 @@ def test_pals_names_the_rank_a_signal_killed_and_the_launchers_kills_after_it_ar
 def test_a_kubeflow_replica_that_exited_zero_is_no_failure() -> None:
     line = "INFO[0289] Pod: default.kfto-01-worker-0 exited with code 0  job=default.kfto-01 replica-type=worker"
     assert analyze_log_events(parse_log_text(line, source="t.log")) == []
+
+
+def test_deepspeeds_launcher_killing_its_workers_after_an_echoed_ctrl_c_is_a_run_stopped_by_hand() -> None:
+    text = (
+        "step 5 loss 1.2\n^C[2024-05-26 15:06:40,046] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 22523\n"
+    )
+    fs = analyze_log_events(parse_log_text(text, source="t.log"))
+    assert [(f.kind, f.severity) for f in fs] == [(FindingKind.HUNG_COLLECTIVE, Severity.WARNING)]
+    assert fs[0].ranks == () and fs[0].hosts == ()
+    failed = "RuntimeError: CUDA error: an illegal memory access was encountered\n" + text
+    assert analyze_log_events(parse_log_text(failed, source="t.log"))[0].kind is FindingKind.CRASH
+    # DeepSpeed's launcher killing its workers with no ^C before it is a teardown after a failure, not a hang
+    torn = "[2024-05-26 15:06:40,046] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 22523\n"
+    assert analyze_log_events(parse_log_text(torn, source="t.log"))[0].kind is FindingKind.CRASH
+
+
+def test_gloos_libuv_assert_is_the_failure_and_the_abort_after_it_its_consequence() -> None:
+    text = (
+        "[/opt/pytorch/third_party/gloo/gloo/transport/uv/libuv.h:596] uv_accept: invalid argument\n"
+        "*** SIGABRT received at time=1734086759 ***\n"
+    )
+    f = analyze_log_events(parse_log_text(text, source="t.log"))[0]
+    assert (f.kind, f.category) == (FindingKind.NETWORK_ERROR, Category.GLOO)
