@@ -852,7 +852,7 @@ LAUNCHERS: tuple[Signature, ...] = (
         # 2.26 inside "*** Error in `%s': %s: 0x%s ***"), and assert/assert.c __assert_fail_base's "%s%s%s:%u:
         # %s%sAssertion `%s' failed." (a backtick, then an apostrophe: a CUDA device assert has backticks both
         # sides). Memory corrupted or a C/C++ invariant broken in this process.
-        r"\*\*\* Error in `[^'\n]{1,200}': (?P<glibc_error>[^:\n]{3,80})"
+        r"\*\*\* Error in `?[^'\n]{1,200}': (?P<glibc_error>[^\n]{3,80}?)(?=: 0x|\s*\*\*\*|$)"
         r"|(?P<glibc_error__2>double free or corruption \([\w!]+\)|free\(\): (?:invalid (?:pointer|size|next size \(\w+\))"
         r"|double free detected in tcache \d|corrupted unsorted chunks)|corrupted size vs\. prev_size"
         r"|corrupted double-linked list|malloc\(\): (?:memory corruption|unaligned tcache chunk detected|corrupted top size"
@@ -864,7 +864,7 @@ LAUNCHERS: tuple[Signature, ...] = (
         S.CRITICAL,
         Blame.SELF,
         [
-            "*** error in `",
+            "*** error in ",
             "double free",
             "free():",
             "corrupted",
