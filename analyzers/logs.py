@@ -401,8 +401,13 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
     if g.category is Category.UNCLASSIFIED:
         n = len(g.events) + int(first.fields.get("more_unclassified_lines") or 0)
         words = f.get("kind_from_words")
+        what = (
+            f"the log ends on {n} line{'s' if n != 1 else ''} saying something failed"
+            if f.get("read_at_log_end")
+            else f"{n} error-looking line{'s' if n != 1 else ''}"
+        )
         return (
-            f"unclassified error (no known signature; {n} error-looking line{'s' if n != 1 else ''}"
+            f"unclassified error (no known signature; {what}"
             + (f"; its words '{words}' say {k.value}" if words else "")
             + f"): {first.message[:200]}"
         )

@@ -717,15 +717,48 @@ def _unclassified(records: list[Record], default_rank: int | None, default_host:
     """Error-looking lines of a log in which no signature matched anything: one warning event each
     (at most MAX_UNCLASSIFIED_LINES), quoting the line. They blame no rank or host: the line says
     something failed, not who; the rank/host that printed it is kept as the reporter."""
-    out: list[Event] = []
-    more = 0
     interrupted = _interrupted_tracebacks(records)
-    for rec in records:
-        if not _ERRORISH.search(rec.text[:4000]) or _HARMLESS.search(rec.text[:4000]) or rec.line_no in interrupted:
-            continue
-        if len(out) >= MAX_UNCLASSIFIED_LINES:
-            more += 1
-            continue
+    errorish = [
+        rec
+        for rec in records
+        if _ERRORISH.search(rec.text[:4000])
+        and not _HARMLESS.search(rec.text[:4000])
+        and rec.line_no not in interrupted
+    ]
+    return _quoted(errorish, default_rank, default_host)
+
+
+# Words that say something failed, in any printer's prose ("failed to verify GPU driver installation: exit status
+# 255", "Unable to write to EQ", "rank 3 died"): too common in healthy logs to quote anywhere (a plugin "failed to
+# load", a retry that then worked), but the last lines of a log that stopped are what stopped it.
+_FAILURE_WORDS = re.compile(
+    r"\b(?:fail(?:ed|ure|s|ing)?|errors?|errno|abort(?:ed|ing)?|fatal|panic(?:ked)?|killed|crash(?:ed|es)?|segfault"
+    r"|core dumped|died|exit(?:ed)? (?:with )?(?:code|status) [1-9]\d*|cannot|could not|couldn't|unable to|refused"
+    r"|denied|timed out)\b",
+    re.I,
+)
+_NO_FAILURE = re.compile(
+    r"\b(?:no|0|zero|without)\s+(?:errors?|failures?)\b|\b(?:errors?|failures?)\s*[:=]\s*0\b", re.I
+)
+FAILURE_TAIL_LINES = 3  # the log's last lines read for failure words
+
+
+def _failure_words_at_end(records: list[Record], default_rank: int | None, default_host: str | None) -> list[Event]:
+    """A log handed over on its own with no error-looking line and no reading of absence, whose last lines say in
+    plain words that something failed: those lines, quoted as unclassified errors (what stopped it)."""
+    tail = [rec for rec in records if rec.text.strip()][-FAILURE_TAIL_LINES:]
+    said = [rec for rec in tail if _FAILURE_WORDS.search(rec.text[:4000]) and not _NO_FAILURE.search(rec.text[:4000])]
+    out = _quoted(said, default_rank, default_host)
+    for ev in out:
+        ev.fields["read_at_log_end"] = True
+    return out
+
+
+def _quoted(lines: list[Record], default_rank: int | None, default_host: str | None) -> list[Event]:
+    """One unclassified warning event per line (at most MAX_UNCLASSIFIED_LINES, the rest counted), blaming
+    nobody, with the kind the lines' own words say (collectors/log_vocabulary.py) where they say one."""
+    out: list[Event] = []
+    for rec in lines[:MAX_UNCLASSIFIED_LINES]:
         ev = Event(
             rec.line_no, rec.text, "unclassified_error", K.CRASH, C.UNCLASSIFIED, S.WARNING, Blame.NONE, True,
             rank=rec.rank if rec.rank is not None else default_rank,
@@ -733,6 +766,7 @@ def _unclassified(records: list[Record], default_rank: int | None, default_host:
         )  # fmt: skip
         ev.fields["unclassified"] = True
         out.append(ev)
+    more = len(lines) - len(out)
     if out and more:
         out[-1].fields["more_unclassified_lines"] = more
     # what kind the lines' own words say (collectors/log_vocabulary.py): one kind for all, one finding
@@ -787,6 +821,8 @@ def parse_log_text(
         events.append(ev)
     if not any(e.kind is not None for e in events):
         events = events + _progress_stopped(records, rank, host, text, ends_where_it_stopped)
+    if ends_where_it_stopped and not any(e.kind is not None for e in events):
+        events = events + _failure_words_at_end(records, rank, host)
     return _to_table(events, source)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from trainctl.analyzers.log_progress import PROGRESS_CONFIDENCE
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
-from trainctl.findings import FindingKind
+from trainctl.findings import Category, FindingKind, Severity
 
 
 def findings(text: str):
@@ -516,3 +516,27 @@ def test_set_up_followed_by_steps_or_many_lines_or_in_a_run_dirs_rank_log_is_not
     # the collectives NCCL's COLL subsystem traces are the run's work, not its set-up
     coll = "node1:100:100 [0] NCCL INFO AllReduce: opCount 5 sendbuff 0x7f sendbuff 0x7e count 3 datatype 7 op 0\n"
     assert alone(NCCL_DONE_THEN_NOTE + coll * 4) == []
+
+
+def test_a_log_on_its_own_that_ends_saying_something_failed_quotes_those_lines():
+    text = (
+        "2022-05-20 06:14:58.873 Verifying GPU driver installation\n"
+        "2022-05-20 06:14:58.902 failed to verify GPU driver installation: exit status 255\n"
+    )
+    (f,) = alone(text)
+    assert (f.kind, f.severity, f.ranks, f.hosts) == (FindingKind.CRASH, Severity.WARNING, (), ())
+    assert f.category is Category.UNCLASSIFIED
+    assert "failed to verify GPU driver installation" in f.summary and "the log ends on 1 line" in f.summary
+    # its words name a kind where they say one
+    efa = (
+        "Unable to write to EQ: Missing or unavailable event queue. err: Input/output error (5) prov/efa/src/rxr.h:1\n"
+    )
+    assert alone(efa)[0].kind is FindingKind.NETWORK_ERROR
+
+
+def test_failure_words_are_read_only_at_the_end_of_a_log_on_its_own_and_never_for_a_count_of_none():
+    text = "failed to verify GPU driver installation: exit status 255\n"
+    assert findings(text) == []  # a run dir's rank log: a live rank's last line is not where it stopped
+    assert alone(text + "".join(f"Verified shard {i} of the dataset\n" for i in range(3))) == []  # it went on
+    assert alone("epoch 3 finished: 0 errors, 12 warnings\n") == []
+    assert alone("validation done without errors\nerrors: 0\n") == []
