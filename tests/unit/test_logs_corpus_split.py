@@ -135,6 +135,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext22.jsonl", "heldout22.sha256", 36, 72),
         ("corpus_ext23.jsonl", "heldout23.sha256", 28, 72),
         ("corpus_ext24.jsonl", "heldout24.sha256", 30, 65),
+        ("corpus_ext25.jsonl", "heldout25.sha256", 34, 74),
     ],
     ids=[
         "seventh",
@@ -153,6 +154,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "twentieth",
         "twenty-first",
         "twenty-second",
+        "twenty-third",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
