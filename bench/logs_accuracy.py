@@ -30,7 +30,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext21.jsonl (101 rows, gathered 2026-11-27 08:27-08:33 UTC): held-out-19 (heldout21.sha256) and dev;
   so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev;
   so is corpus_ext23.jsonl (72 rows, gathered 2026-11-27 13:13-13:18 UTC): held-out-21 (heldout23.sha256) and dev;
-  so is corpus_ext24.jsonl (65 rows, gathered 2026-11-27 13:28-13:34 UTC): held-out-22 (heldout24.sha256) and dev.
+  so is corpus_ext24.jsonl (65 rows, gathered 2026-11-27 13:28-13:34 UTC): held-out-22 (heldout24.sha256) and dev;
+  so is corpus_ext25.jsonl (74 rows, gathered 2026-11-27 14:25-14:32 UTC): held-out-23 (heldout25.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -103,7 +104,8 @@ EXT21 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext21.jsonl"  # held-out-
 EXT22 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext22.jsonl"  # held-out-20 + dev (heldout22.sha256)
 EXT23 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext23.jsonl"  # held-out-21 + dev (heldout23.sha256)
 EXT24 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext24.jsonl"  # held-out-22 + dev (heldout24.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-22.
+EXT25 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext25.jsonl"  # held-out-23 + dev (heldout25.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-23.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -127,6 +129,7 @@ SPLIT_BATCHES = (
     EXT22,
     EXT23,
     EXT24,
+    EXT25,
 )
 
 # label category -> kinds a correct first finding may have
