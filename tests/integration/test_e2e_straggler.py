@@ -47,6 +47,12 @@ def _stragglers(cli, run: Path) -> list[dict]:
     return [f for f in json.loads(res.stdout)["findings"] if f["kind"] == "straggler"]
 
 
+def _assert_none(stragglers: list[dict]) -> None:
+    """A clean run has no straggler; if one is named, the whole finding (its windows, its slowdown) is printed:
+    these runs share 2 CPUs, and a spurious one seen twice in full-suite runs on 2026-11-27 left only its head."""
+    assert stragglers == [], json.dumps(stragglers, indent=1, default=str)[:6000]
+
+
 def _script_args(*extra: str) -> tuple[str, ...]:
     return ("--", str(SCRIPT), "--steps", STEPS, "--io-s", str(IO_S), *extra)
 
@@ -78,7 +84,7 @@ def test_clean_plain_ddp_script_on_two_simulated_hosts_has_no_straggler(cli, tmp
         cli, tmp_path_factory, "script-clean", "--hosts-local", "2", "--nproc-per-node", "2", *_script_args()
     )
     assert [h.host for h in read_run_info(run).hosts] == ["node01", "node02"]
-    assert _stragglers(cli, run) == []
+    _assert_none(_stragglers(cli, run))
 
 
 @pytest.mark.timeout(150)
@@ -86,7 +92,7 @@ def test_clean_reference_trainer_has_no_straggler(cli, tmp_path_factory) -> None
     run, _ = _launched(
         cli, tmp_path_factory, "ref-clean", "--hosts-local", "2", "--nproc-per-node", "2", "--", "--steps", REF_STEPS
     )
-    assert _stragglers(cli, run) == []
+    _assert_none(_stragglers(cli, run))
 
 
 @pytest.mark.timeout(150)
