@@ -629,6 +629,9 @@ _STEPPED = re.compile(
     r"\b(?:loss|step|iter(?:ation)?s?|epoch|it/s|s/it|samples?/s(?:ec)?|tokens?/s(?:ec)?|throughput|tflops)\b", re.I
 )
 _KEY_VALUE = re.compile(r"^\s*\w+=\S")
+_SAYS_SOMETHING = re.compile(
+    r"^(?:\[\w+\]|(?!\[\w+\])).*?[A-Za-z]{2}"
+)  # a word beyond a leading level tag ("[INFO] ----")
 SET_UP_TAIL_LINES = 3  # at most this many lines (beyond indented continuations) after the last set-up line
 
 
@@ -644,7 +647,7 @@ def _ends_in_set_up(lines: list[tuple[int, str]]) -> Reading | None:
             break
         # an indented or "key=value" line continues the one above it (torchelastic's "Result:" block, a
         # warning's source line); a rule of dashes or '=' says nothing
-        if not t[:1].isspace() and not _KEY_VALUE.match(t) and re.search(r"[A-Za-z]{2}", re.sub(r"^\[\w+\]", "", t)):
+        if not t[:1].isspace() and not _KEY_VALUE.match(t) and _SAYS_SOMETHING.search(t):
             if len(lines) - 1 - i >= SET_UP_TAIL_LINES or _STEPPED.search(t):
                 return None
     if last is None:

@@ -34,6 +34,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -746,7 +747,7 @@ FAILURE_TAIL_LINES = 3  # the log's last lines read for failure words
 def _failure_words_at_end(records: list[Record], default_rank: int | None, default_host: str | None) -> list[Event]:
     """A log handed over on its own with no error-looking line and no reading of absence, whose last lines say in
     plain words that something failed: those lines, quoted as unclassified errors (what stopped it)."""
-    tail = [rec for rec in records if rec.text.strip()][-FAILURE_TAIL_LINES:]
+    tail = list(islice((rec for rec in reversed(records) if rec.text.strip()), FAILURE_TAIL_LINES))[::-1]
     said = [rec for rec in tail if _FAILURE_WORDS.search(rec.text[:4000]) and not _NO_FAILURE.search(rec.text[:4000])]
     out = _quoted(said, default_rank, default_host)
     for ev in out:
@@ -862,16 +863,19 @@ def _nccl_return_trace(records: list[Record]) -> list[Event]:
 # pgtables_bytes swapents oom_score_adj name" (4.x: "nr_ptes nr_pmds"; 6.x adds "rss_anon rss_file rss_shmem"),
 # then dump_task's pr_info("[%7d] %5d %5d %8lu %8lu %8llu %8lu         %5hd %s\n", pid, uid, tgid, total_vm, rss,
 # ..., oom_score_adj, comm) per task. A paste of its rows alone still proves the OOM killer ran on that host.
-_OOM_TASK_ROW = re.compile(r"\[\s*\d{1,7}\]\s+\d+\s+\d+(?:\s+\d+){3,8}\s+-?\d{1,4}\s+\S.{0,40}$")
-_OOM_TASK_HEADER = re.compile(r"\[\s*pid\s*\]\s+uid\s+tgid\s+total_vm\s+rss|Tasks state \(memory values in pages\)")
+_OOM_TASK_LINE = re.compile(
+    r"\[\s*\d{1,7}\]\s+\d+\s+\d+(?:\s+\d+){3,8}\s+-?\d{1,4}\s+\S.{0,40}$"  # a task's row
+    r"|(?P<header>\[\s*pid\s*\]\s+uid\s+tgid\s+total_vm\s+rss|Tasks state \(memory values in pages\))"
+)
 MIN_OOM_TASK_ROWS = 3
 
 
 def _oom_task_dump(records: list[Record], default_host: str | None) -> list[Event]:
     """The OOM killer's task dump (its header, or three or more of its rows): one event, host memory ran out."""
-    rows = [rec for rec in records if _OOM_TASK_ROW.search(rec.text) or _OOM_TASK_HEADER.search(rec.text)]
-    if not any(_OOM_TASK_HEADER.search(r.text) for r in rows) and len(rows) < MIN_OOM_TASK_ROWS:
+    hits = [(rec, m) for rec in records if (m := _OOM_TASK_LINE.search(rec.text))]
+    if len(hits) < MIN_OOM_TASK_ROWS and not any(m.group("header") for _, m in hits):
         return []
+    rows = [rec for rec, _ in hits]
     rec = rows[0]
     host, basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
     ev = Event(rec.line_no, rec.text, "oom_killer_task_dump", K.OOM, None, S.CRITICAL, Blame.SELF, False,
