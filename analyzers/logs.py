@@ -66,8 +66,10 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     # the one classified exception of an excerpt whose torchelastic root cause exited with code 1 (an exception)
     "elastic_root_cause_exception": 0.7,
     "peer": 0.6,  # a remote end named by the side that saw the failure
-    "absent_from_barrier": 0.7,  # the one rank of world_size that no waiting line names (complete roster)
+    "absent_from_barrier": 0.7,
+    "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace  # the one rank of world_size that no waiting line names (complete roster)
     "endpoint": 0.6,
+    "sole_reporter": 0.6,  # the one process that printed every error line of a crash/OOM/NaN naming nobody
 }
 _NO_CULPRIT_SPECIFIC = 0.8  # classification confidence when nobody is blamed
 _NO_CULPRIT_GENERIC = 0.5
@@ -407,7 +409,7 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             else f"{n} error-looking line{'s' if n != 1 else ''}"
         )
         return (
-            f"unclassified error (no known signature; {what}"
+            f"unclassified error{on} (no known signature; {what}"
             + (f"; its words '{words}' say {k.value}" if words else "")
             + f"): {first.message[:200]}"
         )
@@ -432,6 +434,8 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
                 s += f"; rank {', '.join(ahead)} is at a later SeqNum ({top}) than the others (an outlier, not proven the cause)"
             elif not who:
                 s += "; the lines name who noticed, not the rank that never arrived"
+            if (lag := next((e for e in g.events if e.basis == "desync_report"), None)) is not None:
+                s += f"; torch's desync report names rank {lag.culprit_rank} as the one behind: {lag.message[:160]}"
             return s
         last = ev.get("last_collective_by_rank") or {}
         if not last:  # no per-rank trace to list: the line says what stalled
@@ -555,6 +559,47 @@ def _adopt_root_cause(groups: list[_Group]) -> list[_Group]:
     return [g for g in groups if g is not root]
 
 
+# Prefixes that say which process printed a line (collectors/log_records.py): torch's "[rank3]:", Lightning's
+# "[rank: 3]", Open MPI's "[1,3]<stderr>:", ProcessGroupNCCL's "[PG 0 (default_pg) Rank 3]" (put in the rank only
+# for the default group); NCCL's "host:pid:tid [dev]", kubectl's "[pod/NAME/C]", syslog's host field, Ray's
+# "(pid=..., ip=...)". Not a bare "[Rank 0]" (DeepSpeed's log_dist prints it from the one rank that logs for all)
+# nor pdsh's "word: " (a program's "nvidia-container-cli: error" reads the same).
+_REPORTER_RANK_BASES = frozenset(
+    {"rank_prefix", "lightning_rank", "mpi_tag", "determined_rank", "horovod_tag", "pg_tag"}
+)
+_REPORTER_HOST_BASES = frozenset({"nccl_prefix", "kubectl_prefix", "syslog", "ray_prefix", "host_tag"})
+# Failures that happen in the process that prints them (its exception, its allocation). Not a hang, a timeout, a
+# network error or a mismatch (there the printer is often the rank left waiting on the culprit), nor a NaN loss
+# (the loss is reduced over every rank and printed by the one that logs).
+_FAILS_WHERE_PRINTED = frozenset({FindingKind.CRASH, FindingKind.OOM})
+
+
+def _name_sole_reporter(incident: list[_Ev], groups: list[_Group]) -> list[_Group]:
+    """Error-looking lines no signature knows (a crash or an OOM by their words) in an incident whose every error
+    line one process printed (one rank by its prefix, or one host): that process is where it failed, named with
+    the reporter's confidence (basis "sole_reporter", below the runbooks' default gate: it informs, it does not
+    evict). Two reporters or more name nobody: which one failed first is not in the lines. A signature that
+    blames nobody keeps it so: it says so on purpose (a signal sent from outside, a program bug every rank hits)."""
+    ranks = {e.rank for e in incident if e.rank is not None and e.fields.get("rank_basis") in _REPORTER_RANK_BASES}
+    ranks.update(r for e in incident for r in e.fields.get("raising_ranks") or ())  # the same exception, each rank
+    hosts = {e.host for e in incident if e.host and e.fields.get("host_basis") in _REPORTER_HOST_BASES}
+    for g in groups:
+        if g.culprit_rank is not None or g.culprit_host or g.kind not in _FAILS_WHERE_PRINTED:
+            continue
+        if not all(e.fields.get("unclassified") for e in g.events):
+            continue
+        if len(ranks) == 1 and any(e.rank in ranks for e in g.events):
+            g.culprit_rank = next(iter(ranks))
+        if len(hosts) == 1 and any(e.host in hosts for e in g.events):
+            g.culprit_host = next(iter(hosts))
+        if g.culprit_rank is None and not g.culprit_host:
+            continue
+        for e in g.events:
+            e.culprit_rank, e.culprit_host = g.culprit_rank, g.culprit_host
+            e.fields["culprit_basis"] = "sole_reporter"
+    return groups
+
+
 def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mapping[int, str], max_lines: int) -> Finding:
     evs = g.events
     allv = evs + g.context
@@ -676,7 +721,8 @@ def analyze_log_events(
     pos = {id(e): i for i, e in enumerate(evs)}  # time/position order after _assign_incidents
     findings: list[Finding] = []
     for incident in sorted({e.incident for e in evs}):
-        groups = _adopt_root_cause(_fold_exit_reports(_groups_for_incident([e for e in evs if e.incident == incident])))
+        in_incident = [e for e in evs if e.incident == incident]
+        groups = _adopt_root_cause(_fold_exit_reports(_groups_for_incident(in_incident)))
 
         def settled_root(g: _Group) -> bool:
             return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)
@@ -702,7 +748,8 @@ def analyze_log_events(
             not wrapper(g) and not all(e.generic for e in g.events) and g.kind is not FindingKind.CRASH for g in groups
         )
         groups.sort(key=lambda g: (not settled_root(g), specific and wrapper(g), min(pos[id(e)] for e in g.events)))
-        for j, g in enumerate(groups):
+        # after the order is settled: naming the one reporter changes whom a finding names, not which comes first
+        for j, g in enumerate(_name_sole_reporter(in_incident, groups)):
             findings.append(_finding(g, incident, j == 0, rank_to_host or {}, max_evidence_lines))
     return findings
 

@@ -57,7 +57,8 @@ _RAY_RE = re.compile(r"\((?:(?P<actor>[\w.:-]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip
 # Prefixes peeled off the start of a line, in any order; each may set rank/host/ts.
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("grep_file", re.compile(r"^(?P<file>[\w./-]+\.(?:log|txt|out|err)):(?=\S)")),
-    ("line_counter", re.compile(r"^\[\d+\]\s(?=\S)")),
+    # (not torch's desync report, whose "[R] finished collective #N, ..." names the lagging rank R)
+    ("line_counter", re.compile(r"^\[\d+\]\s(?=\S)(?!finished collective #|joined but didn't finish)")),
     ("rank_world", re.compile(r"^\[(?P<rank>\d{1,6})/(?P<world>\d{1,6})\]")),
     # An ISO time, bracketed or not, maybe followed by ":" (log shippers: "2019-06-02T16:13:44.884Z: <line>"),
     # or Go's log.LstdFlags time ("2009/01/23 01:23:23 ", src/log/log.go formatHeader).

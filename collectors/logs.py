@@ -616,6 +616,8 @@ def _to_table(events: list[Event], source: str) -> pa.Table:
             extra["culprit_basis"] = ev.culprit_basis
         if ev.rank_basis and ev.rank is not None:
             extra["rank_basis"] = ev.rank_basis
+        if ev.host_basis and ev.host:
+            extra["host_basis"] = ev.host_basis
         if ev.generic:
             extra["generic"] = True
         if len(ev.message) > MAX_MESSAGE_CHARS:
@@ -763,7 +765,9 @@ def _quoted(lines: list[Record], default_rank: int | None, default_host: str | N
         ev = Event(
             rec.line_no, rec.text, "unclassified_error", K.CRASH, C.UNCLASSIFIED, S.WARNING, Blame.NONE, True,
             rank=rec.rank if rec.rank is not None else default_rank,
-            host=rec.host or default_host, ts=rec.ts,
+            rank_basis=rec.rank_basis if rec.rank is not None else ("path" if default_rank is not None else None),
+            host=rec.host or default_host,
+            host_basis=rec.host_basis if rec.host else ("path" if default_host else None), ts=rec.ts,
         )  # fmt: skip
         ev.fields["unclassified"] = True
         out.append(ev)

@@ -5,12 +5,22 @@ from __future__ import annotations
 from trainctl.collectors.log_signatures.rule import (
     Blame,
     C,
+    Event,
     K,
     S,
     Signature,
     named_self_post,
     sig,
 )
+
+
+def _desync_post(ev: Event) -> None:
+    """One lagging rank named: the culprit, read off torch's report (the printer stays the reporter); several:
+    the report lists them, nobody is blamed."""
+    ranks = str(ev.fields.get("lagging_ranks", "")).split(", ")
+    if len(ranks) == 1 and ranks[0].isdigit():
+        ev.culprit_rank, ev.culprit_basis = int(ranks[0]), "desync_report"
+
 
 # collective timeouts (NCCL watchdog, all eras)
 TIMEOUTS: tuple[Signature, ...] = (
@@ -31,6 +41,27 @@ TIMEOUTS: tuple[Signature, ...] = (
         ["caught collective operation timeout"],
         "WorkNCCL(...) ran for N ms before timing out (<=1.10 without SeqNum, 2.1+ with NumelIn/Out). "
         "Names the reporting rank only: the culprit is whoever never arrived.",
+    ),
+    sig(
+        "nccl_desync_report",
+        # torch/csrc/distributed/c10d/TraceUtils.h (torch 1.13-2.13; read in the 2.13 header), the report a timed-out
+        # rank prints under TORCH_NCCL_DESYNC_DEBUG=1 (NCCL_DESYNC_DEBUG before 2.2) from every rank's last
+        # started/finished collective in the store: analyzeLaggingRanks, "To our best knowledge, the lagging/dead/
+        # mismatched ranks that caused the desync are:" then "- [R1, R2] joined but didn't finish collective #N
+        # (count from 1)" and/or "[R3] finished collective #N, but didn't join collective #N+1 (count from 1)";
+        # analyzeMissingRanks, "To our best knowledge, ranks [R] are the lagging ranks that caused this timeout.
+        # They never joined any collectives". The ranks named (of the timed-out group) are the ones torch found
+        # behind: the culprit, where it is one rank.
+        r"^-?\s*\[(?P<lagging_ranks>\d+(?:, \d+){0,1000})\] (?:joined but didn't finish collective #(?P<lagging_seq>\d+)"
+        r"|finished collective #(?P<lagging_seq__2>\d+), but didn't join collective #\d+)"
+        r"|\branks \[(?P<lagging_ranks__2>\d+(?:, \d+){0,1000})\] are the lagging ranks that caused this timeout",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["didn't finish collective #", "didn't join collective #", "are the lagging ranks"],
+        "torch's desync report names the rank(s) that never joined or never finished the collective others wait in.",
+        post=_desync_post,
     ),
     sig(
         "nccl_timeout_at_work",
