@@ -32,7 +32,8 @@ LOSS: tuple[Signature, ...] = (
         # with spaces ("loss        nan") or zeros (printf "%07.5f" of a NaN: "loss = 0000nan").
         r"\b(?P<metric>(?:lm |train[_ ]|total[_ ]|avg[_ ])?[a-z]{0,20}_?loss(?:es)?(?:_[a-z0-9]{1,20})?|grad[ _]norm)\b"
         # a key-value table's cell ("| loss | nan |", openai's logger.dumpkvs)
-        r"['\"]?(?:\s*[:=|]\s*|\s{1,12})(?P<value>[-+]?0*(?:nan|inf))\b",
+        # torch's tensor repr of the loss printed as is ("loss: tensor(nan, device='cuda:0', grad_fn=<...>)")
+        r"['\"]?(?:\s*[:=|]\s*|\s{1,12})(?:tensor\(\[*)?(?P<value>[-+]?0*(?:nan|inf))\b",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -58,7 +59,13 @@ LOSS: tuple[Signature, ...] = (
         # espnet asr_chainer.py / asr_pytorch: logging.warning("grad norm is nan. Do not update model.")
         r"|grad(?:ient)? norm is (?:nan|inf)"
         # openai guided-diffusion fp16_util.py MixedPrecisionTrainer: "Found NaN, decreased lg_loss_scale to %s"
-        r"|Found NaN, decreased lg_loss_scale)",
+        r"|Found NaN, decreased lg_loss_scale"
+        # fairseq/nan_detector.py NanDetector._detect: f"{err} detected in output of {name}, shape: ..." (err "NaN" or
+        # "Inf"; "input" for a module's input, "grad" hooks in backward)
+        r"|\b(?:NaN|Inf) detected in (?:output|input|grad)"
+        # a trainer's own words for a skipped or stopped step: "Encountered NaN loss at step 520", "NaN loss
+        # detected", "inf gradients" (a loss or a gradient that is NaN, said in prose rather than as a value)
+        r"|\b(?:NaN|inf) (?:loss(?:es)?|gradients?|grad(?:ient)?[ _]norm)\b)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -74,6 +81,13 @@ LOSS: tuple[Signature, ...] = (
             "inf values",
             "norm is",
             "found nan",
+            "detected in output",
+            "detected in input",
+            "detected in grad",
+            "nan loss",
+            "inf loss",
+            "nan grad",
+            "inf grad",
         ],
         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
         flags=re.I,

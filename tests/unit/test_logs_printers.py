@@ -183,3 +183,19 @@ def test_gloos_libuv_assert_is_the_failure_and_the_abort_after_it_its_consequenc
     )
     f = analyze_log_events(parse_log_text(text, source="t.log"))[0]
     assert (f.kind, f.category) == (FindingKind.NETWORK_ERROR, Category.GLOO)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["[W] Encountered NaN loss at step 520, skipping batch", "step 3: inf gradients, update skipped", "NaN grad norm"],
+)
+def test_a_nan_or_inf_loss_said_in_prose_is_numerical(line: str) -> None:
+    (f,) = analyze_log_events(parse_log_text(line + "\n", "x.log"))
+    assert (f.kind, f.category) == (FindingKind.NUMERICAL, Category.NAN_LOSS)
+
+
+@pytest.mark.parametrize(
+    "line", ["train.py --skip-nan-loss --max-steps 100", "loss = torch.nan_to_num(loss)", "detect_nan_loss: true"]
+)
+def test_nan_words_that_are_options_or_code_are_silent(line: str) -> None:
+    assert analyze_log_events(parse_log_text(line + "\n", "x.log")) == []
