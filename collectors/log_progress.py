@@ -418,9 +418,24 @@ def _stack_dump(lines: list[tuple[int, str]], rank_of_line: Mapping[int, int]) -
 # the row above it starts with the GPU's index ("|   2  TITAN RTX   Off  | 00000000:3D:00.0 Off |"). nvidia-smi is
 # closed source: the format is that of every driver since 375 (dev row e13a-026, driver 460; 535 the same).
 _SMI_INDEX = re.compile(r"^\|\s+(\d{1,3})\s+\S")
-_SMI_USAGE = re.compile(r"^\|\s*(?:\d+%|N/A)\s+(?:\d+C|N/A)\s+P\d+\s+[^|]*\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%")
+# the device table's second row: fan, temperature, perf state, "Pwr:Usage/Cap" (watts, or N/A), memory, GPU-Util
+_SMI_USAGE = re.compile(
+    r"^\|\s*(?:\d+%|N/A)\s+(?:\d+C|N/A)\s+P\d+\s+(?:(?P<draw>\d+)W\s*/\s*(?P<cap>\d+)W\s*|[^|]*)"
+    r"\|\s*(?P<used>\d+)MiB\s*/\s*\d+MiB\s*\|\s*(?P<util>\d+)%"
+)
 HELD_MIB = 1024  # a GPU holding at least this much memory has a training process on it
 BUSY_PCT = 20  # utilization at which a GPU is running kernels (NCCL's waiting kernels spin at up to 100 %)
+# GPU-Util is the share of time a kernel was resident (nvidia-smi(1)), not how hard it works: NCCL's kernels
+# waiting for a peer spin on a flag in memory and keep it at 100 % while the board draws near its idle power
+# (V100 ~40 of 300 W, A100 ~55 of 400 W, H100 ~70 of 700 W). Training at full utilization draws half its cap or
+# more; a whole table at 90 % or more and at most 30 % of the cap is kernels that wait, not kernels that compute.
+SPIN_UTIL_PCT = 90
+SPIN_POWER_FRACTION = 0.30
+
+
+def _span(rows: list[tuple[Any, ...]], i: int) -> str:
+    lo, hi = min(r[i] for r in rows), max(r[i] for r in rows)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
 def _gpu_table_idle(lines: list[tuple[int, str]]) -> Reading | None:
@@ -428,13 +443,14 @@ def _gpu_table_idle(lines: list[tuple[int, str]]) -> Reading | None:
     kernel. Some idle, some busy: in a job stuck in a collective the ranks that entered it spin in
     NCCL's kernels and the one that never arrived sits idle. All idle: the processes are alive and wait
     on the host side. (Either way the snapshot may have fallen between two steps: a lead, not proof.)"""
-    gpus: list[tuple[int, int, int, int]] = []  # line, index, MiB used, util %
+    gpus: list[tuple[int, int, int, int, float | None]] = []  # line, index, MiB used, util %, draw / cap
     index: int | None = None
     for n, t in lines:
         if m := _SMI_INDEX.match(t):
             index = int(m.group(1))
         elif (m := _SMI_USAGE.match(t)) and index is not None:
-            gpus.append((n, index, int(m.group(1)), int(m.group(3))))
+            power = int(m["draw"]) / int(m["cap"]) if m["draw"] and int(m["cap"] or 0) > 0 else None
+            gpus.append((n, index, int(m["used"]), int(m["util"]), power))
             index = None
     held = [g for g in gpus if g[2] >= HELD_MIB]
     if len(held) < 2 or len(held) < len(gpus):
@@ -442,6 +458,16 @@ def _gpu_table_idle(lines: list[tuple[int, str]]) -> Reading | None:
     idle = [g[1] for g in held if g[3] == 0]
     busy = [g[1] for g in held if g[3] >= BUSY_PCT]
     evidence = {"gpu_util_pct": {str(g[1]): g[3] for g in held}, "gpu_memory_used_mib": {str(g[1]): g[2] for g in held}}
+    if all(g[3] >= SPIN_UTIL_PCT and g[4] is not None and g[4] <= SPIN_POWER_FRACTION for g in held):
+        evidence["gpu_power_fraction_of_cap"] = {str(g[1]): round(g[4] or 0.0, 2) for g in held}
+        return Reading(
+            "gpu_table_busy_at_idle_power",
+            f"every GPU ({', '.join(str(g[1]) for g in held)}) holds a process's memory and shows {_span(held, 3)} %"
+            f" utilization while drawing at most {round(100 * max(g[4] or 0.0 for g in held))} % of its power cap,"
+            " no error printed: kernels spinning while they wait (NCCL's, for a peer that never came), not computing",
+            held[0][0],
+            evidence=evidence,
+        )
     if len(idle) == len(held):
         # every process alive (each GPU holds its memory) and none running a kernel: they wait on the host
         # side (a data loader, a store or rendezvous wait, a CPU collective), not in NCCL's spinning kernels

@@ -265,11 +265,11 @@ def test_a_dump_whose_frame_lines_one_rank_printed_names_that_rank_as_its_report
 
 
 # nvidia-smi's device table (the GPU's index row, then its usage row), as drivers 375-560 print it.
-def _smi(*gpus: tuple[int, int, int]) -> str:
+def _smi(*gpus: tuple[int, int, int], watts: int = 166) -> str:
     rows = []
     for index, mib, util in gpus:
         rows.append(f"|   {index}  TITAN RTX           Off  | 00000000:1A:00.0 Off |                  N/A |")
-        rows.append(f"| 41%   55C    P2   166W / 280W |  {mib:5d}MiB / 24220MiB |    {util:3d}%      Default |")
+        rows.append(f"| 41%   55C    P2   {watts:3d}W / 280W |  {mib:5d}MiB / 24220MiB |    {util:3d}%      Default |")
         rows.append("+-------------------------------+----------------------+----------------------+")
     return "\n".join(rows) + "\n"
 
@@ -287,6 +287,15 @@ def test_every_gpu_holding_memory_and_idle_is_processes_alive_waiting_on_the_hos
     assert f.evidence["signatures"] == ["gpu_table_all_idle_holding_memory"]
     assert f.evidence["gpu_memory_used_mib"] == {"0": 21614, "1": 17562} and f.ranks == () and f.hosts == ()
     assert findings(_smi((0, 21614, 0), (1, 3, 0))) == []  # one GPU has no process on it: nothing proven
+
+
+def test_every_gpu_at_full_utilization_and_idle_power_is_kernels_spinning_in_a_wait():
+    f = only(_smi((0, 11304, 100), (1, 11312, 100), (2, 11314, 97), watts=70))
+    assert f.evidence["signatures"] == ["gpu_table_busy_at_idle_power"] and f.kind is FindingKind.HUNG_COLLECTIVE
+    assert f.evidence["gpu_power_fraction_of_cap"] == {"0": 0.25, "1": 0.25, "2": 0.25} and f.ranks == ()
+    assert "shows 97-100 % utilization while drawing at most 25 % of its power cap" in f.summary
+    # one GPU computing (its power up) or one below 90 %: not a table of waiting kernels
+    assert findings(_smi((0, 11304, 100), (1, 11312, 85), watts=70)) == []
 
 
 def test_gpu_tables_that_prove_nothing_stay_silent():
