@@ -31,7 +31,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev;
   so is corpus_ext23.jsonl (72 rows, gathered 2026-11-27 13:13-13:18 UTC): held-out-21 (heldout23.sha256) and dev;
   so is corpus_ext24.jsonl (65 rows, gathered 2026-11-27 13:28-13:34 UTC): held-out-22 (heldout24.sha256) and dev;
-  so is corpus_ext25.jsonl (74 rows, gathered 2026-11-27 14:25-14:32 UTC): held-out-23 (heldout25.sha256) and dev.
+  so is corpus_ext25.jsonl (74 rows, gathered 2026-11-27 14:25-14:32 UTC): held-out-23 (heldout25.sha256) and dev;
+  so is corpus_ext26.jsonl (66 rows, gathered 2026-11-27 16:45-16:50 UTC): held-out-24 (heldout26.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -105,7 +106,8 @@ EXT22 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext22.jsonl"  # held-out-
 EXT23 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext23.jsonl"  # held-out-21 + dev (heldout23.sha256)
 EXT24 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext24.jsonl"  # held-out-22 + dev (heldout24.sha256)
 EXT25 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext25.jsonl"  # held-out-23 + dev (heldout25.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-23.
+EXT26 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext26.jsonl"  # held-out-24 + dev (heldout26.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-24.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -130,6 +132,7 @@ SPLIT_BATCHES = (
     EXT23,
     EXT24,
     EXT25,
+    EXT26,
 )
 
 # label category -> kinds a correct first finding may have

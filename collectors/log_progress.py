@@ -89,7 +89,9 @@ _WAIT_FRAME = re.compile(
 # The exception line of a traceback the user's Ctrl-C raised: CPython raises KeyboardInterrupt in
 # the main thread on SIGINT (Modules/signalmodule.c), so the traceback is where the user found the
 # live process, not a failure of the run (collectors/logs.py does not quote it as an error line).
-INTERRUPTED = re.compile(r"^\s*KeyboardInterrupt\s*$")
+# Python's KeyboardInterrupt ends a Ctrl-C traceback; the terminal's echo of Ctrl-C is "^C" (a record of its own,
+# log_records.clean_lines)
+INTERRUPTED = re.compile(r"^\s*(?:KeyboardInterrupt|\^C)\s*$")
 # A GPU process table row: nvidia-smi's "Processes:" section (| GPU GI CI PID Type Name Usage |)
 # or a condensed "GPU PID name memory" listing (nvidia-smi is closed source: the formats are the dev
 # rows' x3a-022 and e7b-021).
@@ -156,7 +158,13 @@ def read_progress(
             return r
     r = _first_step_pending(raw_tail)
     if r is None and ends_where_it_stopped:
-        r = _counter_short_of_total(raw_tail) or _waiting_at_end(raw_tail) or _ends_in_set_up(numbered)
+        r = (
+            _counter_short_of_total(raw_tail)
+            or _waiting_at_end(raw_tail)
+            or _interrupted_at_end(numbered)
+            or _strace_blocked_at_end(numbered)
+            or _ends_in_set_up(numbered)
+        )
     return r
 
 
@@ -602,6 +610,50 @@ def _waiting_at_end(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
                 " never came (or the excerpt was cut there)",
                 n,
                 evidence={"waiting_line": text[:300]},
+            )
+    return None
+
+
+_CTRL_C = re.compile(r"^\s*\^C\s*$")
+# strace(1) writes a system call's name and arguments when the call starts and ") = RESULT" when it returns; a call
+# still running when the trace stopped (or when another thread's call cut in: "<unfinished ...>") has no result.
+# The calls a process blocks in: futex (a lock or a condition: Python's GIL, a thread join, a CUDA/NCCL host wait),
+# poll/epoll/select (sockets: a store, a peer), wait4/waitid (a child), read/recv (a pipe or socket), ioctl (the GPU
+# driver), nanosleep.
+_STRACE_BLOCKED = re.compile(
+    r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?(?:\d\d:\d\d:\d\d(?:\.\d+)?\s+)?"
+    r"(?P<call>futex|poll|ppoll|epoll_wait|epoll_pwait2?|select|pselect6|wait4|waitid|read|recvfrom|recvmsg|accept4?"
+    r"|connect|ioctl|nanosleep|clock_nanosleep)\((?P<args>.*?)(?:\s*<unfinished \.\.\.>)?\s*$"
+)
+
+
+def _strace_blocked_at_end(lines: list[tuple[int, str]]) -> Reading | None:
+    """An strace whose last line is a blocking system call with no result: the process is in it still."""
+    n, t = lines[-1] if lines else (0, "")
+    m = _STRACE_BLOCKED.match(t.strip())
+    if m is None or re.search(r"\)\s+=\s+\S", m["args"]):
+        return None
+    return Reading(
+        "strace_ends_in_blocking_call",
+        f"the trace ends inside {m['call']}() with no result ({t.strip()[:120]!r}): the process is blocked in that"
+        " call (a lock or condition for futex, a socket or peer for poll/read, the GPU driver for ioctl), not crashed",
+        n,
+        evidence={"blocking_call": t.strip()[:300]},
+    )
+
+
+def _interrupted_at_end(lines: list[tuple[int, str]]) -> Reading | None:
+    """The terminal's echo of Ctrl-C ("^C", a record of its own: log_records.clean_lines) among the log's last
+    lines (the window of a wait: a user who stops a run stops waiting for it), with no failure line anywhere:
+    stopped by hand."""
+    for n, t in reversed(lines[-WAITING_TAIL_LINES:]):
+        if _CTRL_C.match(t):
+            return Reading(
+                "log_ends_interrupted",
+                f"the run was stopped by hand (the terminal's '^C', line {n}) with no failure line before it: most"
+                " often a stall someone gave up on",
+                n,
+                evidence={"interrupted_line": t.strip()[:300]},
             )
     return None
 

@@ -14,7 +14,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -384,6 +384,9 @@ def normalized_lines(text: str) -> tuple[list[str], dict[int, str]]:
     return lines, hosts
 
 
+_CTRL_C_ECHO = re.compile(r"^\s*(?:\^C)+")
+
+
 def clean_lines(text: str) -> Iterator[Record]:
     """Yield one record per logical message: noise removed, prefixes peeled, wraps joined."""
     raw, json_hosts = normalized_lines(text)
@@ -419,6 +422,15 @@ def clean_lines(text: str) -> Iterator[Record]:
                     if rm.group("ip"):
                         rec.host, rec.host_basis = rm.group("ip"), "ray_prefix"
                 body = _peel(piece.strip(), rec).strip()
+                # A terminal echoes Ctrl-C as "^C" where the cursor is (termios ECHOCTL, on by default: Linux
+                # drivers/tty/n_tty.c echo_char writes '^' and the character + 0x40), glued to whatever is printed
+                # next: the echo is a record of its own (the user's SIGINT, log_progress.INTERRUPTED) and the rest
+                # is peeled as any line (a launcher's prefix may follow the echo), marked as printed after it.
+                if echo := _CTRL_C_ECHO.match(body):
+                    rec.fields["echoed_interrupt"] = True
+                    if rest := body[echo.end() :].strip():
+                        yield replace(rec, text="^C", fields=dict(rec.fields))
+                        body = _peel(rest, rec).strip()
                 if not body:
                     continue
                 if wall_host is not None and rec.host is None:

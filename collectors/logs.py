@@ -703,16 +703,23 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 
 
 def _interrupted_tracebacks(records: list[Record]) -> set[int]:
-    """Line numbers of the tracebacks (header to exception line) that end in KeyboardInterrupt: the
-    user's Ctrl-C, not a failure (log_progress.INTERRUPTED); their frames are read as a stack dump."""
+    """Line numbers of the tracebacks (header to exception line) that end in KeyboardInterrupt, or that the
+    terminal's "^C" echo begins and the paste cut before their exception line: the user's Ctrl-C, not a failure
+    (log_progress.INTERRUPTED); their frames are read as a stack dump. (One the echo begins that ends in another
+    exception is that exception's: the process failed while the user stopped it.)"""
     out: set[int] = set()
     start: int | None = None
+    echoed = False
     for rec in records:
         if _TRACEBACK.search(rec.text):
-            start = rec.line_no
+            start, echoed = rec.line_no, bool(rec.fields.get("echoed_interrupt"))
         elif start is not None and INTERRUPTED.match(rec.text):
             out.update(range(start, rec.line_no + 1))
             start = None
+        elif start is not None and echoed and _EXCEPTION_LINE.match(rec.text):
+            start = None
+    if start is not None and echoed and records:
+        out.update(range(start, records[-1].line_no + 1))
     return out
 
 

@@ -76,12 +76,16 @@ ERRORS: tuple[Signature, ...] = (
         # (torch.cuda.set_per_process_memory_fraction), OutOfMemoryError "Allocation on device %d would
         # exceed allowed memory. (out of memory)\nCurrently allocated     : ..."; aten/src/ATen/mps/
         # MPSAllocator.mm: "MPS backend out of memory (MPS allocated: ..., max allowed: ...)".
-        r"Allocation on device (?P<gpu>\d+) would exceed allowed memory|MPS backend out of memory",
+        # (also c10/cuda/CUDAMallocAsyncAllocator.cpp, the cudaMallocAsync backend). The message may be cut after
+        # "Allocation on device" where a fixed-width log table wraps it (Python rich's handler: the message column,
+        # then "file.py:NNN"; ComfyUI's "!!! Exception during processing !!! Allocation on device   execution.py:430").
+        r"Allocation on device (?P<gpu>\d+) would exceed allowed memory|MPS backend out of memory"
+        r"|\bAllocation on device(?=\s{2,}|\s*$)",
         K.OOM,
         None,
         S.CRITICAL,
         Blame.SELF,
-        ["would exceed allowed memory", "MPS backend out of memory"],
+        ["would exceed allowed memory", "MPS backend out of memory", "allocation on device"],
         "The allocator refused an allocation over the process's memory limit (a memory fraction, MPS's "
         "high watermark): an OOM of the process that printed it.",
     ),

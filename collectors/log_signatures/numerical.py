@@ -65,7 +65,14 @@ LOSS: tuple[Signature, ...] = (
         r"|\b(?:NaN|Inf) detected in (?:output|input|grad)"
         # a trainer's own words for a skipped or stopped step: "Encountered NaN loss at step 520", "NaN loss
         # detected", "inf gradients" (a loss or a gradient that is NaN, said in prose rather than as a value)
-        r"|\b(?:NaN|inf) (?:loss(?:es)?|gradients?|grad(?:ient)?[ _]norm)\b)",
+        r"|\b(?:NaN|inf) (?:loss(?:es)?|gradients?|grad(?:ient)?[ _]norm)\b"
+        # k2-fsa/icefall egs/*/ASR/*/train.py: fp16's grad scale halved at every overflow, logging.warning(f"Grad scale
+        # is small: {cur_grad_scale}") below 0.01, then RuntimeError(f"grad_scale is too small, exiting: ...") below
+        # 1e-5: every step overflows (a NaN/inf in the forward or the gradients)
+        r"|\bGrad scale is small: |\bgrad_scale is too small, exiting"
+        # speechbrain/core.py Brain.check_loss_isfinite: logger.warning("Parameter is not finite: " + str(p)) for each
+        # NaN/inf parameter after a non-finite loss, then ValueError("Loss is not finite and patience is exhausted. ...")
+        r"|\bParameter is not finite: Parameter containing|\bLoss is not finite and patience is exhausted)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -88,6 +95,9 @@ LOSS: tuple[Signature, ...] = (
             "inf loss",
             "nan grad",
             "inf grad",
+            "grad scale is small",
+            "grad_scale is too small",
+            "is not finite",
         ],
         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
         flags=re.I,

@@ -81,7 +81,7 @@ def _user_interrupt_post(ev: Event) -> None:
 def _echoed_interrupt_post(ev: Event) -> None:
     """A line that starts with the terminal's echo of Ctrl-C ("^C") follows the user's SIGINT (a Ctrl-C
     traceback that ends in KeyboardInterrupt is read apart, as a process found waiting: log_progress)."""
-    if ev.message.lstrip().startswith("^C"):
+    if ev.fields.get("echoed_interrupt"):
         ev.fields["signal"] = "SIGINT"
         _user_interrupt_post(ev)
 
@@ -611,9 +611,9 @@ LAUNCHERS: tuple[Signature, ...] = (
         ["sigkill_handler"],
         "DeepSpeed's launcher is killing its workers after one of them failed (or it was signalled).",
         generic=True,
-        # A terminal echoes Ctrl-C as "^C" where the cursor is (termios ECHOCTL, on by default: Linux
-        # drivers/tty/n_tty.c echo_char writes '^' and the character + 0x40), so "^C[...] [launch.py:315:
-        # sigkill_handler] Killing subprocess" is the launcher handling the user's SIGINT: stopped by hand.
+        # "^C[...] [launch.py:315:sigkill_handler] Killing subprocess": the terminal's echo of Ctrl-C before it
+        # (log_records.clean_lines peels it: field echoed_interrupt) says the launcher is handling the user's SIGINT:
+        # stopped by hand.
         post=_echoed_interrupt_post,
     ),
     sig(

@@ -4,6 +4,8 @@ normally, or that says what failed, gets none of it. Lines in the formats their 
 
 from __future__ import annotations
 
+import pytest
+
 from trainctl.analyzers.log_progress import PROGRESS_CONFIDENCE
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
@@ -549,3 +551,52 @@ def test_failure_words_are_read_only_at_the_end_of_a_log_on_its_own_and_never_fo
     assert alone(text + "".join(f"Verified shard {i} of the dataset\n" for i in range(3))) == []  # it went on
     assert alone("epoch 3 finished: 0 errors, 12 warnings\n") == []
     assert alone("validation done without errors\nerrors: 0\n") == []
+
+
+def test_the_terminals_ctrl_c_echo_is_read_wherever_it_is_glued() -> None:
+    # a traceback the echo begins, cut by the paste before its KeyboardInterrupt line: the user's Ctrl-C
+    cut = (
+        "^C^CTraceback (most recent call last):\n"
+        '  File "/usr/lib/python3.7/subprocess.py", line 1019, in wait\n'
+        "    return self._wait(timeout=timeout)\n"
+        '  File "/usr/lib/python3.7/subprocess.py", line 1653, in _wait\n'
+        "    (pid, sts) = self._try_wait(0)\n"
+    )
+    f = only(cut)
+    assert f.summary.startswith("the user interrupted (Ctrl-C) a process") and f.kind is FindingKind.HUNG_COLLECTIVE
+    # a launcher prefix after the echo is still read: the exception is rank 1's
+    (g,) = findings("^C[rank1]: KeyError: 'input_ids'\n")
+    assert g.ranks == (1,) and g.kind is FindingKind.CRASH
+
+
+def test_a_log_on_its_own_that_ends_on_ctrl_c_was_stopped_by_hand() -> None:
+    f = only_alone("step 12 loss 2.31\n^C\n")
+    assert f.evidence["signatures"] == ["log_ends_interrupted"] and f.kind is FindingKind.HUNG_COLLECTIVE
+    assert (
+        analyze_log_events(
+            parse_log_text("^C\nstep 12 loss 2.31\nstep 13\nstep 14\ndone 15\n", "x.log", ends_where_it_stopped=True)
+        )
+        == []
+    )
+
+
+# strace(1): a call that has not returned has no ") = RESULT" (another thread's call cutting in: "<unfinished ...>")
+@pytest.mark.parametrize(
+    "trace, call",
+    [
+        ("futex(0x55dcd81e08c8, FUTEX_WAIT_PRIVATE, 0, NULL\n", "futex"),
+        ("strace: Process 1234 attached\n[pid  1240] poll([{fd=5, events=POLLIN}], 1, -1 <unfinished ...>\n", "poll"),
+        (
+            'openat(AT_FDCWD, "/dev/nvidia0", O_RDWR) = 5\nioctl(5, _IOC(_IOC_READ|_IOC_WRITE, 0x46, 0x2a, 0x20), 0x7ffd\n',
+            "ioctl",
+        ),
+    ],
+)
+def test_an_strace_that_ends_inside_a_blocking_call_is_a_process_blocked_in_it(trace: str, call: str) -> None:
+    f = only_alone(trace)
+    assert f.evidence["signatures"] == ["strace_ends_in_blocking_call"] and f"inside {call}()" in f.summary
+
+
+def test_an_strace_whose_last_call_returned_proves_nothing() -> None:
+    done = "futex(0x55, FUTEX_WAKE_PRIVATE, 1) = 0\nmprotect(0x7f6ef5ef9000, 4096, PROT_NONE) = 0\n"
+    assert alone(done) == []
