@@ -158,15 +158,18 @@ ERRORS: tuple[Signature, ...] = (
     sig(
         "ray_memory_monitor_kill",
         # ray src/ray/raylet/node_manager.cc (memory monitor): "N Workers (tasks / actors) killed due to
-        # memory pressure (OOM), M Workers crashed due to other reasons at node (ID: ..., IP: a.b.c.d) ...".
-        r"(?P<killed>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)"
-        r"(?:.{0,120}?IP: (?P<node_ip>[\d.]+))?",
+        # memory pressure (OOM), M Workers crashed due to other reasons at node (ID: ..., IP: a.b.c.d) ...". The node
+        # it names is the one that ran out of host memory (as ray_node_low_memory's); the node ID is 56 hex digits.
+        # (a wrap at "(tasks /" leaves "actors) killed ..." as a line of its own)
+        r"(?:(?P<killed>\d+) Workers \(tasks / |^)actors\) killed due to memory pressure \(OOM\)"
+        r"(?:.{0,200}?IP: (?P<node_ip>[\d.]+))?",
         K.OOM,
         None,
         S.CRITICAL,
-        Blame.NONE,
+        Blame.SELF,
         ["killed due to memory pressure"],
-        "Ray's memory monitor killed workers on a node that ran out of host memory.",
+        "Ray's memory monitor killed workers on a node that ran out of host memory; names the node's IP.",
+        post=_ray_node_post,
     ),
     sig(
         "ray_node_low_memory",

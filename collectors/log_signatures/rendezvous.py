@@ -36,6 +36,21 @@ def _barrier_post(ev: Event) -> None:
 # rendezvous / c10d store
 STORE: tuple[Signature, ...] = (
     sig(
+        "c10d_store_socket_timeout",
+        # torch/csrc/distributed/c10d/Utils.hpp SYSCHECK (the TCPStore client's sendBytes/recvBytes, tcputil):
+        # C10_THROW_ERROR(DistNetworkError, "Socket Timeout") when a read or write on the store's socket hits its
+        # SO_RCVTIMEO/SO_SNDTIMEO (EAGAIN): the store did not answer within the timeout (a get/wait for a key some
+        # rank never set, a store server gone). Python shows it as RuntimeError (<2.2), DistNetworkError or, from
+        # the store's own calls, DistStoreError. Read where the line is the exception's own (nothing after it).
+        r"\b(?:torch\.distributed\.)?(?:DistStoreError|DistNetworkError|RuntimeError): Socket Timeout\s*$",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["socket timeout"],
+        "The c10d store's socket timed out: the store did not answer (a key never set, its server gone).",
+    ),
+    sig(
         "c10d_client_timeout",
         # The endpoint is optional: a terminal wrap often cuts the line inside "(host\n, port)", and the
         # timeout alone says the store was unreachable (it then blames nobody).
