@@ -370,7 +370,16 @@ def _ranked_exception_summary(s: _Said) -> str:
 
 # Signatures (and readings across lines) whose evidence says more than their kind's summary would: each speaks
 # for its group in its own words. The rest are summarized by kind in _summary.
+def _command_not_found_summary(s: _Said) -> str:
+    cmd = s.f.get("command") or "its command"
+    return (
+        f"the shell could not find {cmd!r} (exit 127){s.on}: the job never started (a PATH or an environment not"
+        " activated, sudo's secure_path), not a machine's fault"
+    )
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "shell_command_not_found": _command_not_found_summary,
     "stack_dump_thread": _stack_dump_summary,
     "gdb_frame_in_cuda": _gdb_frame_summary,
     "nccl_return_trace": _nccl_return_trace_summary,

@@ -475,10 +475,24 @@ def _take_orte_hostname(ev: Event, rec: Record) -> _Took:
     return _Took.NO
 
 
+# Ray's memory-monitor summary wrapped before its node: "... crashed due to other reasons at" / "node (ID: ..., IP: X)
+# over the last time period" (ray src/ray/raylet/node_manager.cc).
+_RAY_NODE_IP = re.compile(r"^[^\n]{0,140}?\bIP: (?P<ip>\d{1,3}(?:\.\d{1,3}){3})\)")
+
+
+def _take_ray_node(ev: Event, rec: Record) -> _Took:
+    """The node Ray's memory monitor names, on the line after its summary when a wrap cut it there."""
+    if ev.host_basis != "text" and (m := _RAY_NODE_IP.match(rec.text)):
+        ev.host, ev.host_basis = m["ip"], "text"
+        return _Took.LAST
+    return _Took.NO
+
+
 _FOLLOWERS: Mapping[str, Callable[[Event, Record], _Took]] = {
     "stack_dump_thread": _take_frame,
     "ray_actor_died": _take_actor_field,
     "orte_lost_daemon": _take_orte_hostname,
+    "ray_memory_monitor_kill": _take_ray_node,
 }
 
 

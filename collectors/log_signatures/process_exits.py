@@ -617,6 +617,28 @@ LAUNCHERS: tuple[Signature, ...] = (
         post=_echoed_interrupt_post,
     ),
     sig(
+        "shell_command_not_found",
+        # The shell could not find the program it was told to run (exit status 127): dash src/exec.c
+        # "%s: %d: %s: not found" ("/bin/sh: 1: torchrun: not found"), bash execute_cmd.c "%s: command not found"
+        # ("bash: deepspeed: command not found", a script's "train.sh: line 3: torchrun: command not found"), zsh's
+        # "zsh: command not found: %s". The launcher (or the job's own command) never started: a PATH or an
+        # environment (a venv not activated, sudo's secure_path), not a machine.
+        r"^(?:/bin/)?(?:sh|dash|bash|[\w./-]+\.sh): (?:\d+: |line \d+: )?(?P<command>[\w./+-]{1,200}): (?:command )?not found\s*$"
+        r"|^(?:bash|zsh): (?:command not found: (?P<command__2>[\w./+-]{1,200})|(?P<command__3>[\w./+-]{1,200}): command not "
+        r"found)\s*$"
+        # coreutils src/env.c: error (EXIT_ENOENT, errno, "%s", quote (argv[optind])), a script's "#!/usr/bin/env python"
+        r"|^(?:/usr)?/bin/env: ['\u2018]?(?P<command__4>[\w./+-]{1,200})['\u2019]?: No such file or directory\s*$",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["not found", "no such file or directory"],
+        "The shell could not find the command it was to run (exit 127): the job never started.",
+        # generic: a side tool a training script shells out to (gpustat, nvidia-smi in a container) may be the one
+        # missing while the job runs on; where another failure is there, that one speaks
+        generic=True,
+    ),
+    sig(
         "shell_job_killed",
         # bash jobs.c: a non-interactive shell reports a child killed by a signal with strsignal()'s text, after
         # "<script>: line N: " for a script: "line 6:  3305 Killed  cmd" (SIGKILL), or the bare "Killed" of an

@@ -199,3 +199,17 @@ def test_a_nan_or_inf_loss_said_in_prose_is_numerical(line: str) -> None:
 )
 def test_nan_words_that_are_options_or_code_are_silent(line: str) -> None:
     assert analyze_log_events(parse_log_text(line + "\n", "x.log")) == []
+
+
+def test_a_missing_command_beside_another_failure_is_only_its_evidence() -> None:
+    text = (
+        "/bin/sh: gpustat: command not found\n"
+        "[E ProcessGroupNCCL.cpp:587] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(OpType=BROADCAST, Timeout(ms)=1800000) ran for 1803000 milliseconds before timing out.\n"
+    )
+    fs = analyze_log_events(parse_log_text(text, "x.log"))
+    assert [f.kind for f in fs] == [FindingKind.HUNG_COLLECTIVE]  # a side tool missing, the job ran on
+    (alone,) = analyze_log_events(parse_log_text("/bin/sh: 1: torchrun: not found\n", "x.log"))
+    assert alone.kind is FindingKind.CRASH and alone.summary.startswith(
+        "the shell could not find 'torchrun' (exit 127)"
+    )
