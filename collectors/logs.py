@@ -475,6 +475,25 @@ def _take_orte_hostname(ev: Event, rec: Record) -> _Took:
     return _Took.NO
 
 
+# The WorkNCCL(...) of a watchdog timeout whose line a paste broke after "timeout:" (ProcessGroupNCCL.cpp).
+_WORK_NCCL = re.compile(
+    r"^WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)(?:[^\n]*?Timeout\(ms\)=(?P<timeout_ms>\d+))?"
+)
+
+
+def _take_work_nccl(ev: Event, rec: Record) -> _Took:
+    """A timeout line broken after "timeout:": the next line's WorkNCCL(...) says which collective."""
+    if ev.op is None and (m := _WORK_NCCL.match(rec.text)):
+        ev.op, ev.seq = m["op"], int(m["seq"]) if m["seq"] else None
+        if m["timeout_ms"]:
+            ev.fields["timeout_ms"] = int(m["timeout_ms"])
+        return _Took.MORE if m["timeout_ms"] is None else _Took.LAST
+    if ev.op is not None and "timeout_ms" not in ev.fields and (mt := re.search(r"Timeout\(ms\)=(\d+)", rec.text)):
+        ev.fields["timeout_ms"] = int(mt.group(1))
+        return _Took.LAST
+    return _Took.NO
+
+
 # Ray's memory-monitor summary wrapped before its node: "... crashed due to other reasons at" / "node (ID: ..., IP: X)
 # over the last time period" (ray src/ray/raylet/node_manager.cc).
 _RAY_NODE_IP = re.compile(r"^[^\n]{0,140}?\bIP: (?P<ip>\d{1,3}(?:\.\d{1,3}){3})\)")
@@ -493,6 +512,7 @@ _FOLLOWERS: Mapping[str, Callable[[Event, Record], _Took]] = {
     "ray_actor_died": _take_actor_field,
     "orte_lost_daemon": _take_orte_hostname,
     "ray_memory_monitor_kill": _take_ray_node,
+    "nccl_watchdog_timeout": _take_work_nccl,
 }
 
 

@@ -357,6 +357,20 @@ ERRORS: tuple[Signature, ...] = (
         flags=re.I,
     ),
     sig(
+        "mlx5_reg_mr_failed",
+        # Linux drivers/infiniband/hw/mlx5/mr.c create_mkey_callback: mlx5_ib_warn(dev, "async reg mr failed. status
+        # %d\n", status) (the device's prefix "infiniband mlx5_0: create_mkey_callback:131:(pid N): " before it): the
+        # HCA could not create a memory key for a registration (-12: ENOMEM), so RDMA buffers (NCCL's, UCX's) cannot
+        # be registered on this host.
+        r"\b(?P<nic>mlx5_\d+):? [^\n]{0,80}?async reg mr failed\. status (?P<status>-?\d+)",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.SELF,
+        ["async reg mr failed"],
+        "Kernel: this host's mlx5 HCA failed to register memory for RDMA (status -12: out of memory keys/memory).",
+    ),
+    sig(
         "ibstat_port_down",
         # infiniband-diags ibstatus ("Infiniband device '%s' port %s status:" then "\tstate:\t\t 1: DOWN", "\tphys
         # state:\t 3: Disabled") and ibstat ("State: Down", "Physical state: Disabled"): the verbs port is down, so

@@ -213,3 +213,14 @@ def test_a_missing_command_beside_another_failure_is_only_its_evidence() -> None
     assert alone.kind is FindingKind.CRASH and alone.summary.startswith(
         "the shell could not find 'torchrun' (exit 127)"
     )
+
+
+def test_a_watchdog_timeout_whose_workncl_a_paste_put_on_the_next_lines_keeps_its_collective() -> None:
+    text = (
+        "[Rank 1] Watchdog caught collective operation timeout:\n"
+        "WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n"
+        "         Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n"
+    )
+    (f,) = analyze_log_events(parse_log_text(text, "x.log"))
+    assert f.kind is FindingKind.HUNG_COLLECTIVE and f.evidence["ops"] == ["_ALLGATHER_BASE"]
+    assert f.evidence["seqs"] == [12590] and f.evidence["timeout_ms"] == [600000]
