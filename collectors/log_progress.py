@@ -684,7 +684,10 @@ def _interrupted_at_end(lines: list[tuple[int, str]]) -> Reading | None:
 #   parallel_state "> initialized tensor model parallel with size {}" (older "> initializing ..."),
 #   training.py "training ..." and print_datetime "[before the start of training step] datetime: {}";
 #   transformers trainer.py _inner_training_loop "***** Running training *****" and its "  Num Epochs = ",
-#   "  Total optimization steps = ", "  Number of trainable parameters = " lines.
+#   "  Total optimization steps = ", "  Number of trainable parameters = " lines; torch/nn/parallel/
+#   distributed.py DistributedDataParallel._pre_forward (1.7+; mmcv's MMDistributedDataParallel the same through
+#   its logger) "Reducer buckets have been rebuilt in this iteration." (once, in the second iteration's forward:
+#   the first steps began and none was printed after it).
 # NCCL_DEBUG_SUBSYS=COLL's "NCCL INFO AllReduce: opCount ..." lines are collectives called, not set-up.
 _JOINING = re.compile(
     r"\[c10d(?: - \w+)?\] The (?:client|server) socket (?:has connected to|will attempt to connect|is attempting to"
@@ -701,6 +704,7 @@ _JOINED = re.compile(
     r"|^> initializ(?:ed|ing) (?:tensor|pipeline)[\w ]{0,20} parallel with size|^training \.\.\.\s*$"
     r"|\[before the start of training step\] datetime:"
     r"|\*{5} Running training \*{5}|\b(?:Num Epochs|Total optimization steps|Number of trainable parameters) = [\d,]+"
+    r"|Reducer buckets have been rebuilt in this iteration"
 )
 # A line that says a step, an iteration, an epoch or a loss: the run got past its set-up.
 _STEPPED = re.compile(

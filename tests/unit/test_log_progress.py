@@ -511,6 +511,8 @@ def test_a_log_on_its_own_that_ends_after_its_set_up_with_no_step_is_a_first_ste
         (MEGATRON_START, "[before the start of training step]"),
         (NCCL_DONE_THEN_NOTE, "Init COMPLETE"),  # two lines of the server's own after it
         ("All distributed processes registered. Starting with 4 processes\n" + "-" * 100 + "\n", "registered"),
+        # DDP's _pre_forward in the second iteration (here through mmcv's logger)
+        ("2022-05-12 22:06:13,674 - mmcv - INFO - Reducer buckets have been rebuilt in this iteration.\n", "Reducer"),
     ):
         f = only_alone(text)
         assert f.evidence["signatures"] == ["log_ends_in_set_up"] and f.evidence["stage"] == "joined"
@@ -521,6 +523,8 @@ def test_set_up_followed_by_steps_or_many_lines_or_in_a_run_dirs_rank_log_is_not
     for text in (C10D_CONNECTING, HF_TRAINER, MEGATRON_START):
         assert findings(text) == []  # a rank log of a live run ends in its set-up while it starts
     assert alone(HF_TRAINER + "{'loss': 1.7172, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n") == []
+    rebuilt = "INFO:root:Reducer buckets have been rebuilt in this iteration.\n"
+    assert alone(rebuilt + "2022-05-22 03:39:14,809 - mmseg - INFO - Iter [50/320000]\tloss: 5.6491\n") == []
     stepped = alone(MEGATRON_START + " [2025-04-13 23:41:12] iteration       10/    1000 | lm loss: 7.1 |\n")
     assert [f.evidence["signatures"] for f in stepped] == [["progress_stopped_short"]]  # the counter's reading
     assert alone(DEEPSPEED_INIT + "".join(f"Loading shard {i} of the model from disk\n" for i in range(3))) == []
