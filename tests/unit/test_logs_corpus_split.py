@@ -137,6 +137,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext24.jsonl", "heldout24.sha256", 30, 65),
         ("corpus_ext25.jsonl", "heldout25.sha256", 34, 74),
         ("corpus_ext26.jsonl", "heldout26.sha256", 32, 66),
+        ("corpus_ext27.jsonl", "heldout27.sha256", 28, 51),
     ],
     ids=[
         "seventh",
@@ -157,6 +158,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "twenty-second",
         "twenty-third",
         "twenty-fourth",
+        "twenty-fifth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
