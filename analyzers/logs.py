@@ -66,10 +66,10 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     # the one classified exception of an excerpt whose torchelastic root cause exited with code 1 (an exception)
     "elastic_root_cause_exception": 0.7,
     "peer": 0.6,  # a remote end named by the side that saw the failure
-    "absent_from_barrier": 0.7,
-    "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace  # the one rank of world_size that no waiting line names (complete roster)
+    "absent_from_barrier": 0.7,  # the one rank of world_size that no waiting line names (complete roster)
+    "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace
     "endpoint": 0.6,
-    "sole_reporter": 0.6,  # the one process that printed every error line of a crash/OOM/NaN naming nobody
+    "sole_reporter": 0.6,  # the one process that printed every error line, unclassified ones of a crash or an OOM
 }
 _NO_CULPRIT_SPECIFIC = 0.8  # classification confidence when nobody is blamed
 _NO_CULPRIT_GENERIC = 0.5
@@ -368,8 +368,6 @@ def _ranked_exception_summary(s: _Said) -> str:
     return f"{subject} raised {s.first.message[:200]}{words}"
 
 
-# Signatures (and readings across lines) whose evidence says more than their kind's summary would: each speaks
-# for its group in its own words. The rest are summarized by kind in _summary.
 def _command_not_found_summary(s: _Said) -> str:
     cmd = s.f.get("command") or "its command"
     return (
@@ -378,6 +376,8 @@ def _command_not_found_summary(s: _Said) -> str:
     )
 
 
+# Signatures (and readings across lines) whose evidence says more than their kind's summary would: each speaks
+# for its group in its own words. The rest are summarized by kind in _summary.
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
     "shell_command_not_found": _command_not_found_summary,
     "stack_dump_thread": _stack_dump_summary,

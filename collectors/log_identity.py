@@ -102,7 +102,14 @@ def read_identity(
     channel_lines: dict[tuple[str, int], int] = {}
     for rec in records:
         host = rec.host
-        if not plausible_host(host) or rec.wrap_joined:
+        if not plausible_host(host):
+            continue
+        if rec.wrap_joined:
+            # a wrap may glue another host's line on, but NCCL's prefix and its init line's rank both on the first
+            # physical line (the wrap cut the line's end: "... busId 200000 - Init COMPLE" / "TE") still pair
+            pid = rec.fields.get("nccl_pid")
+            if pid is not None and (rn := comm_rank(rec.first_line)) is not None:
+                comm_lines.append((host, pid, *rn, rec.line_no))
             continue
         if rec.rank is not None:
             hosts_of_rank.setdefault(rec.rank, set()).add(host)

@@ -91,6 +91,7 @@ _WAIT_FRAME = re.compile(
 # live process, not a failure of the run (collectors/logs.py does not quote it as an error line).
 # Python's KeyboardInterrupt ends a Ctrl-C traceback; the terminal's echo of Ctrl-C is "^C" (a record of its own,
 # log_records.clean_lines)
+KEYBOARD_INTERRUPT = re.compile(r"^\s*KeyboardInterrupt\s*$")
 INTERRUPTED = re.compile(r"^\s*(?:KeyboardInterrupt|\^C)\s*$")
 # A GPU process table row: nvidia-smi's "Processes:" section (| GPU GI CI PID Type Name Usage |)
 # or a condensed "GPU PID name memory" listing (nvidia-smi is closed source: the formats are the dev

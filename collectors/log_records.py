@@ -147,7 +147,9 @@ _NOT_HOSTS = re.compile(
     # a shell script's name in front of its error ("train.sh: line 12: ..."), not a host
     r"|\.(?:sh|bash|py)$"
     # Huawei CANN's error codes ("EH9999: ...", Ascend): a code, not a host (upper case only: "eb0001" may be a node)
-    r"|(?-i:^E[A-Z]\d{4}$)",
+    r"|(?-i:^E[A-Z]\d{4}$)"
+    # TensorFlow/TSL's TF_CHECK_OK failure ("Non-OK-status: <expr> status: ..."), not a host
+    r"|^Non-OK-status$",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")
@@ -184,6 +186,7 @@ class Record:
     ts: datetime | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     wrap_joined: bool = False  # several raw lines joined as one terminal-wrapped line (log_identity)
+    first_line: str = ""  # where wrap_joined: the first of those raw lines, as written (log_identity)
 
 
 def wrap_width(lines: list[str], padded: list[int] | None = None) -> int | None:
@@ -416,7 +419,8 @@ def clean_lines(text: str) -> Iterator[Record]:
             else:
                 pieces.append((seg, None))
             for piece, rm in pieces:
-                rec = Record(line_no, "", wrap_joined=len(joined) > len(raw[line_no - 1]))
+                wrapped = len(joined) > len(raw[line_no - 1])
+                rec = Record(line_no, "", wrap_joined=wrapped, first_line=raw[line_no - 1] if wrapped else "")
                 if rm is not None:
                     rec.fields["ray_pid"] = int(rm.group("pid"))
                     if rm.group("ip"):

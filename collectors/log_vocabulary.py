@@ -38,10 +38,11 @@ RULES: tuple[WordsRule, ...] = (
     _rule(
         K.OOM,
         r"out of memory|\bOOM\b|OutOfMemory|memory exhausted|Cannot allocate memory|\bENOMEM\b|RESOURCE_EXHAUSTED"
-        r"|oom[-_ ]?kill|\bfailed to allocate \d+ bytes",
+        r"|oom[-_ ]?kill|\bfailed to allocate \d+ bytes|\bResourceExhaustedError\b",
         "CUDA's cudaErrorMemoryAllocation string 'out of memory' (and HIP's), errno ENOMEM's strerror 'Cannot "
         "allocate memory', the Linux OOM killer (mm/oom_kill.c), absl/XLA's RESOURCE_EXHAUSTED status code and "
-        "its allocators' 'Failed to allocate N bytes'",
+        "its allocators' 'Failed to allocate N bytes', TensorFlow's Python class for it (tensorflow/python/framework/"
+        "errors_impl.py ResourceExhaustedError, raised on 'OOM when allocating tensor')",
     ),
     _rule(
         K.NUMERICAL,

@@ -43,7 +43,7 @@ import pyarrow as pa
 from trainctl.collectors.log_coll_mismatch import read_coll_mismatch
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
-from trainctl.collectors.log_progress import INTERRUPTED, read_progress
+from trainctl.collectors.log_progress import KEYBOARD_INTERRUPT, read_progress
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.process_exits import exit_post
@@ -718,6 +718,9 @@ _ERRORISH = re.compile(
     # cuda-gdb's automatic API error checking ("set cuda api_failures", on by default): "warning: Cuda API error
     # detected: cudaMalloc returned (0x2)", a CUDA call that failed under the debugger
     r"|\bCuda API error detected: \w{1,80} returned \(0x[0-9a-fA-F]{1,8}\)"
+    # TensorFlow/TSL's TF_CHECK_OK (tsl/platform/status.h): LOG(FATAL) << "Non-OK-status: " #val " status: " << status,
+    # then abort(): "Non-OK-status: GpuLaunchKernel(...) status: Internal: out of memory"
+    r"|\bNon-OK-status: "
     # an absl::Status as text (abseil absl/status/status.cc Status::ToString: StatusCodeToString(code) + ": " +
     # message), which XLA, JAX's coordination service, TensorFlow and gRPC print: "DEADLINE_EXCEEDED: Deadline
     # Exceeded", "UNAVAILABLE: failed to connect to all addresses" (OK is not a failure; UNKNOWN and INTERNAL
@@ -739,7 +742,7 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 def _interrupted_tracebacks(records: list[Record]) -> set[int]:
     """Line numbers of the tracebacks (header to exception line) that end in KeyboardInterrupt, or that the
     terminal's "^C" echo begins and the paste cut before their exception line: the user's Ctrl-C, not a failure
-    (log_progress.INTERRUPTED); their frames are read as a stack dump. (One the echo begins that ends in another
+    (log_progress.KEYBOARD_INTERRUPT); their frames are read as a stack dump. (One the echo begins that ends in another
     exception is that exception's: the process failed while the user stopped it.)"""
     out: set[int] = set()
     start: int | None = None
@@ -747,7 +750,7 @@ def _interrupted_tracebacks(records: list[Record]) -> set[int]:
     for rec in records:
         if _TRACEBACK.search(rec.text):
             start, echoed = rec.line_no, bool(rec.fields.get("echoed_interrupt"))
-        elif start is not None and INTERRUPTED.match(rec.text):
+        elif start is not None and KEYBOARD_INTERRUPT.match(rec.text):
             out.update(range(start, rec.line_no + 1))
             start = None
         elif start is not None and echoed and _EXCEPTION_LINE.match(rec.text):

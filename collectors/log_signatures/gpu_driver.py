@@ -199,6 +199,20 @@ XIDS: tuple[Signature, ...] = (
 )
 
 
+def _slowdown_post(ev: Event) -> None:
+    """A power brake or a plain HW slowdown is power, the thermal ones thermal."""
+    if "Thermal" not in str(ev.fields.get("slowdown", "")):
+        ev.category = C.POWER
+
+
+def _board_fault_post(ev: Event) -> None:
+    """The power cables are power; a corrupted infoROM is a board fault (a warning: the GPU may still run)."""
+    if "power cables" in ev.message:
+        ev.category = C.POWER
+    else:
+        ev.severity = S.WARNING
+
+
 # nvidia-smi (the driver's CLI)
 NVIDIA_SMI: tuple[Signature, ...] = (
     sig(
@@ -275,6 +289,53 @@ NVIDIA_SMI: tuple[Signature, ...] = (
         Blame.SELF,
         ["device handle for GPU"],
         "nvidia-smi cannot reach one GPU: it fell off the bus or is otherwise lost.",
+    ),
+    sig(
+        "nvidia_smi_q_uncorrectable",
+        # nvidia-smi -q, "ECC Errors" (R525+: "SRAM Uncorrectable", "DRAM Uncorrectable", R550+ also "SRAM Uncorrectable
+        # Parity" / "SRAM Uncorrectable SEC-DED", under Volatile and Aggregate) and "Remapped Rows" ("Uncorrectable
+        # Error : N", rows remapped after uncorrectable errors): a count above 0 is uncorrectable memory errors on this
+        # GPU (nvidia-smi(1); NVIDIA's GPU memory error management guide). Which section (since the driver loaded, or
+        # the board's lifetime) is not on the line: a warning.
+        r"^\s*(?P<ecc_memory>SRAM|DRAM) Uncorrectable(?: Parity| SEC-DED)?\s*:\s*(?P<uncorrected>[1-9]\d*)\s*$"
+        r"|^\s*Uncorrectable Error\s*:\s*(?P<uncorrected__2>[1-9]\d*)\s*$",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.WARNING,
+        Blame.SELF,
+        ["uncorrectable"],
+        "nvidia-smi -q counts uncorrectable memory errors (or rows remapped after them) on a GPU.",
+    ),
+    sig(
+        "nvidia_smi_q_hw_slowdown",
+        # nvidia-smi -q, "Clocks Throttle Reasons" (R530+: "Clocks Event Reasons"): "HW Slowdown : Active" is the
+        # hardware cutting the core clock by half or more (too hot, an external power brake, power draw too high);
+        # "HW Thermal Slowdown" and "HW Power Brake Slowdown" say which; "SW Thermal Slowdown" is the driver's own
+        # thermal cap (nvidia-smi(1), "Clocks Throttle Reasons"). Not the software power cap, which a GPU at full
+        # load hits in normal work.
+        r"^\s*(?P<slowdown>HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active\s*$",
+        K.FAULTY_HOST,
+        C.THERMAL,
+        S.WARNING,
+        Blame.SELF,
+        ["slowdown"],
+        "nvidia-smi -q: the GPU's clocks are cut by a hardware (or thermal) slowdown.",
+        post=_slowdown_post,
+    ),
+    sig(
+        "nvidia_gpu_board_fault",
+        # The driver's and nvidia-smi's words for a board that cannot run: NVRM "GPU %04x:%02x:%02x.%x: GPU does not have
+        # the necessary power cables connected." (the auxiliary power not connected, or a failing PSU rail), and
+        # nvidia-smi's "WARNING: infoROM is corrupted at gpu %s" (the board's configuration ROM: ECC and clocks settings
+        # unreliable; NVIDIA support asks to reflash or replace).
+        r"GPU does not have the necessary power cables connected|infoROM is corrupted at gpu (?P<gpu_pci>\S+)",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["power cables connected", "inforom is corrupted"],
+        "The GPU board itself: its power cables are not connected, or its infoROM is corrupted.",
+        post=_board_fault_post,
     ),
 )
 

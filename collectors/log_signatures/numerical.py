@@ -72,7 +72,12 @@ LOSS: tuple[Signature, ...] = (
         r"|\bGrad scale is small: |\bgrad_scale is too small, exiting"
         # speechbrain/core.py Brain.check_loss_isfinite: logger.warning("Parameter is not finite: " + str(p)) for each
         # NaN/inf parameter after a non-finite loss, then ValueError("Loss is not finite and patience is exhausted. ...")
-        r"|\bParameter is not finite: Parameter containing|\bLoss is not finite and patience is exhausted)",
+        r"|\bParameter is not finite: Parameter containing|\bLoss is not finite and patience is exhausted"
+        # a tensor or an array printed as is whose first values are NaN/inf (torch/_tensor_str.py "tensor([nan, nan,
+        # ...]", numpy's repr "array([nan, nan, ...])"): the values went non-finite
+        r"|\b(?:tensor|array)\(\[+\s*-?(?:nan|inf),\s*-?(?:nan|inf)\b"
+        # ... and the rows of such a print on lines of their own ("        [nan],", "[nan, nan, nan]],")
+        r"|^\s*\[+(?:\s*-?(?:nan|inf),?)+\s*\]+(?:,|\)|,? device=|$))",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -98,6 +103,11 @@ LOSS: tuple[Signature, ...] = (
             "grad scale is small",
             "grad_scale is too small",
             "is not finite",
+            "nan,",
+            "inf,",
+            "[nan",
+            "[inf",
+            "[-inf",
         ],
         "Explicit NaN detection (anomaly mode, trainer guards, Megatron nan counter > 0).",
         flags=re.I,

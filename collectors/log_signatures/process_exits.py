@@ -70,6 +70,13 @@ def _death_signal_post(ev: Event) -> None:
     _user_interrupt_post(ev)
 
 
+def _job_signal_post(ev: Event) -> None:
+    """An end on a signal is a signal's (the name read off its number); a non-zero status an exit code's."""
+    if ev.fields.get("signal_no") is not None:
+        ev.category = C.SIGNAL
+    _death_signal_post(ev)
+
+
 def _user_interrupt_post(ev: Event) -> None:
     """SIGINT is the terminal's Ctrl-C: a person stopped the run, not a failure. With no failure line before
     it, what it says is that someone judged the run stuck: a low hang, generic (any failure line outranks it)."""
@@ -615,6 +622,21 @@ LAUNCHERS: tuple[Signature, ...] = (
         # (log_records.clean_lines peels it: field echoed_interrupt) says the launcher is handling the user's SIGINT:
         # stopped by hand.
         post=_echoed_interrupt_post,
+    ),
+    sig(
+        "slurmctld_job_complete_failed",
+        # Slurm src/slurmctld/job_mgr.c _job_complete: info("%s: %pJ WTERMSIG %d", ...) for a batch job killed by a
+        # signal, info("%s: %pJ WEXITSTATUS %d", ...) for its exit status ("_job_complete: JobId=127441 WTERMSIG 9"):
+        # the controller's view of how the job ended (9: SIGKILL, a memory cgroup's or a site tool's kill, or the
+        # time limit's after SIGTERM). Exit status 0 is success.
+        r"\b_job_complete: JobId=(?P<slurm_job>\d+)(?:_\d+)? (?:WTERMSIG (?P<signal_no>\d+)|WEXITSTATUS (?P<exit_code>[1-9]\d*))",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.CRITICAL,
+        Blame.NONE,
+        ["_job_complete:"],
+        "slurmctld: a job ended on a signal or a non-zero exit status.",
+        post=_job_signal_post,
     ),
     sig(
         "shell_command_not_found",

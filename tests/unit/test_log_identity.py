@@ -100,6 +100,16 @@ def test_a_wrap_glued_onto_another_hosts_line_pairs_nothing() -> None:
     assert _identity(lines[:2] + [PDSH_RANK4]).host_of(4) == "n1"
 
 
+def test_an_init_line_a_wrap_cut_at_its_end_still_pairs_its_own_rank() -> None:
+    """A terminal 120 wide cuts NCCL's init line after its rank ("... busId 200000 - Init COMPLE" / "TE"): the
+    prefix and the rank are both on the first physical line, so the glued tail cannot have brought them."""
+    init = "ccab4f7a6a8b:22851:22981 [1] NCCL INFO comm 0x7f72fc002f70 rank 1 nranks 2 cudaDev 1 busId 200000 - Init COMPLETE"
+    cut = 100  # lines cut at one width (the other two full ones show the terminal's width)
+    wrapped = [init[:cut], init[cut:], "step 1 " + "x" * 40, "y" * cut, "z" * cut]
+    assert next(iter(clean_lines("\n".join(wrapped)))).wrap_joined
+    assert _identity(wrapped).host_of(1) == "ccab4f7a6a8b"
+
+
 def test_completed_culprit_cites_the_pairing_line() -> None:
     oom = "[rank6]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
     text = "\n".join([INIT.format(h="n2", pid=9, r=6, n=8), oom])

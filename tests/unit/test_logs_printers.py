@@ -224,3 +224,32 @@ def test_a_watchdog_timeout_whose_workncl_a_paste_put_on_the_next_lines_keeps_it
     (f,) = analyze_log_events(parse_log_text(text, "x.log"))
     assert f.kind is FindingKind.HUNG_COLLECTIVE and f.evidence["ops"] == ["_ALLGATHER_BASE"]
     assert f.evidence["seqs"] == [12590] and f.evidence["timeout_ms"] == [600000]
+
+
+NVIDIA_SMI_Q_HEALTHY = """    Clocks Throttle Reasons
+        Idle                              : Not Active
+        SW Power Cap                      : Active
+        HW Slowdown                       : Not Active
+    ECC Errors
+        Volatile
+            SRAM Correctable              : 0
+            SRAM Uncorrectable            : 0
+            DRAM Correctable              : 12
+            DRAM Uncorrectable            : 0
+    Remapped Rows
+        Correctable Error                 : 2
+        Uncorrectable Error               : 0
+        Pending                           : No
+        Remapping Failure Occurred        : No
+"""
+
+
+def test_nvidia_smi_q_of_a_healthy_gpu_is_silent_and_its_faults_are_not() -> None:
+    # the software power cap under load, corrected errors and zero counts are a working GPU
+    assert analyze_log_events(parse_log_text(NVIDIA_SMI_Q_HEALTHY, "x.log")) == []
+    faulty = NVIDIA_SMI_Q_HEALTHY.replace("SRAM Uncorrectable            : 0", "SRAM Uncorrectable            : 2")
+    (f,) = analyze_log_events(parse_log_text(faulty, "x.log"))
+    assert (f.kind, f.category) == (FindingKind.FAULTY_HOST, Category.ECC)
+    hot = NVIDIA_SMI_Q_HEALTHY.replace("HW Slowdown                       : Not Active", "HW Slowdown : Active")
+    (g,) = analyze_log_events(parse_log_text(hot, "x.log"))
+    assert (g.kind, g.category) == (FindingKind.FAULTY_HOST, Category.POWER)
