@@ -138,6 +138,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext25.jsonl", "heldout25.sha256", 34, 74),
         ("corpus_ext26.jsonl", "heldout26.sha256", 32, 66),
         ("corpus_ext27.jsonl", "heldout27.sha256", 28, 51),
+        ("corpus_ext28.jsonl", "heldout28.sha256", 26, 48),
     ],
     ids=[
         "seventh",
@@ -159,6 +160,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "twenty-third",
         "twenty-fourth",
         "twenty-fifth",
+        "twenty-sixth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
