@@ -33,7 +33,8 @@ Splits (frozen; tests/fixtures/logs/README.md):
   so is corpus_ext24.jsonl (65 rows, gathered 2026-11-27 13:28-13:34 UTC): held-out-22 (heldout24.sha256) and dev;
   so is corpus_ext25.jsonl (74 rows, gathered 2026-11-27 14:25-14:32 UTC): held-out-23 (heldout25.sha256) and dev;
   so is corpus_ext26.jsonl (66 rows, gathered 2026-11-27 16:45-16:50 UTC): held-out-24 (heldout26.sha256) and dev;
-  so is corpus_ext27.jsonl (51 rows, gathered 2026-11-27 17:22-17:27 UTC): held-out-25 (heldout27.sha256) and dev.
+  so is corpus_ext27.jsonl (51 rows, gathered 2026-11-27 17:22-17:27 UTC): held-out-25 (heldout27.sha256) and dev;
+  so is corpus_ext28.jsonl (48 rows, gathered 2026-11-27 18:10-18:17 UTC): held-out-26 (heldout28.sha256) and dev.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -109,7 +110,8 @@ EXT24 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext24.jsonl"  # held-out-
 EXT25 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext25.jsonl"  # held-out-23 + dev (heldout25.sha256)
 EXT26 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext26.jsonl"  # held-out-24 + dev (heldout26.sha256)
 EXT27 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext27.jsonl"  # held-out-25 + dev (heldout27.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-25.
+EXT28 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext28.jsonl"  # held-out-26 + dev (heldout28.sha256)
+# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-26.
 SPLIT_BATCHES = (
     EXT,
     EXT2,
@@ -136,6 +138,7 @@ SPLIT_BATCHES = (
     EXT25,
     EXT26,
     EXT27,
+    EXT28,
 )
 
 # label category -> kinds a correct first finding may have
