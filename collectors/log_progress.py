@@ -92,7 +92,8 @@ _WAIT_FRAME = re.compile(
 # Python's KeyboardInterrupt ends a Ctrl-C traceback; the terminal's echo of Ctrl-C is "^C" (a record of its own,
 # log_records.clean_lines)
 KEYBOARD_INTERRUPT = re.compile(r"^\s*KeyboardInterrupt\s*$")
-INTERRUPTED = re.compile(r"^\s*(?:KeyboardInterrupt|\^C)\s*$")
+_CTRL_C = re.compile(r"^\s*\^C\s*$")
+INTERRUPTED = re.compile(f"{KEYBOARD_INTERRUPT.pattern}|{_CTRL_C.pattern}")
 # A GPU process table row: nvidia-smi's "Processes:" section (| GPU GI CI PID Type Name Usage |)
 # or a condensed "GPU PID name memory" listing (nvidia-smi is closed source: the formats are the dev
 # rows' x3a-022 and e7b-021).
@@ -615,7 +616,6 @@ def _waiting_at_end(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
     return None
 
 
-_CTRL_C = re.compile(r"^\s*\^C\s*$")
 # strace(1) writes a system call's name and arguments when the call starts and ") = RESULT" when it returns; a call
 # still running when the trace stopped (or when another thread's call cut in: "<unfinished ...>") has no result.
 # The calls a process blocks in: futex (a lock or a condition: Python's GIL, a thread join, a CUDA/NCCL host wait),

@@ -135,18 +135,27 @@ def _keyword_hits(low: str) -> list[str]:
     return hits + [k for h in hits for k in _KEYWORDS_WITHIN[h] if k in low] if hits else hits
 
 
-def classify_line(rec: Record, default_rank: int | None = None, default_host: str | None = None) -> list[Event]:
-    """All signature matches in one cleaned record, as events (possibly none)."""
-    hits = _keyword_hits(rec.text.lower())
-    if not hits:
-        return []
-    cands = [SIGNATURES[i] for i in sorted({i for h in hits for i in _BY_KEYWORD[h]})]
+def _printer(
+    rec: Record, default_rank: int | None, default_host: str | None
+) -> tuple[int | None, str | None, str | None, str | None]:
+    """(rank, rank_basis, host, host_basis) of the process that printed a record: what its own prefixes say, else
+    what its file's path says (a run dir's logs/H/rank-R.log)."""
     rank, rank_basis = (
         (rec.rank, rec.rank_basis)
         if rec.rank is not None
         else (default_rank, "path" if default_rank is not None else None)
     )
     host, host_basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
+    return rank, rank_basis, host, host_basis
+
+
+def classify_line(rec: Record, default_rank: int | None = None, default_host: str | None = None) -> list[Event]:
+    """All signature matches in one cleaned record, as events (possibly none)."""
+    hits = _keyword_hits(rec.text.lower())
+    if not hits:
+        return []
+    cands = [SIGNATURES[i] for i in sorted({i for h in hits for i in _BY_KEYWORD[h]})]
+    rank, rank_basis, host, host_basis = _printer(rec, default_rank, default_host)
     events: list[Event] = []
     for sig in cands:
         for m in sig.pattern.finditer(rec.text):
@@ -806,12 +815,10 @@ def _quoted(lines: list[Record], default_rank: int | None, default_host: str | N
     nobody, with the kind the lines' own words say (collectors/log_vocabulary.py) where they say one."""
     out: list[Event] = []
     for rec in lines[:MAX_UNCLASSIFIED_LINES]:
+        rank, rank_basis, host, host_basis = _printer(rec, default_rank, default_host)
         ev = Event(
             rec.line_no, rec.text, "unclassified_error", K.CRASH, C.UNCLASSIFIED, S.WARNING, Blame.NONE, True,
-            rank=rec.rank if rec.rank is not None else default_rank,
-            rank_basis=rec.rank_basis if rec.rank is not None else ("path" if default_rank is not None else None),
-            host=rec.host or default_host,
-            host_basis=rec.host_basis if rec.host else ("path" if default_host else None), ts=rec.ts,
+            rank=rank, rank_basis=rank_basis, host=host, host_basis=host_basis, ts=rec.ts,
         )  # fmt: skip
         ev.fields["unclassified"] = True
         out.append(ev)
@@ -925,7 +932,7 @@ def _oom_task_dump(records: list[Record], default_host: str | None) -> list[Even
         return []
     rows = [rec for rec, _ in hits]
     rec = rows[0]
-    host, basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
+    _, _, host, basis = _printer(rec, None, default_host)
     ev = Event(rec.line_no, rec.text, "oom_killer_task_dump", K.OOM, None, S.CRITICAL, Blame.SELF, False,
                host=host, host_basis=basis, ts=rec.ts)  # fmt: skip
     ev.fields.update(task_rows=len(rows))
