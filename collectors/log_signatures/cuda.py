@@ -24,6 +24,8 @@ def cuda_post(ev: Event) -> None:
     what = (ev.fields.get("cuda_error") or "").lower()
     if "ecc" in what:  # the app sees the DBE before dmesg is read: a hardware fault of this GPU
         ev.kind, ev.category, ev.severity = K.FAULTY_HOST, C.ECC, S.CRITICAL
+    elif "uncorrectable nvlink" in what:  # CUDA_ERROR_NVLINK_UNCORRECTABLE (220): this GPU's NVLink failed
+        ev.kind, ev.category, ev.severity = K.FAULTY_HOST, C.NVLINK, S.CRITICAL
     elif what.strip().startswith("out of memory"):  # cudaErrorMemoryAllocation (2): "out of memory"
         ev.kind, ev.category = K.OOM, None
 
@@ -364,14 +366,16 @@ ERRORS: tuple[Signature, ...] = (
         # name a CUDA failure and nothing else (700 illegal address, 719 launch failure, 716 misaligned address,
         # 715 illegal instruction, 710 device-side assert, 209 no kernel image, 46 devices busy, 100 no device,
         # 35 driver too old, 702 launch timeout, 701 too many resources, 98 invalid device function, 214 ECC,
-        # 220 NVLink). Generic: torch's "CUDA error: <string>" on the same line is cuda_error's.
+        # 220 NVLink: cuGetErrorString's "uncorrectable NVLink error detected during the execution", where
+        # the API reference's prose reads "an uncorrectable NVLink error was detected during the
+        # execution"). Generic: torch's "CUDA error: <string>" on the same line is cuda_error's.
         r"(?P<cuda_error>an illegal memory access was encountered|unspecified launch failure|misaligned address"
         r"|an illegal instruction was encountered|device-side assert triggered"
         r"|no kernel image is available for execution on the device"
         r"|(?:all )?CUDA-capable device(?:\(s\) is/are|s are) busy or unavailable|no CUDA-capable device is detected"
         r"|CUDA driver version is insufficient for CUDA runtime version|the launch timed out and was terminated"
         r"|too many resources requested for launch|invalid device function|uncorrectable ECC error encountered"
-        r"|an uncorrectable NVLink error was detected during the execution)",
+        r"|(?:an )?uncorrectable NVLink error (?:was )?detected during the execution)",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,

@@ -257,6 +257,22 @@ ERRORS: tuple[Signature, ...] = (
         post=_ibv_post,
     ),
     sig(
+        "nccl_ofi_completion_error",
+        # aws-ofi-nccl src/nccl_ofi_sendrecv.cpp / nccl_ofi_rdma.cpp (the *_handle_error_entry of a completion queue):
+        # NCCL_OFI_WARN("Request %p [seq %d ]completed with error. RC: %d. Error: %d (%s). Completed length: %ld[,
+        # Request: %s]") with libfabric's err, the provider's errno and fi_cq_strerror's text. A send or receive on
+        # the network failed (EFA's "Unknown error 4097", a remote endpoint gone): the job's transport failed,
+        # which the collective timeouts after it follow from. No end is named, so no host is blamed.
+        r"NET/OFI Request (?:\S+ )?(?:seq \d+ )?completed with error\. RC: (?P<fi_err>-?\d+)\. Error: (?P<prov_errno>-?\d+)"
+        r"(?: \((?P<reason>[^)\n]{0,160})\))?",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        ["completed with error"],
+        "aws-ofi-nccl: a network send/receive completed with an error (EFA/libfabric): the transport failed.",
+    ),
+    sig(
         "nccl_ofi_warn",
         # aws-ofi-nccl (NCCL's libfabric net plugin, EFA): NCCL_OFI_WARN(...) logs through NCCL as
         # "NCCL WARN NET/OFI <message>", e.g. "NET/OFI Couldn't open AV. RC: -22, ERROR: Invalid argument".

@@ -128,6 +128,27 @@ LOSS: tuple[Signature, ...] = (
         generic=True,
     ),
     sig(
+        "progress_metric_nan",
+        # A training loop's progress line (a step counter, then its metrics as name=value or name: value) with a metric
+        # printed as NaN, whatever the metric is called: MXNet's python/mxnet/callback.py Speedometer ("Epoch[%d] Batch
+        # [%d-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" per metric), GluonCV's scripts/detection/*/train_*.py
+        # ("[Epoch {}][Batch {}], Speed: {:.3f} samples/sec, {}={:.3f}" with the metric's own name: CrossEntropy,
+        # SmoothL1, RPN_Conf), mmcv/mmengine's text logger ("Epoch [e][i/n]\tlr: ..., <key>: <value>"), Lightning's
+        # progress-bar postfix ("it/s, loss=nan, v_num=..."). Python's float formatting writes NaN as "nan" (printf's
+        # %f also "-nan"): a metric the loop computes went non-finite. Only NaN: "inf" is also a loop's starting
+        # "best" value; a loss named as such is loss_nan's.
+        r"\b(?:epoch|iter(?:ation)?|step|batch)\b\s*[\[:#=]?\s*\d+[^\n]{0,400}?(?<![\w.])"
+        r"(?P<metric>[a-z][\w./-]{0,40}?)\s*[=:]\s*(?P<value>[-+]?nan)\b",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["nan"],
+        "A metric of a training loop's progress line printed as NaN (MXNet's Speedometer, GluonCV, mmcv, Lightning).",
+        flags=re.I,
+        generic=True,
+    ),
+    sig(
         "fp16_overflow",
         r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
         r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum"

@@ -227,14 +227,20 @@ EXITS: tuple[Signature, ...] = (
     ),
     sig(
         "fatal_signal",
-        # ... and the shell's report of a child killed by SIGBUS/SIGSEGV (bash's strsignal text, "(core dumped)").
+        # CPython's faulthandler ("Fatal Python error: Segmentation fault"), Abseil's failure signal handler
+        # (absl/debugging/failure_signal_handler.cc WriteSignalMessage: "*** %s received at time=%ld on cpu %d ***"),
+        # glog's (src/signalhandler.cc DumpSignalInfo: "*** SIGSEGV (@0x0) received by PID 1234 (TID 0x7f..) from
+        # PID 0; stack trace: ***", the handler MXNet, Paddle and Caffe install; copies of it such as apache/doris's
+        # be/src/common/signal_handler.h write the si_code's reason between the name and the address), and the shell's
+        # report of a child killed by SIGBUS/SIGSEGV (bash's strsignal text, "(core dumped)").
         r"(?:Fatal Python error: (?P<fatal>Segmentation fault|Aborted|Bus error)|\*\*\* (?P<sig_name>SIG\w+) received at time"
+        r"|\*\*\* (?P<sig_name__2>SIG\w+) (?:[\w ]{1,60} )?\(@0x[0-9a-f]+\) received by PID"
         r"|^(?:(?:[\w/.-]+: )?line \d+: +\d+ )?(?P<fatal__2>Bus error|Segmentation fault) +\(core dumped\))",
         K.CRASH,
         C.SIGNAL,
         S.CRITICAL,
         Blame.SELF,
-        ["Fatal Python error", "received at time", "(core dumped)"],
+        ["Fatal Python error", "received at time", "received by PID", "(core dumped)"],
         "The process that printed it crashed on a signal.",
     ),
     sig(

@@ -9,7 +9,7 @@ import pytest
 
 from trainctl.analyzers.logs import analyze_log_events
 from trainctl.collectors.logs import parse_log_text
-from trainctl.findings import Category, FindingKind, Severity
+from trainctl.findings import Category, FindingKind, Severity, sort_findings
 
 # Lines of the same printers that report no failure (each as its source prints it).
 NOT_FAILURES = [
@@ -199,6 +199,47 @@ def test_a_nan_or_inf_loss_said_in_prose_is_numerical(line: str) -> None:
 )
 def test_nan_words_that_are_options_or_code_are_silent(line: str) -> None:
     assert analyze_log_events(parse_log_text(line + "\n", "x.log")) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "metric"),
+    [
+        # MXNet callback.py Speedometer: "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" per metric
+        ("INFO:root:Epoch[3] Batch [100-200]\tSpeed: 512.30 samples/sec\taccuracy=nan", "accuracy"),
+        # GluonCV scripts/detection/ssd/train_ssd.py: the metrics under their own names
+        ("INFO:root:[Epoch 0][Batch 1], Speed: 41.284082 samples/sec, CrossEntropy=nan, SmoothL1=nan", "CrossEntropy"),
+    ],
+)
+def test_a_progress_lines_metric_printed_as_nan_is_numerical_whatever_its_name(line: str, metric: str) -> None:
+    (f,) = analyze_log_events(parse_log_text(line + "\n", "x.log"))
+    assert (f.kind, f.category) == (FindingKind.NUMERICAL, Category.NAN_LOSS)
+    assert metric in f.summary
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Epoch 1: val_loss improved from inf to 0.69315, saving model to best.h5",  # Keras ModelCheckpoint's start
+        "step 10 eta: inf lr: 0.1",  # inf is a starting value too: only NaN counts
+        "INFO:root:[Epoch 0][Batch 1], Speed: 41.28 samples/sec, CrossEntropy=0.512, SmoothL1=nan_guard_off",
+        "Namespace(epochs=240, nan=True)",  # no step counter before it
+    ],
+)
+def test_a_progress_line_without_a_nan_metric_is_silent(line: str) -> None:
+    assert analyze_log_events(parse_log_text(line + "\n", "x.log")) == []
+
+
+def test_an_ofi_completion_error_is_the_transports_failure_the_watchdog_timeout_follows() -> None:
+    text = (
+        "ip-10-1-2-3:48213:48301 [3] NCCL WARN NET/OFI Request 0x7f3e7c0a1b00 completed with error. RC: 21. Error: 4097"
+        " (Unknown error 4097). Completed length: 0, Request: { dev: 0, size: 0, state: CREATED, type: RECV }\n"
+        "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88,"
+        " OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.\n"
+    )
+    first, *rest = sort_findings(analyze_log_events(parse_log_text(text, "x.log")))
+    assert (first.kind, first.severity) == (FindingKind.NETWORK_ERROR, Severity.CRITICAL)
+    assert first.hosts == () and "Unknown error 4097" in first.summary
+    assert [f.kind for f in rest] == [FindingKind.HUNG_COLLECTIVE]
 
 
 def test_a_missing_command_beside_another_failure_is_only_its_evidence() -> None:
