@@ -127,6 +127,7 @@ def read_progress(
     raw_tail: Sequence[tuple[int, str]] = (),
     *,
     ends_where_it_stopped: bool = False,
+    counter_of_line: Mapping[int, int] | None = None,
 ) -> Reading | None:
     """The first reading that holds for these (line_no, text) lines of a log with no error line;
     rank_of_line: the rank a line's own prefix names ("[rank3]: "), peeled off its text; raw_tail: the
@@ -136,13 +137,17 @@ def read_progress(
     job's saved output), whose end is where the run stopped printing; then a progress counter short of
     its total, or a wait, among its last lines is read too. A run dir's or a collected dataset's rank
     logs are not: a live, healthy rank's log always ends mid-run, and their liveness is the heartbeats'
-    and timelines' to judge (analyzers/hangs.py)."""
+    and timelines' to judge (analyzers/hangs.py). counter_of_line: the number of a "[N] " prefix the reader
+    peeled off a line (a line counter, or gpustat's GPU index)."""
     numbered = [(n, t) for n, t in lines if t.strip()]
     if any(_NORMAL_END.search(t) for _, t in numbered):
         return None
 
     def stack_dump(ls: list[tuple[int, str]]) -> Reading | None:
         return _stack_dump(ls, rank_of_line or {})
+
+    def gpu_table_idle(ls: list[tuple[int, str]]) -> Reading | None:
+        return _gpu_table_idle(ls, counter_of_line or {})
 
     readings = (
         _nccl_init,
@@ -151,7 +156,7 @@ def read_progress(
         _lockstep,
         stack_dump,
         _gpu_processes,
-        _gpu_table_idle,
+        gpu_table_idle,
         _training_processes_listed,
         _collective_test_unfinished,
     )
@@ -448,12 +453,30 @@ def _span(rows: list[tuple[Any, ...]], i: int) -> str:
     return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
-def _gpu_table_idle(lines: list[tuple[int, str]]) -> Reading | None:
-    """An nvidia-smi device table in which every GPU holds a process's memory and some or all run no
-    kernel. Some idle, some busy: in a job stuck in a collective the ranks that entered it spin in
-    NCCL's kernels and the one that never arrived sits idle. All idle: the processes are alive and wait
-    on the host side. (Either way the snapshot may have fallen between two steps: a lead, not proof.)"""
-    gpus: list[tuple[int, int, int, int, float | None]] = []  # line, index, MiB used, util %, draw / cap
+# gpustat (wookayin/gpustat gpustat/core.py GPUStat.print_to, 1.x): "[{index}] {name} |{temp:>3}°C, [{fan:>3} %, ]
+# {util:>3} %[ (E: .. D: ..)][,  {draw:>3} / {limit:>3} W] | {used:>5} / {total:>5} MB | user(40198M) ..." (the fan
+# and power only with --show-fan / --show-power; a pasted degree sign may be lost)
+# (The log's reader peels "[N] " off a line's start as a line counter: the index is then the number it peeled.)
+_GPUSTAT_ROW = re.compile(
+    r"^(?:\[(?P<index>\d{1,3})\] )?[^|\[]*\|\s*(?:\d+|\?\?)\W{0,2}C,\s+(?:(?:\d+|\?\?) %,\s+)?(?P<util>\d+) %(?: \([^)]*\))?"
+    r"(?:,\s+(?P<draw>\d+)\s*(?:/\s*(?P<cap>\d+)\s*)?W)?\s*\|\s*(?P<used>\d+)\s*/\s*\d+ MB"
+)
+# nvidia-smi --query-gpu=<fields> --format=csv: a header naming each field with its unit in brackets
+# ("index, name, utilization.gpu [%], memory.used [MiB], power.draw [W], power.limit [W]"), then one row per GPU
+# ("0, NVIDIA A100-SXM4-80GB, 100 %, 40211 MiB, 85.12 W, 400.00 W"); nvidia-smi --help-query-gpu names the fields.
+_SMI_CSV_FIELDS = {
+    "index": "index",
+    "utilization.gpu": "util",
+    "memory.used": "used",
+    "power.draw": "draw",
+    "power.limit": "cap",
+    "enforced.power.limit": "cap",
+}
+_NUMBER_IN_CELL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:%|MiB|W)?\s*$")
+
+
+def _smi_table_rows(lines: list[tuple[int, str]]) -> list[tuple[int, int, int, int, float | None]]:
+    gpus: list[tuple[int, int, int, int, float | None]] = []
     index: int | None = None
     for n, t in lines:
         if m := _SMI_INDEX.match(t):
@@ -462,6 +485,52 @@ def _gpu_table_idle(lines: list[tuple[int, str]]) -> Reading | None:
             power = int(m["draw"]) / int(m["cap"]) if m["draw"] and int(m["cap"] or 0) > 0 else None
             gpus.append((n, index, int(m["used"]), int(m["util"]), power))
             index = None
+    return gpus
+
+
+def _gpustat_rows(
+    lines: list[tuple[int, str]], peeled: Mapping[int, int]
+) -> list[tuple[int, int, int, int, float | None]]:
+    gpus: list[tuple[int, int, int, int, float | None]] = []
+    for n, t in lines:
+        m = _GPUSTAT_ROW.match(t.strip())
+        index = int(m["index"]) if m and m["index"] else peeled.get(n) if m else None
+        if m and index is not None:
+            power = int(m["draw"]) / int(m["cap"]) if m["draw"] and int(m["cap"] or 0) > 0 else None
+            gpus.append((n, index, int(m["used"]), int(m["util"]), power))
+    return gpus
+
+
+def _smi_csv_rows(lines: list[tuple[int, str]]) -> list[tuple[int, int, int, int, float | None]]:
+    gpus: list[tuple[int, int, int, int, float | None]] = []
+    columns: dict[str, int] = {}
+    for n, t in lines:
+        cells = [c.strip() for c in t.split(",")]
+        names = [c.split(" [", 1)[0] for c in cells]
+        if "utilization.gpu" in names and "memory.used" in names:
+            columns = {_SMI_CSV_FIELDS[c]: i for i, c in enumerate(names) if c in _SMI_CSV_FIELDS}
+            width = len(cells)
+            continue
+        if not columns or len(cells) != width:
+            columns = {} if gpus else columns
+            continue
+        got = {k: _NUMBER_IN_CELL.match(cells[i]) for k, i in columns.items()}
+        if got["util"] is None or got["used"] is None:
+            continue
+        draw, cap = got.get("draw"), got.get("cap")
+        power = float(draw[1]) / float(cap[1]) if draw and cap and float(cap[1]) > 0 else None
+        index = int(float(got["index"][1])) if got.get("index") else len(gpus)
+        gpus.append((n, index, int(float(got["used"][1])), int(float(got["util"][1])), power))
+    return gpus
+
+
+def _gpu_table_idle(lines: list[tuple[int, str]], peeled: Mapping[int, int]) -> Reading | None:
+    """A GPU table (nvidia-smi's device table, gpustat's lines, nvidia-smi --query-gpu's CSV) in which every
+    GPU holds a process's memory and some or all run no kernel. Some idle, some busy: in a job stuck in a
+    collective the ranks that entered it spin in NCCL's kernels and the one that never arrived sits idle. All
+    idle: the processes are alive and wait on the host side. (Either way the snapshot may have fallen between
+    two steps: a lead, not proof.) peeled: the number a line's "[N] " prefix had (gpustat's GPU index)."""
+    gpus = _smi_table_rows(lines) or _gpustat_rows(lines, peeled) or _smi_csv_rows(lines)
     held = [g for g in gpus if g[2] >= HELD_MIB]
     if len(held) < 2 or len(held) < len(gpus):
         return None

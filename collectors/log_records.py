@@ -58,7 +58,8 @@ _RAY_RE = re.compile(r"\((?:(?P<actor>[\w.:-]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("grep_file", re.compile(r"^(?P<file>[\w./-]+\.(?:log|txt|out|err)):(?=\S)")),
     # (not torch's desync report, whose "[R] finished collective #N, ..." names the lagging rank R)
-    ("line_counter", re.compile(r"^\[\d+\]\s(?=\S)(?!finished collective #|joined but didn't finish)")),
+    # (its number kept as a field: gpustat's rows start with the GPU's index in the same brackets)
+    ("line_counter", re.compile(r"^\[(?P<counter>\d+)\]\s(?=\S)(?!finished collective #|joined but didn't finish)")),
     ("rank_world", re.compile(r"^\[(?P<rank>\d{1,6})/(?P<world>\d{1,6})\]")),
     # An ISO time, bracketed or not, maybe followed by ":" (log shippers: "2019-06-02T16:13:44.884Z: <line>"),
     # or Go's log.LstdFlags time ("2009/01/23 01:23:23 ", src/log/log.go formatHeader).
@@ -319,6 +320,8 @@ def _peel(text: str, rec: Record) -> str:
                 rec.ts = rec.ts or parse_ts(re.sub(r"\s+", " ", g["ctime"]))
             elif name == "grep_file":
                 rec.fields["file"] = g["file"]
+            elif name == "line_counter":
+                rec.fields["line_counter"] = int(g["counter"])
             text = text[m.end() :]
             if name == "nccl_prefix":
                 text = _NCCL_UNTAGGED_LEVEL.sub(r"\g<site>NCCL \g<level> ", text, count=1)

@@ -956,6 +956,7 @@ def _progress_stopped(
         {rec.line_no: rec.rank for rec in records if rec.rank is not None},
         raw_tail=tail[-RAW_TAIL_LINES:],
         ends_where_it_stopped=ends_where_it_stopped,
+        counter_of_line={rec.line_no: rec.fields["line_counter"] for rec in records if "line_counter" in rec.fields},
     )
     if r is None:
         return []

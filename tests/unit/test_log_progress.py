@@ -306,6 +306,43 @@ def test_gpu_tables_that_prove_nothing_stay_silent():
     assert findings(_smi((0, 11510, 0))) == []  # one GPU: nothing to compare with
 
 
+# gpustat (gpustat/core.py GPUStat.print_to): "[index] name | temp°C, util % | used / total MB | user(MiB)"
+def _gpustat(*gpus: tuple[int, int, int], power: str = "") -> str:
+    rows = ["gpu-node-3                 Mon Jan  8 10:00:00 2024  535.104.05"]
+    for index, mib, util in gpus:
+        rows.append(
+            f"[{index}] NVIDIA A100-SXM4-80GB | 45°C, {util:3d} %{power} | {mib:5d} / 81920 MB | alice({mib - 13}M)"
+        )
+    return "\n".join(rows) + "\n"
+
+
+# nvidia-smi --query-gpu=index,utilization.gpu,memory.used,power.draw,power.limit --format=csv
+def _smi_csv(*gpus: tuple[int, int, int], watts: float = 350.0) -> str:
+    rows = ["index, utilization.gpu [%], memory.used [MiB], power.draw [W], power.limit [W]"]
+    rows += [f"{index}, {util} %, {mib} MiB, {watts:.2f} W, 400.00 W" for index, mib, util in gpus]
+    return "\n".join(rows) + "\n"
+
+
+def test_gpustats_and_the_csv_query_tables_are_read_like_nvidia_smis():
+    f = only(_gpustat((0, 40211, 100), (1, 40211, 100), (2, 40211, 0), (3, 40211, 100)))
+    assert f.evidence["signatures"] == ["gpu_table_idle_while_others_busy"]
+    assert f.evidence["gpu_util_pct"] == {"0": 100, "1": 100, "2": 0, "3": 100} and f.ranks == ()
+    spin = only(_gpustat((0, 40211, 100), (1, 40211, 100), power=",   85 /  400 W"))
+    assert spin.evidence["signatures"] == ["gpu_table_busy_at_idle_power"]
+    f = only(_smi_csv((0, 40211, 100), (1, 40211, 100), (2, 40211, 100), watts=85.12))
+    assert f.evidence["signatures"] == ["gpu_table_busy_at_idle_power"]
+    assert f.evidence["gpu_power_fraction_of_cap"] == {"0": 0.21, "1": 0.21, "2": 0.21}
+    assert only(_smi_csv((0, 40211, 0), (1, 39000, 0))).evidence["signatures"] == ["gpu_table_all_idle_holding_memory"]
+
+
+def test_gpustat_and_csv_tables_that_prove_nothing_stay_silent():
+    assert findings(_gpustat((0, 40211, 100), (1, 40211, 100))) == []  # all busy, no power shown: training
+    assert findings(_smi_csv((0, 40211, 100), (1, 40211, 100))) == []  # all busy at 350 of 400 W: computing
+    assert findings(_gpustat((0, 3, 0), (1, 40211, 100))) == []  # an idle GPU with no process on it
+    # the CSV without its header (--format=csv,noheader): the columns are not named, nothing is read
+    assert findings("\n".join(_smi_csv((0, 40211, 0), (1, 39000, 0)).splitlines()[1:]) + "\n") == []
+
+
 TQDM_START = (
     "[2025-01-12 09:24:19,964] [INFO] [config.py:989:print_user_config]   json = {\n"
     '    "train_batch_size": 256\n'
