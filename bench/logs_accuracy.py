@@ -16,25 +16,9 @@ Splits (frozen; tests/fixtures/logs/README.md):
   (heldout7.sha256) and dev; so is corpus_ext8.jsonl (54 rows): held-out-6 (heldout8.sha256) and dev,
   and corpus_ext9.jsonl (32 rows, gathered 2026-11-26 20:00-20:50 UTC while the analyzer's last
   changes were being written by others): held-out-7 (heldout9.sha256) and dev; so is
-  corpus_ext10.jsonl (20 rows, gathered 2026-11-26 23:10-23:17 UTC): held-out-8 (heldout10.sha256) and dev;
-  so is corpus_ext11.jsonl (63 rows, gathered 2026-11-27 02:00-02:22 UTC): held-out-9 (heldout11.sha256) and dev;
-  so is corpus_ext12.jsonl (48 rows, gathered 2026-11-27 03:10-03:31 UTC): held-out-10 (heldout12.sha256) and dev;
-  so is corpus_ext13.jsonl (88 rows, gathered 2026-11-27 04:53-05:01 UTC): held-out-11 (heldout13.sha256) and dev;
-  so is corpus_ext14.jsonl (94 rows, gathered 2026-11-27 05:10-05:18 UTC): held-out-12 (heldout14.sha256) and dev;
-  so is corpus_ext15.jsonl (94 rows, gathered 2026-11-27 05:23-05:44 UTC): held-out-13 (heldout15.sha256) and dev;
-  so is corpus_ext16.jsonl (81 rows, gathered 2026-11-27 05:55-06:06 UTC): held-out-14 (heldout16.sha256) and dev;
-  so is corpus_ext17.jsonl (47 rows, gathered 2026-11-27 06:14-06:25 UTC): held-out-15 (heldout17.sha256) and dev;
-  so is corpus_ext18.jsonl (117 rows, gathered 2026-11-27 07:52-08:00 UTC): held-out-16 (heldout18.sha256) and dev;
-  so is corpus_ext19.jsonl (94 rows, gathered 2026-11-27 08:05-08:14 UTC): held-out-17 (heldout19.sha256) and dev;
-  so is corpus_ext20.jsonl (127 rows, gathered 2026-11-27 08:17-08:25 UTC): held-out-18 (heldout20.sha256) and dev;
-  so is corpus_ext21.jsonl (101 rows, gathered 2026-11-27 08:27-08:33 UTC): held-out-19 (heldout21.sha256) and dev;
-  so is corpus_ext22.jsonl (72 rows, gathered 2026-11-27 11:21-11:27 UTC): held-out-20 (heldout22.sha256) and dev;
-  so is corpus_ext23.jsonl (72 rows, gathered 2026-11-27 13:13-13:18 UTC): held-out-21 (heldout23.sha256) and dev;
-  so is corpus_ext24.jsonl (65 rows, gathered 2026-11-27 13:28-13:34 UTC): held-out-22 (heldout24.sha256) and dev;
-  so is corpus_ext25.jsonl (74 rows, gathered 2026-11-27 14:25-14:32 UTC): held-out-23 (heldout25.sha256) and dev;
-  so is corpus_ext26.jsonl (66 rows, gathered 2026-11-27 16:45-16:50 UTC): held-out-24 (heldout26.sha256) and dev;
-  so is corpus_ext27.jsonl (51 rows, gathered 2026-11-27 17:22-17:27 UTC): held-out-25 (heldout27.sha256) and dev;
-  so is corpus_ext28.jsonl (48 rows, gathered 2026-11-27 18:10-18:17 UTC): held-out-26 (heldout28.sha256) and dev.
+  every later batch corpus_extN.jsonl (gathered 2026-11-26 and after) the same way: its held-out half is
+  the next held-out-k (heldoutN.sha256) and the rest dev. tests/fixtures/logs/README.md gives each batch's
+  rows, scope and gathering time; SPLIT_BATCHES below finds the files.
 
 `--carriers` scores each split again under every launcher prefix and shipper envelope of
 bench/log_carriers.py (kind accuracy and silent rows only): a verdict must not depend on how the log
@@ -90,56 +74,16 @@ DEV4 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev4.jsonl"
 EXT5 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext5.jsonl"
 DEV6 = ROOT / "tests" / "fixtures" / "logs" / "corpus_dev6.jsonl"  # after held-out-4 was frozen: dev only
 EXT7 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext7.jsonl"  # held-out-5 + dev (heldout7.sha256)
-EXT8 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext8.jsonl"  # held-out-6 + dev (heldout8.sha256)
-EXT9 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext9.jsonl"  # held-out-7 + dev (heldout9.sha256)
-EXT10 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext10.jsonl"  # held-out-8 + dev (heldout10.sha256)
-EXT11 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext11.jsonl"  # held-out-9 + dev (heldout11.sha256)
-EXT12 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext12.jsonl"  # held-out-10 + dev (heldout12.sha256)
-EXT13 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext13.jsonl"  # held-out-11 + dev (heldout13.sha256)
-EXT14 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext14.jsonl"  # held-out-12 + dev (heldout14.sha256)
-EXT15 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext15.jsonl"  # held-out-13 + dev (heldout15.sha256)
-EXT16 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext16.jsonl"  # held-out-14 + dev (heldout16.sha256)
-EXT17 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext17.jsonl"  # held-out-15 + dev (heldout17.sha256)
-EXT18 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext18.jsonl"  # held-out-16 + dev (heldout18.sha256)
-EXT19 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext19.jsonl"  # held-out-17 + dev (heldout19.sha256)
-EXT20 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext20.jsonl"  # held-out-18 + dev (heldout20.sha256)
-EXT21 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext21.jsonl"  # held-out-19 + dev (heldout21.sha256)
-EXT22 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext22.jsonl"  # held-out-20 + dev (heldout22.sha256)
-EXT23 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext23.jsonl"  # held-out-21 + dev (heldout23.sha256)
-EXT24 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext24.jsonl"  # held-out-22 + dev (heldout24.sha256)
-EXT25 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext25.jsonl"  # held-out-23 + dev (heldout25.sha256)
-EXT26 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext26.jsonl"  # held-out-24 + dev (heldout26.sha256)
-EXT27 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext27.jsonl"  # held-out-25 + dev (heldout27.sha256)
-EXT28 = ROOT / "tests" / "fixtures" / "logs" / "corpus_ext28.jsonl"  # held-out-26 + dev (heldout28.sha256)
-# The batches split by the frozen rule, in order: their held-out halves are held-out-1 ... held-out-26.
-SPLIT_BATCHES = (
-    EXT,
-    EXT2,
-    EXT3,
-    EXT5,
-    EXT7,
-    EXT8,
-    EXT9,
-    EXT10,
-    EXT11,
-    EXT12,
-    EXT13,
-    EXT14,
-    EXT15,
-    EXT16,
-    EXT17,
-    EXT18,
-    EXT19,
-    EXT20,
-    EXT21,
-    EXT22,
-    EXT23,
-    EXT24,
-    EXT25,
-    EXT26,
-    EXT27,
-    EXT28,
-)
+
+
+def _batch_number(path: Path) -> int:
+    return int(re.fullmatch(r"corpus_ext(\d*)\.jsonl", path.name)[1] or 1)  # type: ignore[index]
+
+
+# Every batch split by the frozen rule, in the order gathered (corpus_ext.jsonl, corpus_ext2.jsonl, ...; each
+# with its held-out hash, heldoutN.sha256, committed before any score): their held-out halves are held-out-1,
+# held-out-2, ... A new batch is its file and its hash (bench/logs_merge_batch.py); nothing here to edit.
+SPLIT_BATCHES = tuple(sorted((ROOT / "tests" / "fixtures" / "logs").glob("corpus_ext*.jsonl"), key=_batch_number))
 
 # label category -> kinds a correct first finding may have
 LABEL_KINDS: dict[str, set[K]] = {

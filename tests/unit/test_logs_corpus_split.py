@@ -170,3 +170,13 @@ def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, 
     older = {r["source_url"] for f in FIX.glob("*.jsonl") if f.name != name
              for r in _rows(f.name) if "source_url" in r}  # fmt: skip
     assert not [r["id"] for r in rows if r["source_url"] in older]  # threads used in no earlier file
+
+
+def test_every_batch_the_bench_finds_is_split_and_matches_the_hash_frozen_with_it() -> None:
+    """The bench scores whatever corpus_ext*.jsonl files there are: each must carry the held-out hash committed
+    with it, and the batches come in the order they were gathered (held-out-1, -2, ...)."""
+    batches = _bench().SPLIT_BATCHES
+    numbers = [int(p.name.removeprefix("corpus_ext").removesuffix(".jsonl") or 1) for p in batches]
+    assert numbers == sorted(numbers) and numbers[:3] == [1, 2, 3] and len(batches) >= 26
+    for p, n in zip(batches, numbers, strict=True):
+        assert _heldout_matches_hash(_rows(p.name), f"heldout{n if n > 1 else ''}.sha256")
