@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from trainctl.analyzers.log_progress import progress_findings
 from trainctl.findings import Category, Finding, FindingKind, Severity
-from trainctl.schemas import SignalKind
+from trainctl.schemas import PRINTER_RANK_BASES, SignalKind
 from trainctl.signals import Signals
 
 __all__ = ["BASIS_CONFIDENCE", "analyze_log_events", "analyze"]
@@ -573,9 +573,7 @@ def _adopt_root_cause(groups: list[_Group]) -> list[_Group]:
 # for the default group); NCCL's "host:pid:tid [dev]", kubectl's "[pod/NAME/C]", syslog's host field, Ray's
 # "(pid=..., ip=...)". Not a bare "[Rank 0]" (DeepSpeed's log_dist prints it from the one rank that logs for all)
 # nor pdsh's "word: " (a program's "nvidia-container-cli: error" reads the same).
-_REPORTER_RANK_BASES = frozenset(
-    {"rank_prefix", "lightning_rank", "mpi_tag", "determined_rank", "horovod_tag", "pg_tag"}
-)
+_REPORTER_RANK_BASES = PRINTER_RANK_BASES | {"pg_tag"}
 _REPORTER_HOST_BASES = frozenset({"nccl_prefix", "kubectl_prefix", "syslog", "ray_prefix", "host_tag"})
 # Failures that happen in the process that prints them (its exception, its allocation). Not a hang, a timeout, a
 # network error or a mismatch (there the printer is often the rank left waiting on the culprit), nor a NaN loss

@@ -49,7 +49,7 @@ from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.process_exits import exit_post
 from trainctl.collectors.log_signatures.rule import Blame, C, Event, K, S, Signature, plausible_host
 from trainctl.collectors.log_vocabulary import kind_from_words
-from trainctl.schemas import SignalKind, empty_table, schema_for
+from trainctl.schemas import PRINTER_RANK_BASES, SignalKind, empty_table, schema_for
 
 __all__ = [
     "Blame",
@@ -528,8 +528,6 @@ _FOLLOWERS: Mapping[str, Callable[[Event, Record], _Took]] = {
 # An exception's own line, the last line of CPython's traceback (Python/pythonrun.c print_exception:
 # "module.Class: message", or the bare class name when raised without one).
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.){0,8}(?P<exc>[A-Z]\w{0,80}(?:Error|Exception|Failure))(?::\s|\s*$)")
-# Prefixes a launcher or framework puts on a process's every line, naming its global rank.
-_RANK_PREFIXES = frozenset({"rank_prefix", "lightning_rank", "determined_rank", "horovod_tag", "mpi_tag"})
 
 
 def _ranked_exceptions(records: list[Record], events: list[Event]) -> list[Event]:
@@ -545,7 +543,7 @@ def _ranked_exceptions(records: list[Record], events: list[Event]) -> list[Event
     ranks_explained = {e.rank for e in events if e.kind is not None and e.rank is not None}
     by_text: dict[str, list[Record]] = {}
     for rec in records:
-        if rec.rank is None or rec.rank_basis not in _RANK_PREFIXES or rec.line_no in classified:
+        if rec.rank is None or rec.rank_basis not in PRINTER_RANK_BASES or rec.line_no in classified:
             continue
         if _EXCEPTION_LINE.match(rec.text):  # (a KeyboardInterrupt is no Error/Exception/Failure: not read)
             by_text.setdefault(re.sub(r"\d+", "N", rec.text[:300]), []).append(rec)

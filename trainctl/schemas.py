@@ -29,6 +29,7 @@ __all__ = [
     "SCHEMAS",
     "schema_for",
     "empty_table",
+    "PRINTER_RANK_BASES",
 ]
 
 SCHEMA_VERSION = 1
@@ -335,3 +336,10 @@ def empty_table(kind: SignalKind | str | pa.Schema, *, host_column: str | None =
     if host_column is not None:
         schema = schema.append(pa.field(host_column, pa.string()))
     return pa.Table.from_batches([], schema)
+
+
+# log_events.fields["rank_basis"] values that name the global rank of the process that printed the line: a
+# launcher's or framework's prefix on its every line (collectors/log_records.py), torch's "[rank3]:", Lightning's
+# "[rank: 3]", Determined's "[rank=3]", horovodrun's "[3]<stdout>:", Open MPI's "[1,3]<stderr>:". The log collector
+# writes them; the log analyzer reads them to tell whose line it is.
+PRINTER_RANK_BASES = frozenset({"rank_prefix", "lightning_rank", "determined_rank", "horovod_tag", "mpi_tag"})
