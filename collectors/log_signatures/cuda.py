@@ -174,6 +174,21 @@ ERRORS: tuple[Signature, ...] = (
         post=_ray_node_post,
     ),
     sig(
+        "ray_worker_exit_k8s_memory",
+        # ray python/ray/_raylet.pyx (task_execution_handler): a worker that exits on SystemExit (a SIGTERM)
+        # reports "Worker exits with an exit code {code}." and, under Kubernetes, adds " The worker may have exceeded
+        # K8s pod memory limits." ("In K8s, SIGTERM likely means we hit memory limits", its comment). Ray's own
+        # guess, said as a guess: an out-of-memory lead, generic (a failure printed beside it speaks first).
+        r"The worker may have exceeded K8s pod memory limits",
+        K.OOM,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["exceeded K8s pod memory"],
+        "Ray: a worker exited on SIGTERM under Kubernetes, which Ray reads as the pod's memory limit.",
+        generic=True,
+    ),
+    sig(
         "ray_node_low_memory",
         # ray src/ray/raylet/node_manager.cc (the memory monitor's worker exit detail), raised to the
         # caller as ray.exceptions.OutOfMemoryError: "Task was killed due to the node running low on

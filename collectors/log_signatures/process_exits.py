@@ -671,8 +671,10 @@ LAUNCHERS: tuple[Signature, ...] = (
         # bash jobs.c: a non-interactive shell reports a child killed by a signal with strsignal()'s text, after
         # "<script>: line N: " for a script: "line 6:  3305 Killed  cmd" (SIGKILL), or the bare "Killed" of an
         # interactive one. SIGKILL with no other error is most often the kernel's OOM killer (or a cgroup's limit:
-        # Docker, Slurm, Kubernetes); dmesg on the host says for sure.
-        r"\bline \d+:\s+\d+ Killed\b|^Killed\s*$",
+        # Docker, Slurm, Kubernetes); dmesg on the host says for sure. A program that redraws its progress line
+        # with "\r" leaves the cursor at column 0, so on the terminal the shell's "Killed" overwrites that line's
+        # first letters and a copy of the screen reads "Killed" glued to the rest ("Killedg in train batch: ...").
+        r"\bline \d+:\s+\d+ Killed\b|^Killed\s*$|^Killed(?=[a-z0-9])",
         K.OOM,
         None,
         S.WARNING,

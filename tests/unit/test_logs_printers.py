@@ -242,6 +242,20 @@ def test_an_ofi_completion_error_is_the_transports_failure_the_watchdog_timeout_
     assert [f.kind for f in rest] == [FindingKind.HUNG_COLLECTIVE]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "./run.sh: line 12: 12345 Killed                  python train.py",  # bash jobs.c, a script's child
+        "Killed",  # an interactive shell's
+        # the shell's "Killed" over a progress line the program redraws with "\r": a copy of the screen
+        "Killedg in train batch: 127687 / 263115",
+    ],
+)
+def test_the_shells_report_of_a_child_sigkilled_is_an_out_of_memory_lead(line: str) -> None:
+    (f,) = analyze_log_events(parse_log_text("Total number of batches 263115\n" + line + "\n", "x.log"))
+    assert (f.kind, f.severity) == (FindingKind.OOM, Severity.WARNING)
+
+
 def test_a_missing_command_beside_another_failure_is_only_its_evidence() -> None:
     text = (
         "/bin/sh: gpustat: command not found\n"
