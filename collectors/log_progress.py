@@ -628,14 +628,15 @@ _MEGATRON_COUNTER = re.compile(r"\biteration\s+(\d+)/\s*(\d+)\s*\|")
 _COUNTERS = (_TQDM_COUNTER, _KERAS_COUNTER, _MEGATRON_COUNTER)
 
 
-# The counter must be among the log's last few lines: a run that went on printing other things after
-# its last counter (a checkpoint save, an evaluation) stopped in those, not in the loop.
-COUNTER_TAIL_LINES = 3
+# A log's end, where the readings of a log on its own look (a counter, a wait, the ^C echo, set-up lines, failure
+# words): its last three lines. A heartbeat, a health check or a prompt may follow what stopped; a run that went on
+# printing other things (a checkpoint save, an evaluation) stopped in those, not in what came before them.
+END_LINES = 3
 
 
 def _last_counter(raw_tail: Sequence[tuple[int, str]]) -> tuple[int, str, int, int | None] | None:
     """The last progress counter among the log's last raw lines: (line_no, its text, n, total or None)."""
-    for n, t in reversed(raw_tail[-COUNTER_TAIL_LINES:]):
+    for n, t in reversed(raw_tail[-END_LINES:]):
         found = [m for pat in _COUNTERS for m in pat.finditer(t)]
         if found:
             m = max(found, key=lambda m: m.start())  # the last state a redrawn bar showed
@@ -667,12 +668,11 @@ def _counter_short_of_total(raw_tail: Sequence[tuple[int, str]]) -> Reading | No
 # vLLM's "Waiting for output from MQLLMEngine."): the application's own words, any printer.
 # A timeout "waiting for" something is a failure already reported, not a wait still going on.
 _WAITING = re.compile(r"(?<![Tt]imeout )(?<![Tt]imed out )\b[Ww]aiting (?:for|on|until)\b")
-WAITING_TAIL_LINES = 3  # a wait among this many last lines (a heartbeat or health check may follow it)
 
 
 def _waiting_at_end(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
     """A wait among the log's last lines with nothing after it that says the wait ended."""
-    for n, t in reversed(raw_tail[-WAITING_TAIL_LINES:]):
+    for n, t in reversed(raw_tail[-END_LINES:]):
         text = t.rsplit("\r", 1)[-1].strip()
         if _WAITING.search(text):
             return Reading(
@@ -716,7 +716,7 @@ def _interrupted_at_end(lines: list[tuple[int, str]]) -> Reading | None:
     """The terminal's echo of Ctrl-C ("^C", a record of its own: log_records.clean_lines) among the log's last
     lines (the window of a wait: a user who stops a run stops waiting for it), with no failure line anywhere:
     stopped by hand."""
-    for n, t in reversed(lines[-WAITING_TAIL_LINES:]):
+    for n, t in reversed(lines[-END_LINES:]):
         if _CTRL_C.match(t):
             return Reading(
                 "log_ends_interrupted",
@@ -784,7 +784,6 @@ _KEY_VALUE = re.compile(r"^\s*\w+=\S")
 _SAYS_SOMETHING = re.compile(
     r"^(?:\[\w+\]|(?!\[\w+\])).*?[A-Za-z]{2}"
 )  # a word beyond a leading level tag ("[INFO] ----")
-SET_UP_TAIL_LINES = 3  # at most this many lines (beyond indented continuations) after the last set-up line
 
 
 def _ends_in_set_up(lines: list[tuple[int, str]]) -> Reading | None:
@@ -800,7 +799,7 @@ def _ends_in_set_up(lines: list[tuple[int, str]]) -> Reading | None:
         # an indented or "key=value" line continues the one above it (torchelastic's "Result:" block, a
         # warning's source line); a rule of dashes or '=' says nothing
         if not t[:1].isspace() and not _KEY_VALUE.match(t) and _SAYS_SOMETHING.search(t):
-            if len(lines) - 1 - i >= SET_UP_TAIL_LINES or _STEPPED.search(t):
+            if len(lines) - 1 - i >= END_LINES or _STEPPED.search(t):
                 return None
     if last is None:
         return None

@@ -43,7 +43,7 @@ import pyarrow as pa
 from trainctl.collectors.log_coll_mismatch import read_coll_mismatch
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
-from trainctl.collectors.log_progress import KEYBOARD_INTERRUPT, read_progress
+from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, read_progress
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.process_exits import exit_post
@@ -794,13 +794,12 @@ _FAILURE_WORDS = re.compile(
 _NO_FAILURE = re.compile(
     r"\b(?:no|0|zero|without)\s+(?:errors?|failures?)\b|\b(?:errors?|failures?)\s*[:=]\s*0\b", re.I
 )
-FAILURE_TAIL_LINES = 3  # the log's last lines read for failure words
 
 
 def _failure_words_at_end(records: list[Record], default_rank: int | None, default_host: str | None) -> list[Event]:
     """A log handed over on its own with no error-looking line and no reading of absence, whose last lines say in
     plain words that something failed: those lines, quoted as unclassified errors (what stopped it)."""
-    tail = list(islice((rec for rec in reversed(records) if rec.text.strip()), FAILURE_TAIL_LINES))[::-1]
+    tail = list(islice((rec for rec in reversed(records) if rec.text.strip()), END_LINES))[::-1]
     said = [rec for rec in tail if _FAILURE_WORDS.search(rec.text[:4000]) and not _NO_FAILURE.search(rec.text[:4000])]
     out = _quoted(said, default_rank, default_host)
     for ev in out:
