@@ -792,7 +792,7 @@ _FAILURE_WORDS = re.compile(
     re.I,
 )
 _NO_FAILURE = re.compile(
-    r"\b(?:no|0|zero|without)\s+(?:errors?|failures?)\b|\b(?:errors?|failures?)\s*[:=]\s*0\b", re.I
+    r"\b(?:no|0|zero|without)\s+(?:[\w-]+\s+){0,3}?(?:errors?|failures?)\b|\b(?:errors?|failures?)\s*[:=]\s*0\b", re.I
 )
 
 

@@ -199,6 +199,20 @@ XIDS: tuple[Signature, ...] = (
 )
 
 
+def _amd_reason_post(ev: Event) -> None:
+    """ROCm's reason decides what failed: an ECC failure is the GPU's memory (a faulty host); a memory access
+    fault otherwise is the process's, named by its reason as a CUDA error is by its string."""
+    reason = ev.fields.get("hw_reason") or ""
+    if "ecc" in reason.lower():
+        ev.kind, ev.category, ev.severity = K.FAULTY_HOST, C.ECC, S.CRITICAL
+    elif ev.kind == K.CRASH:
+        ev.fields["cuda_error"] = f"GPU memory access fault: {reason}"
+
+
+def _amd_page_fault_post(ev: Event) -> None:
+    ev.fields["cuda_error"] = f"GPU page fault ({ev.fields.get('gpu_hub')})"
+
+
 def _slowdown_post(ev: Event) -> None:
     """A power brake or a plain HW slowdown is power, the thermal ones thermal."""
     if "Thermal" not in str(ev.fields.get("slowdown", "")):
@@ -266,11 +280,77 @@ NVIDIA_SMI: tuple[Signature, ...] = (
         "nvidia-smi: a GPU memory row remap or page retirement is pending (reset the GPU) or failed (replace it).",
     ),
     sig(
+        "rocr_hw_exception",
+        # ROCm's runtime (ROCR-Runtime src/core/runtime/runtime.cpp HwExceptionHandler): fprintf(stderr, "HW Exception by
+        # GPU node-%u (Agent handle: %p) reason :%s\n"), the reason "GPU Hang" (the driver found the GPU hung and reset
+        # it) or an ECC failure; the process aborts after it. The GPU of this host failed under the job (a kernel
+        # that never ends can hang it too: a fault of this host's GPU, not proof of its hardware).
+        r"HW Exception by GPU node-(?P<gpu_node>\d+)(?: \(Agent handle: \S+\))? reason ?: ?(?P<hw_reason>[^\n]{1,60})",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["HW Exception by GPU"],
+        "ROCm: the runtime reports a hardware exception of an AMD GPU (a GPU hang the driver reset, or ECC).",
+        post=_amd_reason_post,
+    ),
+    sig(
+        "rocr_memory_access_fault",
+        # ROCR-Runtime src/core/runtime/runtime.cpp VMFaultHandler: fprintf(stderr, "Memory access fault by GPU
+        # node-%u (Agent handle: %p) on address %p%s. Reason: %s.\n") (older: without the handle), then abort(). The
+        # reasons: "Page not present or supervisor privilege", "Write access to a read-only page", "Execute access to
+        # a page marked NX", "Host access only" (a kernel's bad address: CUDA's illegal memory access on an AMD GPU),
+        # or "DRAM ECC failure", "SRAM ECC failure", "ECC failure (if supported by HW)" (the GPU's memory failed).
+        r"Memory access fault by GPU node-(?P<gpu_node>\d+)(?: \(Agent handle: \S+\))? on address \S+?"
+        r"(?:\(may not be exact address\))?\. Reason: (?P<hw_reason>[^\n]{1,80}?)\.?$",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Memory access fault by GPU"],
+        "ROCm: an AMD GPU faulted on a memory access of this process (a bad address, or an ECC failure).",
+        post=_amd_reason_post,
+    ),
+    sig(
+        "amdgpu_ring_timeout",
+        # Linux drivers/gpu/drm/amd/amdgpu/amdgpu_job.c amdgpu_job_timedout: "ring %s timeout, signaled seq=%u, emitted
+        # seq=%u" (DRM_ERROR, "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ..."; dev_err since 6.11), before it resets
+        # the GPU; amdgpu_device.c amdgpu_device_gpu_recover: dev_info "GPU reset begin!". A job on this host's GPU
+        # stopped completing and the driver reset the GPU ("ring %s timeout, but soft recovered" is not matched: the
+        # driver recovered without a reset).
+        r"ring (?P<ring>\S+) timeout, signaled seq=\d+, emitted seq=\d+|amdgpu: GPU reset begin!",
+        K.FAULTY_HOST,
+        None,
+        S.WARNING,
+        Blame.SELF,
+        ["timeout, signaled seq", "gpu reset begin"],
+        "amdgpu: a GPU job timed out on this host and the driver resets the GPU.",
+    ),
+    sig(
+        "amdgpu_page_fault",
+        # Linux drivers/gpu/drm/amd/amdgpu/gmc_v9_0.c (v10, v11 alike) gmc_v9_0_process_interrupt: dev_err "[%s] %s page
+        # fault (src_id:%u ring:%u vmid:%u pasid:%u)" with the hub ("gfxhub", "mmhub") and "retry"/"no-retry", then
+        # the process ("for process %s pid %d thread %s pid %d"): a GPU page fault of that process (its bad address,
+        # as NVIDIA's Xid 31 MMU fault), not the hardware.
+        r"\[(?P<gpu_hub>gfxhub|mmhub|vmc|gfx)\d*\] (?:(?:retry|no-retry) )?page fault \(src_id:",
+        K.CRASH,
+        C.CUDA_ERROR,
+        S.WARNING,
+        Blame.NONE,
+        ["page fault (src_id"],
+        "amdgpu: a process's GPU memory access faulted (a bad address in its kernel, as Xid 31).",
+        post=_amd_page_fault_post,
+    ),
+    sig(
         "amdgpu_ras_error",
         # Linux drivers/gpu/drm/amd/amdgpu: amdgpu_ras.c "uncorrectable hardware error(%s) detected!" and amdgpu_aca.c
         # HW_ERR "Accelerator Check Architecture events logged", each prefixed by the device ("amdgpu 0000:1c:00.0:").
+        # The per-block counts (amdgpu_ras.c amdgpu_ras_error_print_error_data: "%ld uncorrectable hardware errors
+        # detected in %s block"; the RAS core's "{%llu} socket: %d, die: %d, %u new uncorrectable hardware errors
+        # detected in %s block") count above zero; "no uncorrectable ..." is the all-clear of a query.
         rf"amdgpu {PCI}: (?:\{{\d+\}})?(?:uncorrectable hardware error|\[Hardware Error\]: Accelerator Check Architecture "
-        r"events logged)",
+        r"events logged)"
+        r"|(?<![\d.])[1-9]\d* (?:new )?uncorrectable hardware errors detected in (?:total in )?(?P<ras_block>\w+) block",
         K.FAULTY_HOST,
         C.ECC,
         S.CRITICAL,

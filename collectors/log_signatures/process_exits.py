@@ -293,13 +293,15 @@ EXITS: tuple[Signature, ...] = (
         # nvidia-smi / NVML nvmlInit: "Failed to initialize NVML: Unknown Error" (NVML_ERROR_UNKNOWN): inside a
         # container whose device cgroup was rewritten (systemd daemon-reload, NVIDIA/nvidia-container-toolkit#48)
         # the process can no longer open /dev/nvidia*, while the host still sees every GPU: the container lost its
-        # GPUs, a runtime fault more often than a hardware one.
-        r"Failed to initialize NVML: Unknown Error",
+        # GPUs, a runtime fault more often than a hardware one. NVML_ERROR_OPERATING_SYSTEM (nvml.h: "The GPU control
+        # device has been blocked by the operating system/cgroups", nvmlErrorString "GPU access blocked by the operating
+        # system") says the same outright.
+        r"Failed to initialize NVML: (?:Unknown Error|GPU access blocked by the operating system)",
         K.CRASH,
         C.CUDA_ERROR,
         S.CRITICAL,
         Blame.NONE,
-        ["Failed to initialize NVML: Unknown Error"],
+        ["Failed to initialize NVML: Unknown Error", "Failed to initialize NVML: GPU access blocked"],
         "NVML could not start in this process (a container that lost its GPU devices, or a driver fault).",
     ),
     sig(

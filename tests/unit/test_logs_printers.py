@@ -36,6 +36,8 @@ NOT_FAILURES = [
     "|  No running processes found                                                             |",
     # procps ps aux: a running (R) rank
     "user     12345 99.0  2.1 123456789 2345678 ?   Rl   16:33 123:45 /usr/bin/python -u train.py",
+    # Linux amdgpu_ras.c: a RAS query's all-clear ("no" for a count of none)
+    "amdgpu 0000:0b:00.0: amdgpu: no uncorrectable hardware errors detected in umc block",
     # Linux aer.c aer_probe: the service starting on a root port
     "pcieport 0000:00:03.1: AER: enabled with IRQ 26",
     # frameworks' warnings that are not failures: accelerate utils/other.py check_os_kernel (a kernel that
