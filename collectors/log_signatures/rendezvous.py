@@ -42,12 +42,14 @@ STORE: tuple[Signature, ...] = (
         # SO_RCVTIMEO/SO_SNDTIMEO (EAGAIN): the store did not answer within the timeout (a get/wait for a key some
         # rank never set, a store server gone). Python shows it as RuntimeError (<2.2), DistNetworkError or, from
         # the store's own calls, DistStoreError. Read where the line is the exception's own (nothing after it).
-        r"\b(?:torch\.distributed\.)?(?:DistStoreError|DistNetworkError|RuntimeError): Socket Timeout\s*$",
+        # The file store's and gloo's hash store's wait (torch/csrc/distributed/c10d/FileStore.cpp wait,
+        # gloo/rendezvous/hash_store.cc wait: std::runtime_error("Wait timeout")) say the same of their keys.
+        r"\b(?:torch\.distributed\.)?(?:DistStoreError|DistNetworkError|RuntimeError): (?:Socket|Wait) [Tt]imeout\s*$",
         K.RENDEZVOUS_ERROR,
         None,
         S.CRITICAL,
         Blame.NONE,
-        ["socket timeout"],
+        ["socket timeout", "wait timeout"],
         "The c10d store's socket timed out: the store did not answer (a key never set, its server gone).",
     ),
     sig(
