@@ -759,6 +759,21 @@ LAUNCHERS: tuple[Signature, ...] = (
         "DDP's start-up check found ranks with different parameter counts (a different model, or a rank that lagged).",
     ),
     sig(
+        "mmdet_loss_keys_differ",
+        # open-mmlab mmdetection mmdet/models/detectors/base.py BaseDetector._parse_losses (mmdet 2.x; mmdet3d,
+        # mmrotate and their forks copy it): the loss dict's length is all-reduced and asserted equal on every rank,
+        # "loss log variables are different across GPUs!\n" + f"rank {rank} len(log_vars): {n} keys: ...". Ranks
+        # computed different loss terms (one skipped a branch), so the all-reduces after it would not match: each rank
+        # prints its own count; which one deviates, the counts say, not one line.
+        r"loss log variables are different across GPUs",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["loss log variables are different"],
+        "mmdet: ranks computed different loss terms, so their reductions would not match.",
+    ),
+    sig(
         "dataloader_worker_exited",
         # torch/utils/data/dataloader.py _try_get_data: RuntimeError(f"DataLoader worker (pid(s) {pids_str}) exited
         # unexpectedly"): the reason (a signal, a bus error) is on the worker's own line.
