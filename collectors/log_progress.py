@@ -473,37 +473,40 @@ _SMI_CSV_FIELDS = {
     "enforced.power.limit": "cap",
 }
 _NUMBER_IN_CELL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:%|MiB|W)?\s*$")
+# One GPU of a table: (line_no, index, MiB used, GPU-Util %, power draw / cap or None where not shown)
+_GpuRow = tuple[int, int, int, int, float | None]
 
 
-def _smi_table_rows(lines: list[tuple[int, str]]) -> list[tuple[int, int, int, int, float | None]]:
-    gpus: list[tuple[int, int, int, int, float | None]] = []
+def _power_fraction(draw: str | None, cap: str | None) -> float | None:
+    return float(draw) / float(cap) if draw and cap and float(cap) > 0 else None
+
+
+def _smi_table_rows(lines: list[tuple[int, str]]) -> list[_GpuRow]:
+    gpus: list[_GpuRow] = []
     index: int | None = None
     for n, t in lines:
         if m := _SMI_INDEX.match(t):
             index = int(m.group(1))
         elif (m := _SMI_USAGE.match(t)) and index is not None:
-            power = int(m["draw"]) / int(m["cap"]) if m["draw"] and int(m["cap"] or 0) > 0 else None
-            gpus.append((n, index, int(m["used"]), int(m["util"]), power))
+            gpus.append((n, index, int(m["used"]), int(m["util"]), _power_fraction(m["draw"], m["cap"])))
             index = None
     return gpus
 
 
-def _gpustat_rows(
-    lines: list[tuple[int, str]], peeled: Mapping[int, int]
-) -> list[tuple[int, int, int, int, float | None]]:
-    gpus: list[tuple[int, int, int, int, float | None]] = []
+def _gpustat_rows(lines: list[tuple[int, str]], peeled: Mapping[int, int]) -> list[_GpuRow]:
+    gpus: list[_GpuRow] = []
     for n, t in lines:
         m = _GPUSTAT_ROW.match(t.strip())
         index = int(m["index"]) if m and m["index"] else peeled.get(n) if m else None
         if m and index is not None:
-            power = int(m["draw"]) / int(m["cap"]) if m["draw"] and int(m["cap"] or 0) > 0 else None
-            gpus.append((n, index, int(m["used"]), int(m["util"]), power))
+            gpus.append((n, index, int(m["used"]), int(m["util"]), _power_fraction(m["draw"], m["cap"])))
     return gpus
 
 
-def _smi_csv_rows(lines: list[tuple[int, str]]) -> list[tuple[int, int, int, int, float | None]]:
-    gpus: list[tuple[int, int, int, int, float | None]] = []
-    columns: dict[str, int] = {}
+def _smi_csv_rows(lines: list[tuple[int, str]]) -> list[_GpuRow]:
+    gpus: list[_GpuRow] = []
+    columns: dict[str, int] = {}  # field -> its column, from the header last seen
+    width = 0
     for n, t in lines:
         cells = [c.strip() for c in t.split(",")]
         names = [c.split(" [", 1)[0] for c in cells]
@@ -518,7 +521,7 @@ def _smi_csv_rows(lines: list[tuple[int, str]]) -> list[tuple[int, int, int, int
         if got["util"] is None or got["used"] is None:
             continue
         draw, cap = got.get("draw"), got.get("cap")
-        power = float(draw[1]) / float(cap[1]) if draw and cap and float(cap[1]) > 0 else None
+        power = _power_fraction(draw[1] if draw else None, cap[1] if cap else None)
         index = int(float(got["index"][1])) if got.get("index") else len(gpus)
         gpus.append((n, index, int(float(got["used"][1])), int(float(got["util"][1])), power))
     return gpus
