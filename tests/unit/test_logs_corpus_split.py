@@ -139,6 +139,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext26.jsonl", "heldout26.sha256", 32, 66),
         ("corpus_ext27.jsonl", "heldout27.sha256", 28, 51),
         ("corpus_ext28.jsonl", "heldout28.sha256", 26, 48),
+        ("corpus_ext29.jsonl", "heldout29.sha256", 38, 65),
     ],
     ids=[
         "seventh",
@@ -161,6 +162,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "twenty-fourth",
         "twenty-fifth",
         "twenty-sixth",
+        "twenty-seventh",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
