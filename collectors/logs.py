@@ -60,6 +60,7 @@ __all__ = [
     "classify_line",
     "parse_log_text",
     "parse_log_file",
+    "log_file_end",
     "parse_run_logs",
     "attribute_to_host",
 ]
@@ -1015,6 +1016,14 @@ def parse_log_file(
     ends_where_it_stopped: the file is diagnosed on its own (parse_log_text)."""
     p = Path(path)
     return parse_log_text(_read_text(p), str(p), rank=rank, host=host, ends_where_it_stopped=ends_where_it_stopped)
+
+
+def log_file_end(path: str | os.PathLike[str]) -> tuple[int, int, str]:
+    """(non-blank lines, the last one's line number, its text as written: the last state of a line redrawn with
+    "\r") of a log file: what `diagnose` says of a log in which it found nothing, never a bare "no findings"."""
+    lines = [(n, ln.rsplit("\r", 1)[-1].strip()) for n, ln in enumerate(normalized_lines(_read_text(Path(path)))[0], 1)]
+    lines = [(n, ln) for n, ln in lines if ln]
+    return (len(lines), lines[-1][0], lines[-1][1]) if lines else (0, 0, "")
 
 
 _RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")

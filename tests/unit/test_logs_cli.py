@@ -29,7 +29,27 @@ def test_diagnose_clean_log_has_no_findings(cli, tmp_path) -> None:
     log.write_text("step 1 loss 2.31\nstep 2 loss 2.29\n")
     r = cli("diagnose", str(log), "--json")
     assert r.code == 0, r.stderr
-    assert json.loads(r.stdout)["findings"] == []
+    report = json.loads(r.stdout)
+    assert report["findings"] == []
+    # never a bare "no findings": what was read, and where the log ends (as written)
+    (note,) = report["notes"]
+    assert "2 lines read" in note and "ends at line 2: 'step 2 loss 2.29'" in note
+    r = cli("diagnose", str(log))
+    assert r.code == 0 and "note: no failure line" in r.stdout, r.stdout
+
+
+def test_a_quiet_logs_note_names_its_last_state_and_an_empty_log_says_so(cli, tmp_path) -> None:
+    log = tmp_path / "bar.log"
+    log.write_text("\x1b[32mstep 3\x1b[0m\rstep 4\n\n\n")  # a line redrawn with \r: its last state
+    (note,) = json.loads(cli("diagnose", str(log), "--json").stdout)["notes"]
+    assert "ends at line 1: 'step 4'" in note
+    (tmp_path / "empty.log").write_text("")
+    r = cli("diagnose", str(tmp_path / "empty.log"), "--json")
+    assert json.loads(r.stdout)["notes"] == [f"{tmp_path / 'empty.log'} holds no log lines"]
+    # a log with a finding gets no such note
+    (tmp_path / "oom.log").write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    report = json.loads(cli("diagnose", str(tmp_path / "oom.log"), "--json", "--fail-on", "never").stdout)
+    assert report["findings"] and report["notes"] == []
 
 
 def test_diagnose_of_a_log_on_its_own_reads_a_loop_that_stopped_short(cli, tmp_path) -> None:

@@ -179,12 +179,15 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     skipped = (
         recorder.lines + ([f"... and {recorder.dropped} more"] if recorder.dropped else []) + list(analysis.skipped)
     )
+    notes = analysis.notes
+    if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
+        notes = (*notes, logs_input.quiet_log_note(p))
     return Report(
         run_id=signals.run.run_id if signals.run else None,
         findings=analysis.findings,
         source=str(p),
         source_kind=kind.value,
-        notes=analysis.notes,
+        notes=notes,
         skipped=tuple(dict.fromkeys(skipped)),
         summary=_throughput(p, signals),
     )

@@ -20,7 +20,7 @@ from trainctl.errors import InputError
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["load_log_file", "parse_run_dir_logs"]
+__all__ = ["load_log_file", "parse_run_dir_logs", "quiet_log_note"]
 
 
 def load_log_file(path: Path) -> pa.Table:
@@ -35,6 +35,22 @@ def load_log_file(path: Path) -> pa.Table:
         raise InputError(
             f"{path}: cannot read the log file ({exc.strerror or exc}); check the path and its permissions"
         ) from exc
+
+
+def quiet_log_note(path: Path) -> str:
+    """What a log file gave no finding for says where it ends: no failure line was in it, and a stop the log does
+    not explain (a hang, a kill from outside) is for the run's own records to show."""
+    from trainctl.collectors import logs as _logs
+
+    n, last_no, last = _logs.log_file_end(path)
+    if not n:
+        return f"{path} holds no log lines"
+    shown = last if len(last) <= 160 else last[:157] + "..."
+    return (
+        f"no failure line and no sign of a stop among the {n} lines read; the log ends at line {last_no}: {shown!r}."
+        " If the job stopped there, the log does not say why: diagnose its run dir (timeline, heartbeats) or a"
+        " py-spy dump of its ranks"
+    )
 
 
 def parse_run_dir_logs(root: Path, run: RunInfo | None) -> Mapping[SignalKind, pa.Table]:
