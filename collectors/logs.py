@@ -1019,11 +1019,17 @@ def parse_log_file(
 
 
 def log_file_end(path: str | os.PathLike[str]) -> tuple[int, int, str]:
-    """(non-blank lines, the last one's line number, its text as written: the last state of a line redrawn with
-    "\r") of a log file: what `diagnose` says of a log in which it found nothing, never a bare "no findings"."""
-    lines = [(n, ln.rsplit("\r", 1)[-1].strip()) for n, ln in enumerate(normalized_lines(_read_text(Path(path)))[0], 1)]
-    lines = [(n, ln) for n, ln in lines if ln]
-    return (len(lines), lines[-1][0], lines[-1][1]) if lines else (0, 0, "")
+    """(lines, the last non-blank one's line number, its text as written: the last state of a line redrawn with
+    "\r") of a log file: what `diagnose` says of a log in which it found nothing, never a bare "no findings". Only
+    the file's end is split into lines (a rank log may be a gigabyte)."""
+    text = _read_text(Path(path)).rstrip()
+    if not text.strip():
+        return 0, 0, ""
+    cut = max(0, len(text) - 64 * 1024)
+    first_line = text.count("\n", 0, cut) + 1
+    tail = [(n, ln.rsplit("\r", 1)[-1].strip()) for n, ln in enumerate(normalized_lines(text[cut:])[0], first_line)]
+    last_no, last = next(((n, ln) for n, ln in reversed(tail) if ln), (first_line, ""))
+    return text.count("\n") + 1, last_no, last
 
 
 _RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")
