@@ -60,7 +60,7 @@ __all__ = [
     "classify_line",
     "parse_log_text",
     "parse_log_file",
-    "log_file_end",
+    "LOG_END_KEY",
     "parse_run_logs",
     "attribute_to_host",
 ]
@@ -877,7 +877,28 @@ def parse_log_text(
         events = events + _progress_stopped(records, rank, host, text, ends_where_it_stopped)
     if ends_where_it_stopped and not any(e.kind is not None for e in events):
         events = events + _failure_words_at_end(records, rank, host)
-    return _to_table(events, source)
+    table = _to_table(events, source)
+    if not ends_where_it_stopped:
+        return table
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), LOG_END_KEY: json.dumps(_log_end(text))})
+
+
+# Schema metadata of the table of a log handed over on its own: [its lines up to the last non-blank one, that line
+# as written], what `diagnose` says of a log in which it found nothing (never a bare "no findings").
+LOG_END_KEY = b"trainctl.log_end"
+
+
+def _log_end(text: str) -> tuple[int, str]:
+    """(lines up to the last non-blank one, that line as written: the last state of a line redrawn with "\r").
+    Only the text's last 64 KiB are split into lines (a rank log may be a gigabyte)."""
+    end = len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    if not end:
+        return 0, ""
+    cut = max(0, end - 64 * 1024)
+    lines = normalized_lines(text[cut:end])[0]
+    return text.count("\n", 0, cut) + len(lines), lines[-1].rsplit("\r", 1)[-1].strip()
 
 
 # NCCL's NCCLCHECK trail (src/include/checks.h: INFO(NCCL_ALL, "%s:%d -> %d", __FILE__, __LINE__, res), 2.19+
@@ -1016,20 +1037,6 @@ def parse_log_file(
     ends_where_it_stopped: the file is diagnosed on its own (parse_log_text)."""
     p = Path(path)
     return parse_log_text(_read_text(p), str(p), rank=rank, host=host, ends_where_it_stopped=ends_where_it_stopped)
-
-
-def log_file_end(path: str | os.PathLike[str]) -> tuple[int, int, str]:
-    """(lines, the last non-blank one's line number, its text as written: the last state of a line redrawn with
-    "\r") of a log file: what `diagnose` says of a log in which it found nothing, never a bare "no findings". Only
-    the file's end is split into lines (a rank log may be a gigabyte)."""
-    text = _read_text(Path(path)).rstrip()
-    if not text.strip():
-        return 0, 0, ""
-    cut = max(0, len(text) - 64 * 1024)
-    first_line = text.count("\n", 0, cut) + 1
-    tail = [(n, ln.rsplit("\r", 1)[-1].strip()) for n, ln in enumerate(normalized_lines(text[cut:])[0], first_line)]
-    last_no, last = next(((n, ln) for n, ln in reversed(tail) if ln), (first_line, ""))
-    return text.count("\n") + 1, last_no, last
 
 
 _RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")

@@ -181,7 +181,7 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     )
     notes = analysis.notes
     if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
-        notes = (*notes, logs_input.quiet_log_note(p))
+        notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
     return Report(
         run_id=signals.run.run_id if signals.run else None,
         findings=analysis.findings,

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -37,17 +38,18 @@ def load_log_file(path: Path) -> pa.Table:
         ) from exc
 
 
-def quiet_log_note(path: Path) -> str:
-    """What a log file gave no finding for says where it ends: no failure line was in it, and a stop the log does
-    not explain (a hang, a kill from outside) is for the run's own records to show."""
-    from trainctl.collectors import logs as _logs
+def quiet_log_note(path: Path, table: pa.Table) -> str:
+    """What a log file gave no finding for says where it ends (read with the file, load_log_file's table): no
+    failure line was in it, and a stop the log does not explain (a hang, a kill from outside) is for the run's own
+    records to show."""
+    from trainctl.collectors.logs import LOG_END_KEY
 
-    n, last_no, last = _logs.log_file_end(path)
+    n, last = json.loads((table.schema.metadata or {}).get(LOG_END_KEY, b'[0, ""]'))
     if not n:
         return f"{path} holds no log lines"
     shown = last if len(last) <= 160 else last[:157] + "..."
     return (
-        f"no failure line and no sign of a stop among the {n} lines read; the log ends at line {last_no}: {shown!r}."
+        f"no failure line and no sign of a stop among the {n} lines read; the log ends at line {n}: {shown!r}."
         " If the job stopped there, the log does not say why: diagnose its run dir (timeline, heartbeats) or a"
         " py-spy dump of its ranks"
     )
