@@ -692,9 +692,10 @@ def find_stragglers(
             typical step (0.10 = 10%). A small phase doubles easily: an optimizer phase of 2.4 ms
             took 5.0 ms on a host that lost its share of 2 busy cores for a few windows (2.06x, but
             4.6% of a 57 ms step). That is worth a warning, not a drain.
-        comm_min_step_share: the floor for a communication suspect (0.05 = 5% of a step). Its
-            evidence is indirect (its own collective time, with nobody's work slow), and a host
-            that is descheduled around a CPU collective shows the same for a few windows.
+        comm_min_step_share: the floor for a communication suspect (0.05 = 5% of a step), from
+            window medians and again paired step by step (`_paired_excess_ms`). Its evidence is
+            indirect (its own collective time, with nobody's work slow), and a host that is
+            descheduled around a CPU collective shows the same for a few windows.
         comm_confidence_cap: highest confidence of a communication straggler (see module notes).
         samples_per_window: see `window_stats`; bounds the cost on huge runs by sampling steps.
         quantile: the per-window statistic of each rank's step durations (0.25 = 25th
@@ -713,7 +714,8 @@ def find_stragglers(
         `evidence` holds `slowdown` (rank / median peer time of the phases named in the summary),
         `phase`, `phases` (each slow phase's factor and ms), `steps` [first, last], `rank_ms` and
         `median_ms` (per-step ms of those phases; work phases at the job's mean tokens per step),
-        `windows` (slow / spanned, `window_steps` each).
+        `windows` (slow / spanned, `window_steps` each); communication findings add
+        `paired_excess_ms` (see `_paired_excess_ms`).
     """
     if not 1.0 < warn_factor <= critical_factor:
         raise ValueError(f"need 1 < warn_factor <= critical_factor, got {warn_factor} and {critical_factor}")
@@ -775,10 +777,14 @@ def find_stragglers(
     comm_suspects: dict[int, list[_Episode]] = {}
     stats = _frame(w, peer_ns) if comm else None
     work_total = _work_total_ns(stats) if stats is not None else None
+    paired_ms: dict[_Episode, float] = {}
     for e in comm:
         if e.rank in by_rank or any(_overlaps(e, w) for w in work):
             continue
         if _work_deficit_explains(stats, e, window_steps) or _other_rank_explains(work_total, e):
+            continue
+        paired_ms[e] = _paired_excess_ms(timeline, e, plan)
+        if paired_ms[e] < max(min_step_share, comm_min_step_share) * typical_ms[e]:
             continue
         comm_suspects.setdefault(e.rank, []).append(e)
 
@@ -820,9 +826,48 @@ def find_stragglers(
                 min_windows=min_windows,
                 cap=comm_confidence_cap,
                 effect_is_critical=critical,
+                paired_ms={e.phase: paired_ms[e] for e in eps},
             )
         )
     return findings
+
+
+def _paired_excess_ms(timeline: TableLike | LazyTable, e: _Episode, plan: WindowPlan) -> float:
+    """The median, over the steps of the episode's slow windows, of the rank's time in its phase
+    minus the median of the other ranks' at the same step (ms per step).
+
+    A paired comparison, for communication suspects: their evidence is indirect, and a window's
+    median compares different steps. When the whole job stalls in its collectives for a few steps
+    (every rank's gloo wait swinging 10-200 ms from step to step on 2 shared cores), the median of
+    4 such steps lands on a different step for each rank: a clean run's rank read 41.1 vs 31.7 ms
+    per step from window medians (1.30x) and 0.8 ms more at the same steps. A slow link adds its
+    time to every step, so the two measures agree there. Only the suspects' steps are read.
+    """
+    steps = plan.min_step + np.asarray(e.wins)[:, None] * plan.window_steps + np.arange(plan.window_steps)
+    steps = steps[(steps - plan.min_step) % plan.step_stride == 0]
+    con = duckdb.connect()
+    try:
+        register_timeline(con, timeline)
+        got = con.execute(
+            f"SELECT step, rank, sum(duration_ns)::DOUBLE AS v FROM timeline "
+            f"WHERE phase = '{e.phase}' AND step BETWEEN {e.first_step} AND {e.last_step} "
+            f"AND list_contains({steps.tolist()}, step) GROUP BY step, rank"
+        ).fetchnumpy()
+    finally:
+        con.close()
+    step_of, at_step = np.unique(got["step"], return_inverse=True)
+    rank_of, at_rank = np.unique(got["rank"], return_inverse=True)
+    if e.rank not in rank_of or len(rank_of) < 2:
+        return 0.0
+    v = np.full((len(step_of), len(rank_of)), np.nan)
+    v[at_step, at_rank] = got["v"]
+    me = int(np.searchsorted(rank_of, e.rank))
+    own, peers = v[:, me], np.delete(v, me, axis=1)
+    seen = ~np.isnan(own) & ~np.isnan(peers).all(axis=1)
+    if not seen.any():
+        return 0.0
+    with np.errstate(all="ignore"):
+        return float(np.median(own[seen] - np.nanmedian(peers[seen], axis=1)) / 1e6)
 
 
 def _typical_step_ms(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> dict[int, float]:
@@ -942,6 +987,7 @@ def _finding(
     min_windows: int,
     cap: float,
     effect_is_critical: Callable[[list[_Episode]], bool],
+    paired_ms: Mapping[str, float] | None = None,
 ) -> Finding:
     category, eps = cat_eps
     rank_ms = sum(e.rank_ms for e in eps)
@@ -990,6 +1036,9 @@ def _finding(
         },
         "compared_with": "median of the other ranks at the same steps",
     }
+    if paired_ms:
+        # Communication suspects: the per-step paired excess that let the finding stand.
+        evidence["paired_excess_ms"] = round(sum(paired_ms.values()), 3)
     return Finding(
         kind=FindingKind.STRAGGLER,
         severity=severity,

@@ -6,11 +6,13 @@ import json
 import subprocess
 import sys
 from collections import namedtuple
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
 from straggler_timelines import host_of, make_timeline
 
@@ -21,6 +23,7 @@ from trainctl.findings import Category, FindingKind, Severity
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TCase = namedtuple("TCase", "name kwargs rank host category severity phases steps")
 
 CULPRITS = [
@@ -604,3 +607,27 @@ def test_files_split_by_rank_are_read_in_chunks(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(stragglers, "_CHUNK_ROWS", t.num_rows // 4)
     assert find_stragglers(dataset.open_lazy(tmp_path, SignalKind.TIMELINE)) == find_stragglers(t) != []
     assert [len(c) for c in chunks] == [4, 1]
+
+
+def test_a_job_wide_stall_in_a_recorded_clean_run_is_not_a_communication_straggler() -> None:
+    # A real clean run (tests/fixtures/timelines/README.md): its window medians put rank 0's wait
+    # at 1.2x or more of its peers in three windows, an episode like a slow link's...
+    t = pq.read_table(FIXTURES / "timelines" / "clean_gloo_stalls.parquet")
+    stats, _ = window_stats(t)
+    wait = stats[stats["phase"] == "wait"].pivot_table(index="win", columns="rank", values="v_ns")
+    peers = wait.drop(columns=[0]).median(axis=1)
+    assert int((wait[0] / peers >= 1.2).sum()) >= 3
+    # ...but at the same steps it waits about as long as they do: no straggler.
+    assert find_stragglers(t) == []
+
+
+def test_a_communication_straggler_reports_its_paired_per_step_excess(tmp_path) -> None:
+    # 600 steps: windows of 50, every 4th step sampled; the paired check reads the same steps.
+    t = make_timeline(ranks=8, steps=600, jitter=0.1, comm_extra_ms={2: 13.5})
+    (f,) = find_stragglers(t)
+    assert (f.ranks, f.category) == ((2,), Category.COMMUNICATION)
+    assert 11.0 <= f.evidence["paired_excess_ms"] <= 16.0, f.evidence
+    # The same from a dataset on disk (the paired check queries the files).
+    for h in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
+    assert find_stragglers(dataset.open_dataset(tmp_path, SignalKind.TIMELINE)) == [f]
