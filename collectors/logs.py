@@ -26,6 +26,7 @@ Each line goes through three steps:
 
 from __future__ import annotations
 
+import codecs
 import json
 import logging
 import os
@@ -60,6 +61,7 @@ __all__ = [
     "classify_line",
     "parse_log_text",
     "parse_log_file",
+    "read_log_text",
     "LOG_END_KEY",
     "parse_run_logs",
     "attribute_to_host",
@@ -988,7 +990,15 @@ def _progress_stopped(
 MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one log; the rest is cut, said
 
 
-def _read_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
+def _decoded(data: bytes) -> str:
+    # PowerShell's `>` and Out-File (Windows PowerShell 5) write UTF-16 with a byte order mark: read as
+    # UTF-16, not as a NUL between every two letters.
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def read_log_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
     """The file as text (any bytes decoded with replacement), at most `max_bytes` of it: a gzip bomb is
     cut off and a truncated .gz keeps every byte that was decompressible, each with a warning."""
     chunks: list[bytes] = []
@@ -998,7 +1008,7 @@ def _read_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
             data = f.read(max_bytes + 1)
             if len(data) > max_bytes:
                 logger.warning("%s: over %d bytes; the rest is not read", path, max_bytes)
-            return data[:max_bytes].decode("utf-8", errors="replace")
+            return _decoded(data[:max_bytes])
         # zlib directly (wbits 47: gzip or zlib header, auto): gzip.GzipFile drops the last chunk when
         # the trailer is missing, and would decompress a bomb whole before we could stop it.
         d = zlib.decompressobj(wbits=47)
@@ -1023,7 +1033,7 @@ def _read_text(path: Path, *, max_bytes: int = MAX_LOG_BYTES) -> str:
                 logger.warning("%s: truncated gzip; the %d readable bytes are analysed", path, total)
         except zlib.error as exc:
             logger.warning("%s: damaged gzip (%s); the %d readable bytes are analysed", path, exc, total)
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    return _decoded(b"".join(chunks))
 
 
 def parse_log_file(
@@ -1036,7 +1046,7 @@ def parse_log_file(
     """Parse one log file (plain or .gz): a pasted log, a rank log, or a kernel log (dmesg/journalctl -k).
     ends_where_it_stopped: the file is diagnosed on its own (parse_log_text)."""
     p = Path(path)
-    return parse_log_text(_read_text(p), str(p), rank=rank, host=host, ends_where_it_stopped=ends_where_it_stopped)
+    return parse_log_text(read_log_text(p), str(p), rank=rank, host=host, ends_where_it_stopped=ends_where_it_stopped)
 
 
 _RANK_LOG = re.compile(r"^rank-(\d+)\.log(?:\.gz)?$")

@@ -72,12 +72,12 @@ def test_signatures_from_primary_sources(line, kind, category) -> None:
 
 
 def test_a_gzip_bomb_is_cut_at_the_cap(tmp_path, caplog) -> None:
-    from trainctl.collectors.logs import _read_text
+    from trainctl.collectors.logs import read_log_text
 
     p = tmp_path / "bomb.log.gz"
     p.write_bytes(gzip.compress(b"\0" * (64 << 20), compresslevel=1))  # 64 MiB of zeros, ~256 KB on disk
     assert p.stat().st_size < 1 << 20
-    assert len(_read_text(p, max_bytes=1 << 20)) == 1 << 20
+    assert len(read_log_text(p, max_bytes=1 << 20)) == 1 << 20
     assert "over 1048576 bytes decompressed" in caplog.text
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 
 def test_diagnose_pasted_log_json(cli, tmp_path) -> None:
@@ -87,3 +89,33 @@ def test_diagnose_run_dir_parses_rank_and_kernel_logs(cli, tmp_path) -> None:
     report = json.loads(r.stdout)
     got = {(f["kind"], f["category"], tuple(f["ranks"]), tuple(f["hosts"])) for f in report["findings"]}
     assert got == {("oom", None, (3,), ("node02",)), ("faulty_host", "gpu_lost", (0, 1), ("node01",))}
+
+
+def test_a_file_that_is_not_text_is_refused_with_what_it_is_and_what_to_pass(cli, tmp_path) -> None:
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"step": [1, 2]}), tmp_path / "part-0.parquet")
+    (tmp_path / "nccl_trace_rank_0").write_bytes(pickle.dumps({"version": "2.4", "entries": []}, protocol=2))
+    (tmp_path / "core").write_bytes(Path(sys.executable).resolve().read_bytes())  # an executable (ELF)
+    expected = {
+        "part-0.parquet": "a Parquet file, not a log; pass the run dir",
+        "nccl_trace_rank_0": "a pickle, not a log (torch's Flight Recorder",
+        "core": "binary data, not a text log (",
+    }
+    for name, says in expected.items():
+        r = cli("diagnose", str(tmp_path / name))
+        assert r.code != 0 and f"{tmp_path / name}: {says}" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    # A log whose tail a crash left as NUL blocks is still a log: its failure line is read.
+    (tmp_path / "crashed.log").write_bytes(b"torch.OutOfMemoryError: CUDA out of memory.\n" + bytes(65536))
+    report = json.loads(cli("diagnose", str(tmp_path / "crashed.log"), "--json", "--fail-on", "never").stdout)
+    assert [f["kind"] for f in report["findings"]] == ["oom"]
+
+
+def test_a_utf16_log_as_powershell_writes_it_is_read(cli, tmp_path) -> None:
+    log = tmp_path / "ps.log"
+    log.write_bytes("step 1\r\ntorch.OutOfMemoryError: CUDA out of memory.\r\n".encode("utf-16"))  # with its BOM
+    report = json.loads(cli("diagnose", str(log), "--json", "--fail-on", "never").stdout)
+    assert [f["kind"] for f in report["findings"]] == ["oom"]

@@ -3,11 +3,13 @@ and a run dir holding per-rank NCCL logs diagnosed end to end."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from trainctl.analyzers.nccl import analyze_nccl
 from trainctl.collectors.nccl_topology import parse_nccl_lines, to_tables
@@ -190,3 +192,14 @@ def test_diagnose_reads_per_rank_nccl_logs_of_a_run_dir(tmp_path: Path, cli) -> 
     doc = json.loads(res.stdout)
     net = [f for f in doc["findings"] if f["kind"] == "network_error"]
     assert [(f["category"], f["hosts"], f["ranks"]) for f in net] == [("socket", ["node03"], [4, 5])], res.stderr
+
+
+@pytest.mark.parametrize("suffix", [".log", ".log.gz"])
+def test_diagnose_reads_nccl_lines_of_one_pasted_log_plain_or_gzipped(tmp_path: Path, cli, suffix: str) -> None:
+    # Every rank's lines in one file, as srun or a user's paste gives them; hosts as NCCL logged them.
+    text = "".join(job(socket_hosts=("node03",)).values())
+    path = tmp_path / f"job{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    res = cli("diagnose", str(path), "--json", "--fail-on", "never")
+    net = [f for f in json.loads(res.stdout)["findings"] if f["kind"] == "network_error"]
+    assert [(f["category"], f["hosts"]) for f in net] == [("socket", ["node03"])], res.stdout

@@ -107,9 +107,10 @@ def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
 def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
     kind = kind or detect_input(path)
     if kind is InputKind.LOG_FILE:
-        tables: dict[SignalKind, TableLike] = {SignalKind.LOG_EVENTS: logs_input.load_log_file(path)}
+        text = logs_input.read_log_file(path)  # once, for both parsers (a .gz decompressed once)
+        tables: dict[SignalKind, TableLike] = {SignalKind.LOG_EVENTS: logs_input.parse_pasted_log(path, text)}
         # A pasted log may hold NCCL's INFO init lines (which network, which transport per peer).
-        nccl = nccl_inputs.parse_nccl_file(path, host=None, rank=None)  # hosts as NCCL logged them
+        nccl = nccl_inputs.parse_nccl_text(text, str(path))
         tables.update({k: t for k, t in nccl.items() if t.num_rows})
         return Signals(None, tables, str(path))
     if kind is InputKind.FLIGHT_RECORDER:

@@ -1,7 +1,8 @@
 """The log inputs of `trainctl diagnose` (called by trainctl.ops.diagnose.diagnosis).
 
-- load_log_file: `trainctl diagnose some.log` on one pasted log, rank log or kernel log; rank and
-  host come from the text itself ([rankN]:, Ray ip, pdsh/syslog/NCCL host prefixes).
+- read_log_file, parse_pasted_log: `trainctl diagnose some.log` on one pasted log, rank log or kernel log
+  (plain or .gz), read once (NCCL's init lines are parsed from the same text); rank and host come
+  from the text itself ([rankN]:, Ray ip, pdsh/syslog/NCCL host prefixes).
 - parse_run_dir_logs: a run dir's or dataset's logs/H/rank-R.log (rank R on host H from the path) and
   kernel/H/dmesg.txt (host H), parsed into log_events when no parsed table is there; a line there
   that names a host which is not one of run.json's hosts is attributed to H (original name kept
@@ -21,25 +22,67 @@ from trainctl.errors import InputError
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["load_log_file", "parse_run_dir_logs", "quiet_log_note"]
+__all__ = ["read_log_file", "parse_pasted_log", "parse_run_dir_logs", "quiet_log_note"]
 
 
-def load_log_file(path: Path) -> pa.Table:
+def read_log_file(path: Path) -> str:
+    """The log's text (a .gz decompressed), read once for every parser of a pasted log."""
     # The log parser is imported where logs are parsed: it compiles ~150 signatures (~40 ms), which
     # a diagnosis of tables alone (the 49M-row straggler benchmark) does not need.
     from trainctl.collectors import logs as _logs
 
     try:
-        # one file on its own: its end is where the run stopped printing, so a stopped loop is read too
-        return _logs.parse_log_file(path, ends_where_it_stopped=True)
+        text = _logs.read_log_text(path)
     except OSError as exc:
         raise InputError(
             f"{path}: cannot read the log file ({exc.strerror or exc}); check the path and its permissions"
         ) from exc
+    if (what := _not_a_log(text)) is not None:
+        raise InputError(f"{path}: {what}")
+    return text
+
+
+# C0 control characters that no text log is made of (tab, newline, carriage return, escape, backspace and
+# form feed are: terminals and progress bars print them). NUL is counted apart: a crash can leave a log's
+# unwritten blocks as NULs (delayed allocation), so a short log followed by 64 KiB of them is still a log.
+# Executables and libraries: 23-42% of their first 8 KiB's other characters are these (ls, bash, libc,
+# python3); a log that is not UTF-8 (GBK, Latin-1) decodes to U+FFFD, not to these.
+_BINARY = str.maketrans("", "", "".join(chr(c) for c in range(1, 32) if chr(c) not in "\t\n\r\x1b\b\f"))
+_HEAD_CHARS = 8192
+_BINARY_SHARE = 0.1
+
+
+def _not_a_log(text: str) -> str | None:
+    """What a file handed over as a log is instead, when its start is not text: a Parquet file or a pickle (a
+    Flight Recorder dump) has a folder to pass, anything else is said to be binary. Only the start is read."""
+    head = text[:_HEAD_CHARS]
+    if head.startswith("PAR1"):
+        return "a Parquet file, not a log; pass the run dir (run.json) or the dataset (collect's --out) that holds it"
+    if head[:1] == "\ufffd" and "\x02" <= head[1:2] <= "\x05":  # pickle's PROTO opcode (0x80), protocol 2-5
+        return (
+            "a pickle, not a log (torch's Flight Recorder writes its dumps as pickles); pass the folder that holds "
+            "the dumps"
+        )
+    chars = head.replace("\x00", "")
+    controls = len(chars) - len(chars.translate(_BINARY))
+    if chars and controls <= _BINARY_SHARE * len(chars) or not head:
+        return None
+    what = f"{controls} of its first {len(chars)} characters besides NUL are control bytes" if chars else "only NULs"
+    return (
+        f"binary data, not a text log ({what}); pass a log, a run dir, a collected dataset or a Flight Recorder "
+        "dump folder"
+    )
+
+
+def parse_pasted_log(path: Path, text: str) -> pa.Table:
+    from trainctl.collectors import logs as _logs
+
+    # one file on its own: its end is where the run stopped printing, so a stopped loop is read too
+    return _logs.parse_log_text(text, str(path), ends_where_it_stopped=True)
 
 
 def quiet_log_note(path: Path, table: pa.Table) -> str:
-    """What a log file gave no finding for says where it ends (read with the file, load_log_file's table): no
+    """What a log file gave no finding for says where it ends (parse_pasted_log's table): no
     failure line was in it, and a stop the log does not explain (a hang, a kill from outside) is for the run's own
     records to show."""
     from trainctl.collectors.logs import LOG_END_KEY

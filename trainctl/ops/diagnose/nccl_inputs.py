@@ -2,13 +2,14 @@
 
 trainctl.runtime.nccl_env points each rank's NCCL_DEBUG_FILE at logs/<host>/nccl-rank-<R>.log, so
 the host comes from the folder and the rank from the name. A pasted log (`diagnose some.log`)
-is read with the same parser; its rank is NCCL's own.
+is read with the same parser, from the text the log parser read (parse_nccl_text); its rank is NCCL's own.
 """
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ from trainctl.collectors import nccl_topology
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["NCCL_LOG", "MAX_FILE_BYTES", "parse_run_dir_nccl", "parse_nccl_file"]
+__all__ = ["NCCL_LOG", "MAX_FILE_BYTES", "parse_run_dir_nccl", "parse_nccl_file", "parse_nccl_text"]
 
 NCCL_LOG = re.compile(r"^nccl-rank-(\d+)\.log$")
 # NCCL INFO at init is a few hundred lines per communicator; a file far past this is read up to it
@@ -25,21 +26,27 @@ NCCL_LOG = re.compile(r"^nccl-rank-(\d+)\.log$")
 MAX_FILE_BYTES = 64 << 20
 
 
-def _lines(path: Path, limit_bytes: int) -> Iterator[str]:
+def _lines(lines: Iterable[str], limit_bytes: int) -> Iterator[str]:
     read = 0
-    with path.open("r", encoding="utf-8", errors="replace", newline="") as fh:
-        for line in fh:
-            read += len(line)
-            if read > limit_bytes:
-                return
-            yield line
+    for line in lines:
+        read += len(line)
+        if read > limit_bytes:
+            return
+        yield line
 
 
 def parse_nccl_file(
     path: Path, *, host: str | None, rank: int | None, limit_bytes: int = MAX_FILE_BYTES
 ) -> dict[SignalKind, pa.Table]:
-    procs = nccl_topology.parse_nccl_lines(_lines(path, limit_bytes))
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as fh:
+        procs = nccl_topology.parse_nccl_lines(_lines(fh, limit_bytes))
     return nccl_topology.to_tables(procs, host=host, rank=rank, source=str(path))
+
+
+def parse_nccl_text(text: str, source: str, *, limit_bytes: int = MAX_FILE_BYTES) -> dict[SignalKind, pa.Table]:
+    """A pasted log's NCCL lines, hosts and ranks as NCCL logged them; the lines are not copied out of `text`."""
+    procs = nccl_topology.parse_nccl_lines(_lines(io.StringIO(text, newline=""), limit_bytes))
+    return nccl_topology.to_tables(procs, host=None, rank=None, source=source)
 
 
 def parse_run_dir_nccl(root: Path, run: RunInfo | None) -> Mapping[SignalKind, pa.Table]:
