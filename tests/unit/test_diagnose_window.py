@@ -38,3 +38,32 @@ def test_a_window_before_the_crash_sees_no_crash(cli, tmp_path) -> None:
     assert xids("--until", "2026-11-25T03:00:00+01:00") == [79]  # 02:00 UTC
     r = cli("diagnose", log, "--since", "soon")
     assert r.code == 1 and "--since 'soon': not a time" in r.stderr and "Traceback" not in r.stderr
+
+
+def _kern_log(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text(
+        "2026-11-25T01:00:00,000000+00:00 NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+        "nvidia-smi: no time on this line\n"
+    )
+    return log
+
+
+def test_a_window_says_what_it_kept_and_one_that_missed_the_run_is_not_a_clean_run(cli, tmp_path) -> None:
+    log = _kern_log(tmp_path)
+    r = cli("diagnose", log, "--json", "--fail-on", "never", "--since", "2030-01-01T00:00:00+00:00")
+    assert r.code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["findings"] == []
+    assert report["notes"] == [
+        "the window (since 2030-01-01T00:00:00+00:00) kept none of the 1 timed rows: the run's records lie outside "
+        "it; widen it, or drop --since/--until"
+    ]
+    r = cli("diagnose", log, "--fail-on", "never", "--until", "2026-11-25T02:00:00+00:00")
+    assert "note: the window (until 2026-11-25T02:00:00+00:00) kept 1 of 1 timed rows" in r.stdout, r.stdout
+
+
+def test_reversed_bounds_are_refused(cli, tmp_path) -> None:
+    r = cli("diagnose", _kern_log(tmp_path), "--since", "2026-11-25T03:00:00+00:00", "--until", "2026-11-25T01:00:00Z")
+    assert r.code == 1 and "Traceback" not in r.stderr
+    assert "--since 2026-11-25T03:00:00+00:00 is after --until 2026-11-25T01:00:00+00:00" in r.stderr, r.stderr

@@ -20,7 +20,7 @@ from trainctl.analyzers import run_analysis
 from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
-from trainctl.ops.diagnose.window import TimeWindow, apply_window
+from trainctl.ops.diagnose.window import TimeWindow, apply_window, window_note
 from trainctl.rundir import RunInfo, read_rank_files, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import LazyTable, Signals, TableLike
@@ -172,15 +172,18 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     root.addHandler(recorder)
     try:
         signals = load_signals(p, kind)
+        kept = None
         if window:
-            signals = Signals(signals.run, apply_window(dict(signals.tables), window), signals.origin)
+            whole = dict(signals.tables)
+            signals = Signals(signals.run, apply_window(whole, window), signals.origin)
+            kept = window_note(whole, signals.tables, window)
         analysis = run_analysis(signals)
     finally:
         root.removeHandler(recorder)
     skipped = (
         recorder.lines + ([f"... and {recorder.dropped} more"] if recorder.dropped else []) + list(analysis.skipped)
     )
-    notes = analysis.notes
+    notes = analysis.notes if kept is None else (*analysis.notes, kept)
     if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
         notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
     return Report(

@@ -17,7 +17,7 @@ import pyarrow as pa
 from trainctl.errors import InputError
 from trainctl.schemas import SignalKind
 
-__all__ = ["TimeWindow", "parse_time", "apply_window", "TIME_COLUMN"]
+__all__ = ["TimeWindow", "parse_time", "apply_window", "window_note", "TIME_COLUMN"]
 
 TIME_COLUMN: Mapping[SignalKind, str] = {
     SignalKind.TIMELINE: "start_ts",
@@ -36,8 +36,19 @@ class TimeWindow:
     since: datetime | None = None
     until: datetime | None = None
 
+    def __post_init__(self) -> None:
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise InputError(
+                f"--since {self.since.isoformat()} is after --until {self.until.isoformat()}: no time is in that "
+                "window; swap them"
+            )
+
     def __bool__(self) -> bool:
         return self.since is not None or self.until is not None
+
+    def describe(self) -> str:
+        bounds = [f"{name} {t.isoformat()}" for name, t in (("since", self.since), ("until", self.until)) if t]
+        return " and ".join(bounds)
 
 
 def parse_time(text: str | None, *, flag: str, now: datetime | None = None) -> datetime | None:
@@ -88,3 +99,33 @@ def apply_window(tables: dict[SignalKind, object], window: TimeWindow) -> dict[S
         else:
             out[kind] = pads.dataset(t).to_table(filter=cond)
     return out
+
+
+def window_note(before: Mapping[SignalKind, object], after: Mapping[SignalKind, object], window: TimeWindow) -> str:
+    """What the window kept, so that a window that missed the run is not read as a clean run: the rows that
+    carry a time, in every timed table, before and after (rows without one are kept, and not counted)."""
+    kept = total = 0
+    for kind, col in TIME_COLUMN.items():
+        if kind in before and kind in after:
+            total += _timed_rows(before[kind], col)
+            kept += _timed_rows(after[kind], col)
+    if total == 0:
+        return f"the window ({window.describe()}) filtered nothing: no row here carries a time"
+    if kept == 0:
+        return (
+            f"the window ({window.describe()}) kept none of the {total} timed rows: the run's records lie outside it; "
+            "widen it, or drop --since/--until"
+        )
+    return f"the window ({window.describe()}) kept {kept} of {total} timed rows"
+
+
+def _timed_rows(t: object, col: str) -> int:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+    if col not in t.schema.names:  # type: ignore[attr-defined]
+        return 0
+    if isinstance(t, pads.Dataset):
+        return int(t.count_rows(filter=pc.field(col).is_valid()))
+    column = t.column(col)  # type: ignore[attr-defined]
+    return len(column) - column.null_count
