@@ -1,4 +1,4 @@
-"""Bad input to `diagnose`: one line naming the path and what was expected, exit 1, no traceback."""
+"""Bad input to `diagnose` (and an output path the system refuses): one line naming the path and what was expected, exit 1, no traceback."""
 
 from __future__ import annotations
 
@@ -45,3 +45,11 @@ def test_truncated_parquet(cli, tmp_path) -> None:
 
 def test_usage_error_exits_2(cli) -> None:
     assert cli("diagnose").code == 2
+
+
+def test_an_output_the_system_refuses_is_one_line_not_a_traceback(cli, tmp_path) -> None:
+    (tmp_path / "train.log").write_text("step 1 loss 2.31\n")
+    missing = tmp_path / "no-such-folder" / "report.html"
+    line = _one_clean_line(cli("report", tmp_path / "train.log", "--out", missing))
+    assert line.startswith(f"error: {missing}: No such file or directory; check the path"), line
+    assert not missing.parent.exists()

@@ -87,6 +87,22 @@ def main(argv: list[str] | None = None) -> None:
             err.print_exception()
         err.print(styled("error:", "bold red", f" {e}"), highlight=False, soft_wrap=True)
         sys.exit(ExitCode.ERROR)
+    except OSError as e:
+        # A file a command was told to write or read that the system refused (--out in a folder that does not
+        # exist, a read-only mount, a full disk): the path and the reason, not a traceback. Commands name
+        # their own inputs' failures (InputError); this is the floor under the rest.
+        if _state["verbose"] >= 2:
+            err.print_exception()
+        where = f"{e.filename}: " if e.filename else ""
+        why = e.strerror or str(e)
+        err.print(
+            styled(
+                "error:", "bold red", f" {where}{why}; check the path, its folder and its permissions (-vv: traceback)"
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
+        sys.exit(ExitCode.ERROR)
 
 
 if __name__ == "__main__":
