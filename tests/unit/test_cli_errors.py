@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def _one_clean_line(res) -> str:
     assert res.code == 1, res
@@ -53,3 +55,25 @@ def test_an_output_the_system_refuses_is_one_line_not_a_traceback(cli, tmp_path)
     line = _one_clean_line(cli("report", tmp_path / "train.log", "--out", missing))
     assert line.startswith(f"error: {missing}: No such file or directory; check the path"), line
     assert not missing.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["playbook", "probe", "--iters", "0"], "--iters"),  # zero collectives measured nothing, said 'no slow host'
+        (["playbook", "probe", "--hosts-local", "0"], "--hosts-local"),
+        (["demo", "--steps", "5"], "--steps"),  # under the straggler analysis' minimum: a demo without its finding
+        (["collect", "x", "--hosts", "a", "--out", "y", "--timeout-s", "-5"], "--timeout-s"),
+        (["collect", "x", "--hosts", "a", "--out", "y", "--max-failed-hosts", "-1"], "--max-failed-hosts"),
+    ],
+)
+def test_values_that_mean_nothing_are_usage_errors(cli, argv, flag) -> None:
+    res = cli(*argv)
+    assert res.code == 2 and f"Invalid value for '{flag}'" in res.stderr, res.stderr
+
+
+def test_the_demo_minimum_is_the_straggler_analysis_minimum() -> None:
+    from trainctl.analyzers.stragglers import MIN_STEPS
+    from trainctl.cli.demo import DEMO_MIN_STEPS
+
+    assert DEMO_MIN_STEPS == MIN_STEPS

@@ -119,11 +119,14 @@ def collect(
         None, "--kinds", help="Only these kinds (comma list; 'tables', 'files' are groups)."
     ),
     max_failed_hosts: int | None = typer.Option(
-        None, "--max-failed-hosts", help="Exit 1 when more hosts fail than this (default: only when every host fails)."
+        None,
+        "--max-failed-hosts",
+        min=0,
+        help="Exit 1 when more hosts fail than this (default: only when every host fails).",
     ),
-    timeout_s: float = typer.Option(60.0, "--timeout-s", help="Per remote command, transfers included."),
+    timeout_s: float = typer.Option(60.0, "--timeout-s", min=0.1, help="Per remote command, transfers included."),
     connect_timeout_s: float | None = typer.Option(
-        None, "--connect-timeout-s", help="TCP + SSH handshake (default: ConnectTimeout, else 10)."
+        None, "--connect-timeout-s", min=0.1, help="TCP + SSH handshake (default: ConnectTimeout, else 10)."
     ),
     accept_new_host_keys: bool = typer.Option(
         False, "--accept-new-host-keys", help="Trust and save unknown host keys (changed keys are still refused)."

@@ -16,13 +16,19 @@ from trainctl.cli.console import err, out, styled
 from trainctl.cli.render import findings_table
 from trainctl.exit_codes import ExitCode
 
+DEMO_MIN_STEPS = 20
+
 DEMO_HOSTS = 2
 DEMO_RANKS_PER_HOST = 2
 
 
 def demo(
     run_dir: Path | None = typer.Option(None, "--run-dir", help="Default ./runs/demo-<timestamp>."),
-    steps: int = typer.Option(80, "--steps", help="Training steps of the reference trainer."),
+    # min: the straggler analysis judges no timeline under analyzers.stragglers.MIN_STEPS steps (the
+    # demo's point is its finding; importing the analyzer here would slow every command's start).
+    steps: int = typer.Option(
+        80, "--steps", min=DEMO_MIN_STEPS, help="Training steps of the reference trainer (at least 20)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Findings JSON on stdout."),
 ) -> None:
     """Launch 2 simulated hosts x 2 ranks with a straggler on rank 2, then diagnose and print the report."""

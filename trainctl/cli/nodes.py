@@ -68,6 +68,7 @@ def evict_node(
     wait_timeout: float = typer.Option(
         1800.0,
         "--wait-timeout",
+        min=0.0,
         help="With --relaunch: seconds to wait for the relaunched run to finish (it keeps running after).",
     ),
 ) -> None:

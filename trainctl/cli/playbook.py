@@ -165,13 +165,15 @@ def run_cmd(
 
 @app.command("probe")
 def probe_cmd(
-    hosts_local: int = typer.Option(4, "--hosts-local", help="Simulated hosts on this machine (node01..nodeNN)."),
-    nproc_per_host: int = typer.Option(1, "--nproc-per-node", help="Ranks per simulated host."),
+    hosts_local: int = typer.Option(
+        4, "--hosts-local", min=1, help="Simulated hosts on this machine (node01..nodeNN)."
+    ),
+    nproc_per_host: int = typer.Option(1, "--nproc-per-node", min=1, help="Ranks per simulated host."),
     slow_host: str | None = typer.Option(None, "--slow-host", help="Drill: make this host slow on purpose."),
     slow_delay_s: float = typer.Option(
-        0.2, "--slow-delay", help="Drill: seconds the slow host sleeps before each collective."
+        0.2, "--slow-delay", min=0.0, help="Drill: seconds the slow host sleeps before each collective."
     ),
-    iters: int = typer.Option(5, "--iters", help="Collectives per test."),
+    iters: int = typer.Option(5, "--iters", min=1, help="Collectives per test."),
     workdir: Path = typer.Option(Path("probe-out"), "--workdir", help="Where worker logs and the result go."),
     json_out: bool = typer.Option(False, "--json", help="Verdict and timings as JSON."),
 ) -> None:
