@@ -777,16 +777,18 @@ def find_stragglers(
     comm_suspects: dict[int, list[_Episode]] = {}
     stats = _frame(w, peer_ns) if comm else None
     work_total = _work_total_ns(stats) if stats is not None else None
-    paired_ms: dict[_Episode, float] = {}
-    for e in comm:
-        if e.rank in by_rank or any(_overlaps(e, w) for w in work):
-            continue
-        if _work_deficit_explains(stats, e, window_steps) or _other_rank_explains(work_total, e):
-            continue
-        paired_ms[e] = _paired_excess_ms(timeline, e, plan)
-        if paired_ms[e] < max(min_step_share, comm_min_step_share) * typical_ms[e]:
-            continue
-        comm_suspects.setdefault(e.rank, []).append(e)
+    unexplained = [
+        e
+        for e in comm
+        if e.rank not in by_rank
+        and not any(_overlaps(e, w) for w in work)
+        and not _work_deficit_explains(stats, e, window_steps)
+        and not _other_rank_explains(work_total, e)
+    ]
+    paired_ms = _paired_excess_ms(timeline, unexplained, plan)
+    for e in unexplained:
+        if paired_ms[e] >= max(min_step_share, comm_min_step_share) * typical_ms[e]:
+            comm_suspects.setdefault(e.rank, []).append(e)
 
     hosts = dict(rank_to_host or {})
     wanted = set(by_rank) | set(comm_suspects)
@@ -832,8 +834,10 @@ def find_stragglers(
     return findings
 
 
-def _paired_excess_ms(timeline: TableLike | LazyTable, e: _Episode, plan: WindowPlan) -> float:
-    """The median, over the steps of the episode's slow windows, of the rank's time in its phase
+def _paired_excess_ms(
+    timeline: TableLike | LazyTable, episodes: list[_Episode], plan: WindowPlan
+) -> dict[_Episode, float]:
+    """Per episode: the median, over the steps of its slow windows, of the rank's time in its phase
     minus the median of the other ranks' at the same step (ms per step).
 
     A paired comparison, for communication suspects: their evidence is indirect, and a window's
@@ -841,33 +845,53 @@ def _paired_excess_ms(timeline: TableLike | LazyTable, e: _Episode, plan: Window
     (every rank's gloo wait swinging 10-200 ms from step to step on 2 shared cores), the median of
     4 such steps lands on a different step for each rank: a clean run's rank read 41.1 vs 31.7 ms
     per step from window medians (1.30x) and 0.8 ms more at the same steps. A slow link adds its
-    time to every step, so the two measures agree there. Only the suspects' steps are read.
+    time to every step, so the two measures agree there. One query per phase reads the suspects'
+    windows (the sampled steps, as window_stats reads them): 1.5-1.8 s for a suspect over a whole
+    49M-row timeline (BENCHMARKS.md), paid only where a suspect is left.
     """
-    steps = plan.min_step + np.asarray(e.wins)[:, None] * plan.window_steps + np.arange(plan.window_steps)
-    steps = steps[(steps - plan.min_step) % plan.step_stride == 0]
+    out: dict[_Episode, float] = {}
+    for phase in sorted({e.phase for e in episodes}):
+        mine = [e for e in episodes if e.phase == phase]
+        wins = sorted({w for e in mine for w in e.wins})
+        steps, ranks, v = _phase_steps(timeline, phase, wins, plan)
+        step_win = (steps - plan.min_step) // plan.window_steps
+        for e in mine:
+            out[e] = _paired_ms(v[np.isin(step_win, e.wins)], ranks, e.rank)
+    return out
+
+
+def _phase_steps(
+    timeline: TableLike | LazyTable, phase: str, wins: list[int], plan: WindowPlan
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, ranks, [step x rank] ns) of one phase over some windows; NaN where a rank has no row."""
+    lo = plan.min_step
+    sample = f"AND (step - {lo}) % {plan.step_stride} = 0" if plan.step_stride > 1 else ""
     con = duckdb.connect()
     try:
         register_timeline(con, timeline)
         got = con.execute(
-            f"SELECT step, rank, sum(duration_ns)::DOUBLE AS v FROM timeline "
-            f"WHERE phase = '{e.phase}' AND step BETWEEN {e.first_step} AND {e.last_step} "
-            f"AND list_contains({steps.tolist()}, step) GROUP BY step, rank"
+            f"SELECT step, rank, sum(duration_ns)::DOUBLE AS v FROM timeline WHERE phase = '{phase}' {sample} "
+            f"AND (step - {lo}) // {plan.window_steps} IN ({', '.join(str(int(w)) for w in wins)}) "
+            "GROUP BY step, rank"
         ).fetchnumpy()
     finally:
         con.close()
-    step_of, at_step = np.unique(got["step"], return_inverse=True)
-    rank_of, at_rank = np.unique(got["rank"], return_inverse=True)
-    if e.rank not in rank_of or len(rank_of) < 2:
-        return 0.0
-    v = np.full((len(step_of), len(rank_of)), np.nan)
+    steps, at_step = np.unique(got["step"], return_inverse=True)
+    ranks, at_rank = np.unique(got["rank"], return_inverse=True)
+    v = np.full((len(steps), len(ranks)), np.nan)
     v[at_step, at_rank] = got["v"]
-    me = int(np.searchsorted(rank_of, e.rank))
-    own, peers = v[:, me], np.delete(v, me, axis=1)
+    return steps, ranks, v
+
+
+def _paired_ms(v: np.ndarray, ranks: np.ndarray, rank: int) -> float:
+    at = int(np.searchsorted(ranks, rank))
+    if at >= len(ranks) or ranks[at] != rank or len(ranks) < 2:
+        return 0.0
+    own, peers = v[:, at], np.delete(v, at, axis=1)
     seen = ~np.isnan(own) & ~np.isnan(peers).all(axis=1)
     if not seen.any():
         return 0.0
-    with np.errstate(all="ignore"):
-        return float(np.median(own[seen] - np.nanmedian(peers[seen], axis=1)) / 1e6)
+    return float(np.median(own[seen] - np.nanmedian(peers[seen], axis=1)) / 1e6)
 
 
 def _typical_step_ms(w: _Windows, group_key: np.ndarray, order: np.ndarray) -> dict[int, float]:

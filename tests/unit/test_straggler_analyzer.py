@@ -631,3 +631,10 @@ def test_a_communication_straggler_reports_its_paired_per_step_excess(tmp_path) 
     for h in sorted(set(t["host"].to_pylist())):
         dataset.write_table(tmp_path, SignalKind.TIMELINE, h, t.filter(pc.equal(t["host"], h)))
     assert find_stragglers(dataset.open_dataset(tmp_path, SignalKind.TIMELINE)) == [f]
+
+
+def test_several_communication_suspects_are_each_paired_with_their_own_peers() -> None:
+    # One query reads the phase for all suspects; each is compared with the ranks other than itself.
+    fs = find_stragglers(make_timeline(ranks=8, sync=False, jitter=0.05, comm_extra_ms={2: 13.5, 5: 20.0}))
+    assert [(f.ranks, f.category) for f in fs] == [((2,), Category.COMMUNICATION), ((5,), Category.COMMUNICATION)]
+    assert [round(f.evidence["paired_excess_ms"]) for f in fs] == [13, 20]
