@@ -11,6 +11,7 @@ import pytest
 
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import XID_TABLE, find_faulty_hosts, xid_info
+from trainctl.errors import InputError
 from trainctl.findings import Category, FindingKind, Severity
 from trainctl.simulation.fleet import (
     FAULT_KINDS,
@@ -194,3 +195,13 @@ def test_host_metrics_only_and_lazy_dataset(tmp_path) -> None:
     write_fleet(r, tmp_path)
     lazy = find_faulty_hosts(open_dataset(tmp_path, "gpu_metrics"), open_dataset(tmp_path, "host_metrics"))
     assert [(f.hosts, f.category) for f in lazy] == [(("node06",), Category.METRIC_OUTLIER)]
+
+
+def test_a_fault_the_simulation_would_never_show_is_refused_not_labelled() -> None:
+    # Before: onset past the end (or negative: Python's slice from the end) wrote a label naming a
+    # faulty host whose data showed no fault, or a fault in the wrong seconds.
+    for onset in (500.0, -2.0):
+        with pytest.raises(InputError, match=f"onset {onset:g} s is outside the simulated 12 s"):
+            simulate(FleetScenario(2, 2, 12, (FaultSpec("xid64", "node01", onset),), seed=0))
+    with pytest.raises(InputError, match="magnitude 3 must be > 0 and <= 1"):
+        parse_fault("nic_degraded@node01:5:3")

@@ -27,7 +27,7 @@ def fleet_sim(
     fault: list[str] = typer.Option(
         [],
         "--fault",
-        help=f"KIND@HOST[:onset_s[:magnitude]], repeatable (magnitude scales quiet faults, 1.0 default). KIND: {', '.join(FAULT_KINDS)}.",
+        help=f"KIND@HOST[:onset_s[:magnitude]], repeatable (magnitude scales quiet faults, 0 < m <= 1, 1.0 default). KIND: {', '.join(FAULT_KINDS)}.",
     ),
     quirk: list[str] = typer.Option(
         [],

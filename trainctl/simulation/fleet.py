@@ -169,6 +169,8 @@ def parse_fault(spec: str) -> FaultSpec:
         magnitude = float(mag) if mag else 1.0
     except ValueError:
         raise InputError(f"--fault {spec!r}: onset {onset!r} / magnitude {mag!r} must be numbers") from None
+    if not 0.0 < magnitude <= 1.0:  # 1.0 is the full effect: a CPU pegged at 96%; more would pass 100%
+        raise InputError(f"--fault {spec!r}: magnitude {magnitude:g} must be > 0 and <= 1 (1.0 = the full effect)")
     return FaultSpec(kind, host, onset_s, magnitude=magnitude)
 
 
@@ -275,6 +277,11 @@ def simulate(sc: FleetScenario) -> SimResult:
         h = hidx[_resolve_host(f.host, names)]
         g = f.gpu if f.gpu is not None else int(rng.integers(0, G))
         onset = f.onset_s if f.onset_s is not None else 0.4 * sc.seconds
+        if not 0.0 <= onset < sc.seconds:  # the labels would name a fault the data never shows
+            raise InputError(
+                f"--fault {f.kind}@{f.host}: onset {onset:g} s is outside the simulated {sc.seconds:g} s; "
+                f"pick 0 <= onset < {sc.seconds:g}"
+            )
         o = int(onset / sc.interval_s)
         after = slice(o, T)
         k = f.kind
