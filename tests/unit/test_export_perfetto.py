@@ -38,3 +38,13 @@ def test_one_track_per_rank_by_host_with_phases_and_findings(cli, tmp_path) -> N
     marks = [e for e in ev if e["ph"] == "i" and e.get("s") == "g"]
     assert any("straggler" in e["name"] and e["args"]["ranks"] == [3] for e in marks)
     assert doc["metadata"]["events"] == len(ev)
+
+
+def test_nothing_to_draw_is_an_error_not_a_blank_trace(cli, tmp_path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.31\n")
+    out = tmp_path / "trace.json"
+    r = cli("export", log, "--perfetto", out)
+    assert r.code == 1 and "Traceback" not in r.stderr
+    assert f"{log}: nothing to draw" in r.stderr, r.stderr
+    assert not out.exists()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import typer
 
 from trainctl.cli.console import err, out
+from trainctl.errors import InputError
 
 
 def export(
@@ -21,6 +23,13 @@ def export(
     with err.status("exporting ...", spinner="dots"):
         signals = load_signals(path)
         findings = run_analysis(signals).findings
-        n = write_trace(perfetto, trace_events(signals.tables, signals.rank_to_host(), findings))
+        events = trace_events(signals.tables, signals.rank_to_host(), findings)
+        first = next(events, None)
+        if first is None:  # an empty trace would open as a blank page, with no word why
+            raise InputError(
+                f"{path}: nothing to draw (no ranks, timeline, Flight Recorder collectives, GPU counters or timed "
+                "findings); export draws a run dir or a collected dataset"
+            )
+        n = write_trace(perfetto, itertools.chain([first], events))
     out.print(str(perfetto), highlight=False)
     err.print(f"{n} trace events; open it at https://ui.perfetto.dev", highlight=False)
