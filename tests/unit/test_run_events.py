@@ -132,3 +132,21 @@ def test_a_collected_dataset_is_read_by_the_same_reader_and_an_old_run_events_fi
     assert (r["kind"], r["category"], r["host"]) == (None, None, "node01")
     top = diagnose_path(old).findings[0]
     assert (top.kind.value, top.category.value, top.ranks) == ("crash", "exception", (0,))
+
+
+def test_a_rank_report_that_does_not_parse_is_said_and_its_host_comes_from_the_layout(tmp_path: Path, caplog) -> None:
+    from trainctl.rundir import HostRanks, RunInfo
+
+    run = RunInfo(
+        run_id="r", world_size=2, nproc_per_node=1, hosts=(HostRanks("node01", (0,)), HostRanks("node02", (1,)))
+    )
+    _error_file(tmp_path, 1, "RuntimeError: CUDA error: an illegal memory access was encountered", 1_000_000_000)
+    (tmp_path / "ranks").mkdir()
+    (tmp_path / "ranks" / "rank-0.json").write_text(json.dumps({"rank": 1, "host": "node07"}))  # rank 1 moved
+    (tmp_path / "ranks" / "rank-1.json").write_bytes(b"\x00\x01 half-written")
+    (tmp_path / "ranks" / "rank-2.json").write_text(json.dumps({"rank": "one", "host": "x"}))
+    (r,) = parse_run_dir_events(tmp_path, run)[SignalKind.RUN_EVENTS].to_pylist()
+    assert (r["rank"], r["host"]) == (1, "node07")  # the rank's own report wins over the layout
+    said = [m for m in caplog.messages if "skipped" in m]
+    assert any("ranks/rank-1.json: unreadable" in m for m in said), said
+    assert any("ranks/rank-2.json: not a rank report" in m for m in said), said

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from trainctl.dataset import HOST_COLUMN
 from trainctl.findings import Category
-from trainctl.rundir import RunInfo, read_rank_files
+from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
 __all__ = ["parse_run_dir_events", "MAX_EVENT_FILE_BYTES", "TRACEBACK_LINES"]
@@ -169,9 +169,15 @@ def _hang_rows(root: Path) -> list[dict[str, Any]]:
 
 def _hosts_by_rank(root: Path, run: RunInfo | None) -> dict[int, str]:
     hosts: dict[int, str] = {r: h.host for h in run.hosts for r in h.ranks} if run is not None else {}
-    for rank, info in read_rank_files(root).items():  # the ranks' own report wins (node ranks follow join order)
-        if isinstance(info, Mapping) and info.get("host"):
-            hosts[int(rank)] = str(info["host"])
+    # The ranks' own report wins (node ranks follow join order). Read as the other structured files are, with
+    # their size cap, and a malformed one is said (skipped): read_rank_files skips it quietly, as a file
+    # mid-write is for a live run's supervisor, and this run is over.
+    for path in sorted((root / "ranks").glob("rank-*.json")):
+        info = _read_json(path)
+        if isinstance(info, Mapping) and isinstance(info.get("rank"), int) and info.get("host"):
+            hosts[info["rank"]] = str(info["host"])
+        elif info is not None:
+            logger.warning("%s: not a rank report (rank, host), skipped", path)
     return hosts
 
 
