@@ -65,7 +65,7 @@ def _not_a_log(text: str) -> str | None:
         )
     chars = head.replace("\x00", "")
     controls = len(chars) - len(chars.translate(_BINARY))
-    if chars and controls <= _BINARY_SHARE * len(chars) or not head:
+    if not head or (chars and controls <= _BINARY_SHARE * len(chars)):
         return None
     what = f"{controls} of its first {len(chars)} characters besides NUL are control bytes" if chars else "only NULs"
     return (

@@ -174,7 +174,7 @@ def _hosts_by_rank(root: Path, run: RunInfo | None) -> dict[int, str]:
     # mid-write is for a live run's supervisor, and this run is over.
     for path in sorted((root / "ranks").glob("rank-*.json")):
         info = _read_json(path)
-        if isinstance(info, Mapping) and isinstance(info.get("rank"), int) and info.get("host"):
+        if isinstance(info, Mapping) and type(info.get("rank")) is int and info.get("host"):  # not a bool
             hosts[info["rank"]] = str(info["host"])
         elif info is not None:
             logger.warning("%s: not a rank report (rank, host), skipped", path)
