@@ -116,6 +116,11 @@ class WindowPlan:
     window_steps: int
     step_stride: int
 
+    @property
+    def sample_sql(self) -> str:
+        """The SQL filter that keeps the sampled steps; empty when every step is used."""
+        return f"AND (step - {self.min_step}) % {self.step_stride} = 0" if self.step_stride > 1 else ""
+
 
 @dataclass(frozen=True)
 class _Extent:
@@ -221,9 +226,8 @@ def _window_values(
         if samples_per_window and window_steps >= 2 * samples_per_window:
             stride = window_steps // samples_per_window
         plan = WindowPlan(ext.min_step, ext.max_step, int(window_steps), stride)
-        sample = f"AND (step - {plan.min_step}) % {stride} = 0" if stride > 1 else ""
-        packed = None if ext.varying_tokens else _packed_stats(con, timeline, ext, plan, sample, quantile)
-        return (packed if packed is not None else _aggregated_stats(con, plan, sample, quantile)), plan
+        packed = None if ext.varying_tokens else _packed_stats(con, timeline, ext, plan, quantile)
+        return (packed if packed is not None else _aggregated_stats(con, plan, quantile)), plan
     finally:
         con.close()
 
@@ -233,7 +237,6 @@ def _packed_stats(
     timeline: TableLike | LazyTable,
     ext: _Extent,
     plan: WindowPlan,
-    sample: str,
     quantile: float,
 ) -> _Windows | None:
     """Quantiles by sorting packed integers; None when the keys would not fit in 63 bits.
@@ -265,7 +268,7 @@ def _packed_stats(
         SELECT ((rank::BIGINT * {len(_PHASE_NAMES)} + p.code) * {n_win} + (step - {plan.min_step}) // {plan.window_steps})
                * {1 << value_bits} + duration_ns AS k
         FROM {source} JOIN (VALUES {codes}) AS p(name, code) ON phase = p.name
-        WHERE duration_ns >= 0 {sample} {ranks}
+        WHERE duration_ns >= 0 {plan.sample_sql} {ranks}
         """
         for source, ranks in _rank_chunks(timeline, ext)
     ]
@@ -357,7 +360,7 @@ def _group_quantiles(keys: np.ndarray, n_win: int, value_bits: int, quantile: fl
     return _Windows(rank=rank, phase=phase_code, win=win, n=n, v_ns=v_lo + (v_hi - v_lo) * frac)
 
 
-def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: str, quantile: float) -> _Windows:
+def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, quantile: float) -> _Windows:
     """Quantiles with DuckDB's quantile_cont: the path for per-token values (doubles)."""
     scaled = _sql_list(TOKEN_SCALED_PHASES)
     value = f"CASE WHEN tokens > 0 AND phase IN ({scaled}) THEN duration_ns / tokens ELSE duration_ns::DOUBLE END"
@@ -370,7 +373,7 @@ def _aggregated_stats(con: duckdb.DuckDBPyConnection, plan: WindowPlan, sample: 
                count(*) FILTER (WHERE tokens > 0) AS nt, sum(tokens) AS tokens_sum,
                quantile_cont({value}, [{float(quantile)}, 0.5]) AS qs
         FROM timeline
-        WHERE phase IN ({_sql_list(_PHASE_NAMES)}) {sample}
+        WHERE phase IN ({_sql_list(_PHASE_NAMES)}) {plan.sample_sql}
         GROUP BY ALL)
         """
     ).fetchnumpy()
@@ -864,14 +867,12 @@ def _phase_steps(
     timeline: TableLike | LazyTable, phase: str, wins: list[int], plan: WindowPlan
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(steps, ranks, [step x rank] ns) of one phase over some windows; NaN where a rank has no row."""
-    lo = plan.min_step
-    sample = f"AND (step - {lo}) % {plan.step_stride} = 0" if plan.step_stride > 1 else ""
     con = duckdb.connect()
     try:
         register_timeline(con, timeline)
         got = con.execute(
-            f"SELECT step, rank, sum(duration_ns)::DOUBLE AS v FROM timeline WHERE phase = '{phase}' {sample} "
-            f"AND (step - {lo}) // {plan.window_steps} IN ({', '.join(str(int(w)) for w in wins)}) "
+            f"SELECT step, rank, sum(duration_ns)::DOUBLE AS v FROM timeline WHERE phase = '{phase}' {plan.sample_sql} "
+            f"AND (step - {plan.min_step}) // {plan.window_steps} IN ({', '.join(str(int(w)) for w in wins)}) "
             "GROUP BY step, rank"
         ).fetchnumpy()
     finally:

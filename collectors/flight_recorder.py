@@ -58,6 +58,7 @@ __all__ = [
     "safe_loads",
     "rank_from_name",
     "looks_like_dump",
+    "dump_format",
     "find_dumps",
     "load_dump",
     "load_dumps",
@@ -114,19 +115,26 @@ def rank_from_name(path: str | os.PathLike[str]) -> int | None:
 
 def looks_like_dump(path: Path) -> bool:
     """Cheap test used by input detection: a rank-numbered file that starts like a pickle or a JSON dump."""
+    return dump_format(path) is not None
+
+
+def dump_format(path: Path) -> str | None:
+    """ "pickle" or "json" for a rank-numbered file that starts like a dump of that format, else None."""
     if not path.is_file() or path.name.startswith(".") or path.suffix.lower() in _SKIP_SUFFIXES:
-        return False
+        return None
     if rank_from_name(path) is None:
-        return False
+        return None
     try:
         with path.open("rb") as f:
             head = f.read(4096)
     except OSError:
-        return False
+        return None
     if head.startswith(_PICKLE_MAGIC):
-        return True
+        return "pickle"
     stripped = head.lstrip()
-    return stripped.startswith(b"{") and (b'"entries"' in head or b'"pg_status"' in head or b'"version"' in head)
+    if stripped.startswith(b"{") and (b'"entries"' in head or b'"pg_status"' in head or b'"version"' in head):
+        return "json"
+    return None
 
 
 def find_dumps(root: str | os.PathLike[str], *, max_depth: int = 3) -> list[Path]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -83,26 +84,21 @@ def main(argv: list[str] | None = None) -> None:
         default_map = load_default_map(typer.main.get_command(app))
         app(args=argv, prog_name="trainctl", default_map=default_map, auto_envvar_prefix=ENV_PREFIX)
     except TrainctlError as e:
-        if _state["verbose"] >= 2:
-            err.print_exception()
-        err.print(styled("error:", "bold red", f" {e}"), highlight=False, soft_wrap=True)
-        sys.exit(ExitCode.ERROR)
+        _fail(str(e))
     except OSError as e:
         # A file a command was told to write or read that the system refused (--out in a folder that does not
         # exist, a read-only mount, a full disk): the path and the reason, not a traceback. Commands name
         # their own inputs' failures (InputError); this is the floor under the rest.
-        if _state["verbose"] >= 2:
-            err.print_exception()
         where = f"{e.filename}: " if e.filename else ""
-        why = e.strerror or str(e)
-        err.print(
-            styled(
-                "error:", "bold red", f" {where}{why}; check the path, its folder and its permissions (-vv: traceback)"
-            ),
-            highlight=False,
-            soft_wrap=True,
-        )
-        sys.exit(ExitCode.ERROR)
+        _fail(f"{where}{e.strerror or e}; check the path, its folder and its permissions (-vv: traceback)")
+
+
+def _fail(message: str) -> NoReturn:
+    """One error line on stderr (the traceback too with -vv) and exit 1; called inside the `except`."""
+    if _state["verbose"] >= 2:
+        err.print_exception()
+    err.print(styled("error:", "bold red", f" {message}"), highlight=False, soft_wrap=True)
+    sys.exit(ExitCode.ERROR)
 
 
 if __name__ == "__main__":

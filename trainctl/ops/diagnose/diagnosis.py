@@ -66,6 +66,12 @@ def detect_input(path: Path) -> InputKind:
             f"{path}: no such file or directory; pass a run dir, a collected dataset, a Flight Recorder dump dir or a log file"
         )
     if path.is_file():
+        if (fmt := hang_inputs.fr_dump_format(path)) is not None:
+            what = "a pickle" if fmt == "pickle" else "a JSON file"
+            raise InputError(
+                f"{path}: {what}, not a log (torch's Flight Recorder dump of one rank); pass the folder that holds "
+                "the dumps"
+            )
         return InputKind.LOG_FILE
     if not path.is_dir():  # a FIFO, a socket or a device: reading it could block forever
         raise InputError(

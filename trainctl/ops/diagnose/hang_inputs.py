@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "detect_fr_dir",
+    "fr_dump_format",
     "load_fr_dir",
     "detect_debug_dump_dir",
     "load_debug_dump_dir",
@@ -37,6 +38,11 @@ __all__ = [
 
 def detect_fr_dir(path: Path) -> bool:
     return bool(fr.find_dumps(path))
+
+
+def fr_dump_format(path: Path) -> str | None:
+    """ "pickle" or "json" when the file is one rank's Flight Recorder dump (diagnose reads a folder of them)."""
+    return fr.dump_format(path)
 
 
 def detect_debug_dump_dir(path: Path) -> bool:

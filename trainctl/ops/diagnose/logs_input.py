@@ -53,16 +53,12 @@ _BINARY_SHARE = 0.1
 
 
 def _not_a_log(text: str) -> str | None:
-    """What a file handed over as a log is instead, when its start is not text: a Parquet file or a pickle (a
-    Flight Recorder dump) has a folder to pass, anything else is said to be binary. Only the start is read."""
+    """What a file handed over as a log is instead, when its start is not text: a Parquet file has a folder to
+    pass, anything else is said to be binary (a Flight Recorder dump is told apart before: detect_input). Only the
+    start is read."""
     head = text[:_HEAD_CHARS]
     if head.startswith("PAR1"):
         return "a Parquet file, not a log; pass the run dir (run.json) or the dataset (collect's --out) that holds it"
-    if head[:1] == "\ufffd" and "\x02" <= head[1:2] <= "\x05":  # pickle's PROTO opcode (0x80), protocol 2-5
-        return (
-            "a pickle, not a log (torch's Flight Recorder writes its dumps as pickles); pass the folder that holds "
-            "the dumps"
-        )
     chars = head.replace("\x00", "")
     controls = len(chars) - len(chars.translate(_BINARY))
     if not head or (chars and controls <= _BINARY_SHARE * len(chars)):
