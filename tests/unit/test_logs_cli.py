@@ -119,3 +119,11 @@ def test_a_utf16_log_as_powershell_writes_it_is_read(cli, tmp_path) -> None:
     log.write_bytes("step 1\r\ntorch.OutOfMemoryError: CUDA out of memory.\r\n".encode("utf-16"))  # with its BOM
     report = json.loads(cli("diagnose", str(log), "--json", "--fail-on", "never").stdout)
     assert [f["kind"] for f in report["findings"]] == ["oom"]
+
+
+def test_a_json_flight_recorder_dump_is_refused_with_the_folder_to_pass(cli, tmp_path) -> None:
+    dump = tmp_path / "rank_3.json"
+    dump.write_text(json.dumps({"version": "2.4", "pg_config": {}, "entries": []}))
+    r = cli("diagnose", str(dump))
+    assert r.code == 1 and "Traceback" not in r.stderr
+    assert f"{dump}: a JSON file, not a log (torch's Flight Recorder dump of one rank)" in r.stderr, r.stderr
