@@ -77,7 +77,11 @@ LOSS: tuple[Signature, ...] = (
         # ...]", numpy's repr "array([nan, nan, ...])"): the values went non-finite
         r"|\b(?:tensor|array)\(\[+\s*-?(?:nan|inf),\s*-?(?:nan|inf)\b"
         # ... and the rows of such a print on lines of their own ("        [nan],", "[nan, nan, nan]],")
-        r"|^\s*\[+(?:\s*-?(?:nan|inf),?)+\s*\]+(?:,|\)|,? device=|$))",
+        r"|^\s*\[+(?:\s*-?(?:nan|inf),?)+\s*\]+(?:,|\)|,? device=|$)"
+        # darknet examples/detector.c train_detector: printf("%ld: %f, %f avg, %f rate, ...") (AlexeyAB's fork "avg
+        # loss"), the batch, its loss and the running mean; glibc prints a NaN's %f as "nan" or "-nan"
+        # (srun --label's "N: " is peeled off such a line as if it were a task's label: the batch number may be gone)
+        r"|(?:^\s*|\d: )-?nan, -?(?:nan|[\d.]+) avg(?: loss)?, -?[\d.]+ rate\b)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -136,9 +140,12 @@ LOSS: tuple[Signature, ...] = (
         # SmoothL1, RPN_Conf), mmcv/mmengine's text logger ("Epoch [e][i/n]\tlr: ..., <key>: <value>"), Lightning's
         # progress-bar postfix ("it/s, loss=nan, v_num=..."). Python's float formatting writes NaN as "nan" (printf's
         # %f also "-nan"): a metric the loop computes went non-finite. Only NaN: "inf" is also a loop's starting
-        # "best" value; a loss named as such is loss_nan's.
-        r"\b(?:epoch|iter(?:ation)?|step|batch)\b\s*[\[:#=]?\s*\d+[^\n]{0,400}?(?<![\w.])"
-        r"(?P<metric>[a-z][\w./-]{0,40}?)\s*[=:]\s*(?P<value>[-+]?nan)\b",
+        # "best" value; a loss named as such is loss_nan's. The name may be missing or come after the value: a NaN
+        # standing as a value of its own after the counter counts too (RETURNN's "step 11, ctc nan", a mean printed
+        # beside its window's value, "(nan)").
+        r"\b(?:epoch|iter(?:ation)?|step|batch)\b\W{0,4}\d+[^\n]{0,400}?(?<![\w.])"
+        r"(?:(?P<metric>[a-z][\w./-]{0,40}?)\s*[=:]\s*(?P<value>[-+]?nan)\b"
+        r"|(?P<value__2>[-+]?nan)(?=\s*(?:[,;|)\]}]|$)))",  # a value of its own: a separator or the end after it
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,

@@ -210,6 +210,12 @@ def test_nan_words_that_are_options_or_code_are_silent(line: str) -> None:
         ("INFO:root:Epoch[3] Batch [100-200]\tSpeed: 512.30 samples/sec\taccuracy=nan", "accuracy"),
         # GluonCV scripts/detection/ssd/train_ssd.py: the metrics under their own names
         ("INFO:root:[Epoch 0][Batch 1], Speed: 41.284082 samples/sec, CrossEntropy=nan, SmoothL1=nan", "CrossEntropy"),
+        # a NaN that stands as a value of its own, its name before it with no ':' or after it
+        ("ep 33 train, step 11, ctc_4 nan, ctc_8 nan, ctc nan, num_seqs 9, 0.604 sec/step", "NaN"),
+        # torchvision references/detection/utils.py MetricLogger.log_every: "Epoch: [e]  [i/n]  eta: ...  loss: v (mean)"
+        ("Epoch: [2]  [ 40/500]  eta: 0:03:10  lr: 0.001  loss: 0.6412 (nan)  time: 0.41", "NaN"),
+        # darknet examples/detector.c: "%ld: %f, %f avg loss, %f rate, %lf seconds, %d images"
+        (" 28: -nan, -nan avg loss, 0.000000 rate, 0.797576 seconds, 1792 images", "NaN"),
     ],
 )
 def test_a_progress_lines_metric_printed_as_nan_is_numerical_whatever_its_name(line: str, metric: str) -> None:
@@ -225,6 +231,8 @@ def test_a_progress_lines_metric_printed_as_nan_is_numerical_whatever_its_name(l
         "step 10 eta: inf lr: 0.1",  # inf is a starting value too: only NaN counts
         "INFO:root:[Epoch 0][Batch 1], Speed: 41.28 samples/sec, CrossEntropy=0.512, SmoothL1=nan_guard_off",
         "Namespace(epochs=240, nan=True)",  # no step counter before it
+        "step 300 | lm loss: 2.1 | number of nan iterations:   0 |",  # a word of the counter's name, not a value
+        "step 12: skipped batch 'nan_samples', loss 2.31",
     ],
 )
 def test_a_progress_line_without_a_nan_metric_is_silent(line: str) -> None:
