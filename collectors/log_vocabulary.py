@@ -76,12 +76,16 @@ RULES: tuple[WordsRule, ...] = (
     _rule(
         K.RENDEZVOUS_ERROR,
         r"rendezvous|init_process_group|MASTER_(?:ADDR|PORT)|TCPStore|\bstore\b|address already in use|EADDRINUSE"
-        r"|\[c10d(?: - \w+)?\]|trying to connect|failed to listen|(?:Etcd|File|Prefix|Hash)Store\b|\betcd\b",
+        r"|\[c10d(?: - \w+)?\]|trying to connect|failed to listen|(?:Etcd|File|Prefix|Hash)Store\b|\betcd\b"
+        r"|\bcoordinat(?:or|ion service)\b|failed to connect to all addresses",
         "torchelastic's rendezvous, c10d's TCPStore and init_process_group, the env:// variables, errno "
         "EADDRINUSE's 'Address already in use' (a port the job's master could not bind); the '[c10d]' tag of "
         "c10d's own logging macros (torch/csrc/distributed/c10d/logging.h), which the store's sockets print "
         "(socket.cpp: 'trying to connect', 'failed to listen'), not the process groups; c10d's other stores "
-        "(EtcdStore, FileStore, PrefixStore, HashStore) and torchelastic's etcd rendezvous backend",
+        "(EtcdStore, FileStore, PrefixStore, HashStore) and torchelastic's etcd rendezvous backend; the other stacks'"
+        " rendezvous: JAX's jax.distributed.initialize(coordinator_address=...) and XLA/TSL's coordination service"
+        " (xla/tsl/distributed_runtime/coordination), whose gRPC channel fails with gRPC's 'failed to connect to all"
+        " addresses' (grpc src/core/load_balancing pick_first/round_robin: no address of the target answered)",
     ),
     _rule(
         K.HUNG_COLLECTIVE,

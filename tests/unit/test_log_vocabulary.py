@@ -108,6 +108,10 @@ def test_any_line_gives_at_most_one_unclassified_finding_that_blames_nobody(body
         # torchelastic's etcd rendezvous backend (torch/distributed/elastic/rendezvous/etcd_store.py, etcd_server.py)
         ("LookupError: Timeout while waiting for keys in EtcdStore", FindingKind.RENDEZVOUS_ERROR),
         ("TimeoutError: Timed out waiting for etcd server to be ready!", FindingKind.RENDEZVOUS_ERROR),
+        # the other stacks' rendezvous: JAX's coordinator, XLA/TSL's coordination service over gRPC
+        ("RuntimeError: UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: ipv4:10.0.0.1:1234",
+         FindingKind.RENDEZVOUS_ERROR),
+        ("ERROR: Barrier timed out in the coordination service after 300 s", FindingKind.RENDEZVOUS_ERROR),
         # gloo's transport errors are the connection's
         ("[E ProcessGroupX.cpp:3] Gloo connectFullMesh failed with [gloo/transport/tcp/pair.cc:144] no error",
          FindingKind.NETWORK_ERROR),
