@@ -61,8 +61,10 @@ ERRORS: tuple[Signature, ...] = (
         # has a total capacity of ..." (torch's hipify turns c10/cuda's CUDACachingAllocator.cpp into
         # c10/hip's, CUDA -> HIP in its strings; the advice names PYTORCH_HIP_ALLOC_CONF); Intel GPUs'
         # allocator the same words with XPU (c10/xpu/XPUCachingAllocator.cpp).
-        rf"(?:CUDA|HIP|XPU) out of memory\. Tried to allocate (?P<tried>{SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{SIZE}) total capacity)?"
-        rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{SIZE}))?",
+        # The message's head alone ("torch.OutOfMemoryError: CUDA out of memory.", a line cut where a log table or a
+        # terminal wrapped it) is the same OOM: the allocator's message begins so, and nothing else prints it.
+        rf"(?:CUDA|HIP|XPU) out of memory(?:\. Tried to allocate (?P<tried>{SIZE})(?:\s*\(GPU (?P<gpu_legacy>\d+); (?P<total>{SIZE}) total capacity)?"
+        rf"(?:\. GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total__2>{SIZE}))?|\.\s*$)",
         K.OOM,
         None,
         S.CRITICAL,

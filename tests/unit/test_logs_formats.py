@@ -283,6 +283,15 @@ def test_oom_eras(line, gpu) -> None:
     assert (e["kind"], e["f"]["gpu"], e["culprit_rank"], e["culprit_host"]) == ("oom", gpu, 5, "node02")
 
 
+@pytest.mark.parametrize(
+    "line", ["torch.OutOfMemoryError: CUDA out of memory.", "RuntimeError: CUDA out of memory.  ", "HIP out of memory."]
+)
+def test_the_oom_messages_head_alone_is_the_same_oom(line: str) -> None:
+    # a line cut after its first sentence (a log table's column, a terminal's wrap) was an unclassified warning
+    (e,) = events(line, rank=5, host="node02")
+    assert (e["kind"], e["signature"], e["culprit_rank"], e["culprit_host"]) == ("oom", "cuda_oom", 5, "node02")
+
+
 def test_legacy_thc_ecc_error_is_a_faulty_gpu() -> None:
     (e,) = events(
         "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=278 error=39 : "
