@@ -67,3 +67,28 @@ def test_reversed_bounds_are_refused(cli, tmp_path) -> None:
     r = cli("diagnose", _kern_log(tmp_path), "--since", "2026-11-25T03:00:00+00:00", "--until", "2026-11-25T01:00:00Z")
     assert r.code == 1 and "Traceback" not in r.stderr
     assert "--since 2026-11-25T03:00:00+00:00 is after --until 2026-11-25T01:00:00+00:00" in r.stderr, r.stderr
+
+
+def test_the_helps_ago_form_and_times_outside_the_records_range() -> None:
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    assert parse_time("1d ago", flag="--since", now=now) == datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    # a tester's tracebacks: OverflowError from the duration, ArrowInvalid from a year past Arrow's nanoseconds
+    for flag, value in (("--since", "99999999d"), ("--until", "2300-01-01"), ("--since", "1600-01-01")):
+        with pytest.raises(InputError, match=rf"{flag} '{value}': outside the years 1678-2261"):
+            parse_time(value, flag=flag, now=now)
+
+
+def test_a_window_that_keeps_no_timed_row_analyses_nothing(cli, tmp_path) -> None:
+    """The run's untimed rows (an exit code) read alone made other verdicts than the run's: its OOM, read with
+    the error file's time, became an OOM and a crash; a window that missed the run says so and finds nothing."""
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "oom_run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "oom_run", run)
+    whole = json.loads(cli("diagnose", run, "--json", "--fail-on", "never").stdout)
+    assert [f["kind"] for f in whole["findings"]] == ["oom"]
+    r = cli("diagnose", run, "--json", "--fail-on", "never", "--since", "2030-01-01")
+    assert r.code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["findings"] == [] and "kept none of the" in report["notes"][-1], report

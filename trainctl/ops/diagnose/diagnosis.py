@@ -20,7 +20,7 @@ from trainctl.analyzers import run_analysis
 from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
-from trainctl.ops.diagnose.window import TimeWindow, apply_window, window_note
+from trainctl.ops.diagnose.window import TimeWindow, apply_window, timed_rows_kept, window_note
 from trainctl.rundir import RunInfo, read_rank_files, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import LazyTable, Signals, TableLike
@@ -182,7 +182,13 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         if window:
             whole = dict(signals.tables)
             signals = Signals(signals.run, apply_window(whole, window), signals.origin)
-            kept = window_note(whole, signals.tables, window)
+            kept_rows, timed_rows = timed_rows_kept(whole, signals.tables)
+            kept = window_note(kept_rows, timed_rows, window)
+            if timed_rows and not kept_rows:
+                # None of the run's records lies in the window: what is left is rows without a time, which cannot
+                # be placed in it either; read alone they make other verdicts than the run's (an exit without
+                # the error file that explains it), so nothing is analysed and the note says why.
+                signals = Signals(signals.run, {}, signals.origin)
         analysis = run_analysis(signals)
     finally:
         root.removeHandler(recorder)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from trainctl.errors import InputError
 from trainctl.schemas import SignalKind
 
-__all__ = ["TimeWindow", "parse_time", "apply_window", "window_note", "TIME_COLUMN"]
+__all__ = ["TimeWindow", "parse_time", "apply_window", "timed_rows_kept", "window_note", "TIME_COLUMN"]
 
 TIME_COLUMN: Mapping[SignalKind, str] = {
     SignalKind.TIMELINE: "start_ts",
@@ -27,7 +27,10 @@ TIME_COLUMN: Mapping[SignalKind, str] = {
     SignalKind.COLLECTIVES: "enqueue_ts",
     SignalKind.RUN_EVENTS: "ts",
 }
-_REL = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_REL = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])(?:\s+ago)?$")  # "2h" and the help's "2h ago"
+# The timestamps' range (Arrow's, in nanoseconds since the epoch: 1677-09-21 to 2262-04-11), whole years inside it
+_EARLIEST = datetime(1678, 1, 1, tzinfo=UTC)
+_LATEST = datetime(2262, 1, 1, tzinfo=UTC)
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -56,16 +59,25 @@ def parse_time(text: str | None, *, flag: str, now: datetime | None = None) -> d
         return None
     t = text.strip()
     m = _REL.match(t)
-    if m:
-        return (now or datetime.now(UTC)) - timedelta(seconds=float(m.group(1)) * _UNIT[m.group(2)])
     try:
-        dt = datetime.fromisoformat(t)
+        if m:
+            dt = (now or datetime.now(UTC)) - timedelta(seconds=float(m.group(1)) * _UNIT[m.group(2)])
+        else:
+            dt = datetime.fromisoformat(t)
     except ValueError:
         raise InputError(
             f"{flag} {text!r}: not a time; pass ISO 8601 with its offset (2026-11-25T03:00:00+00:00) or a duration "
             "back from now (30m, 2h, 1d)"
         ) from None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    except OverflowError:  # a duration back past year 1
+        dt = datetime.min.replace(tzinfo=UTC)
+    dt = dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    if not _EARLIEST <= dt < _LATEST:
+        raise InputError(
+            f"{flag} {text!r}: outside the years {_EARLIEST.year}-{_LATEST.year - 1} that the records' timestamps can"
+            f" hold; drop {flag} to keep every row on that side"
+        )
+    return dt
 
 
 def apply_window(tables: dict[SignalKind, object], window: TimeWindow) -> dict[SignalKind, object]:
@@ -101,14 +113,19 @@ def apply_window(tables: dict[SignalKind, object], window: TimeWindow) -> dict[S
     return out
 
 
-def window_note(before: Mapping[SignalKind, object], after: Mapping[SignalKind, object], window: TimeWindow) -> str:
-    """What the window kept, so that a window that missed the run is not read as a clean run: the rows that
-    carry a time, in every timed table, before and after (rows without one are kept, and not counted)."""
+def timed_rows_kept(before: Mapping[SignalKind, object], after: Mapping[SignalKind, object]) -> tuple[int, int]:
+    """(rows that carry a time kept by the window, such rows before it), over every timed table (rows without a
+    time are kept, and not counted)."""
     kept = total = 0
     for kind, col in TIME_COLUMN.items():
         if kind in before and kind in after:
             total += _timed_rows(before[kind], col)
             kept += _timed_rows(after[kind], col)
+    return kept, total
+
+
+def window_note(kept: int, total: int, window: TimeWindow) -> str:
+    """What the window kept (timed_rows_kept), so that a window that missed the run is not read as a clean run."""
     if total == 0:
         return f"the window ({window.describe()}) filtered nothing: no row here carries a time"
     if kept == 0:
