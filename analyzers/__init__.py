@@ -88,6 +88,10 @@ def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> A
                 )
                 continue
             findings.extend(got)
+        elif a.notes is not None and signals.run is not None:
+            # A run dir missing the analyzer's input says so (a run with no timeline is not a run with no
+            # straggler); other inputs are not expected to hold it, and asking would import the analyzer for nothing.
+            notes.extend(a.notes(signals))
     # Then: one faulty_host finding per host, citing every analyzer's evidence on it; last, the
     # incident's root cause first, its consequences folded into it (a crash outranks a straggler).
     from trainctl.analyzers.consolidate import consolidate

@@ -1137,7 +1137,11 @@ def notes(signals: Signals, *, min_steps: int = MIN_STEPS) -> list[str]:
     """Why there is no straggler verdict, when the reason is the run's length (for Report.notes)."""
     timeline = signals.source(SignalKind.TIMELINE)
     if timeline is None:
-        return []
+        # a run dir without one (deleted, never written, every part unreadable) must not read as a run with
+        # no straggler; a log, a dump folder or a metrics dataset is not expected to hold one
+        if signals.run is None:
+            return []
+        return ["stragglers: not judged, no timeline to read (the ranks' step timings, timeline/ of the run dir)"]
     span = step_span(timeline)
     if span >= min_steps:
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -137,8 +137,22 @@ def write_table(
     return final
 
 
-def list_parts(root: str | os.PathLike[str], kind: SignalKind | str) -> list[PartFile]:
-    return list(_iter_parts(root, SignalKind(kind)))
+def list_parts(
+    root: str | os.PathLike[str], kind: SignalKind | str, skip: Collection[Path] = frozenset()
+) -> list[PartFile]:
+    """The part files of a kind, but those in `skip` (files a reader found unreadable and said so)."""
+    return [p for p in _iter_parts(root, SignalKind(kind)) if p.path not in skip]
+
+
+def unreadable_parts(root: str | os.PathLike[str], kind: SignalKind | str) -> dict[Path, DatasetError]:
+    """The part files of a kind whose footer cannot be read or breaks the contract, with why (each footer read)."""
+    bad: dict[Path, DatasetError] = {}
+    for part in list_parts(root, kind):
+        try:
+            validate_part(part)
+        except DatasetError as exc:
+            bad[part.path] = exc
+    return bad
 
 
 def _iter_parts(root: str | os.PathLike[str], kind: SignalKind) -> Iterator[PartFile]:
@@ -226,6 +240,7 @@ def read_table(
     hosts: Iterable[str] | None = None,
     columns: Sequence[str] | None = None,
     validate: bool = True,
+    skip: Collection[Path] = frozenset(),
 ) -> pa.Table:
     """Read every part of a kind into one table, with the `host` column added from the paths.
 
@@ -236,7 +251,7 @@ def read_table(
     kind = SignalKind(kind)
     wanted = set(hosts) if hosts is not None else None
     tables = []
-    for part in list_parts(root, kind):
+    for part in list_parts(root, kind, skip):
         if wanted is not None and part.host not in wanted:
             continue
         if validate:
@@ -259,7 +274,9 @@ def read_table(
     return pa.concat_tables(tables)
 
 
-def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.FileSystemDataset:
+def open_dataset(
+    root: str | os.PathLike[str], kind: SignalKind | str, skip: Collection[Path] = frozenset()
+) -> pads.FileSystemDataset:
     """A lazy, validated pyarrow Dataset over all parts of a kind (for tables too big to load).
 
     Every footer is read once and checked against the contract; pyarrow keeps the footers on the
@@ -270,7 +287,7 @@ def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.F
     import pyarrow.dataset as pads
 
     kind = SignalKind(kind)
-    parts = list_parts(root, kind)
+    parts = list_parts(root, kind, skip)
     schema = schema_for(kind).append(pa.field(HOST_COLUMN, pa.string()))
     ds = pads.dataset(
         [str(p.path) for p in parts],
@@ -291,17 +308,17 @@ def open_dataset(root: str | os.PathLike[str], kind: SignalKind | str) -> pads.F
     return ds
 
 
-def open_lazy(root: str | os.PathLike[str], kind: SignalKind | str) -> LazyTable:
+def open_lazy(root: str | os.PathLike[str], kind: SignalKind | str, skip: Collection[Path] = frozenset()) -> LazyTable:
     """The parts of a kind with every footer read once and checked against the contract, as
     `open_dataset` does, without importing pyarrow.dataset (which imports pandas, ~0.25 s) until
     something opens the result as a Dataset."""
     kind = SignalKind(kind)
-    parts = list_parts(root, kind)
+    parts = list_parts(root, kind, skip)
     return LazyTable(
         files=tuple(str(p.path) for p in parts),
         hosts=tuple(p.host for p in parts),
         footers=tuple(_checked_footer(p) for p in parts),
-        open=functools.partial(open_dataset, root, kind),
+        open=functools.partial(open_dataset, root, kind, skip),
     )
 
 

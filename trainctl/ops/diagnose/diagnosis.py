@@ -17,11 +17,11 @@ import pyarrow as pa
 
 from trainctl import dataset
 from trainctl.analyzers import run_analysis
-from trainctl.errors import InputError, TrainctlError
+from trainctl.errors import DatasetError, InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
 from trainctl.ops.diagnose.window import TimeWindow, apply_window, timed_rows_kept, window_note
-from trainctl.rundir import RunInfo, read_rank_files, read_run_info
+from trainctl.rundir import RunInfo, read_run_info
 from trainctl.schemas import SignalKind
 from trainctl.signals import LazyTable, Signals, TableLike
 
@@ -99,15 +99,30 @@ def detect_input(path: Path) -> InputKind:
 def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
     tables: dict[SignalKind, TableLike | LazyTable] = {}
     for kind in dataset.kinds_present(root):
-        # Every footer is read once: schema check + row count.
-        if kind in _READ_BY_DUCKDB:
-            lazy: TableLike | LazyTable = dataset.open_lazy(root, kind)
-            rows = lazy.num_rows
-        else:
-            lazy = dataset.open_dataset(root, kind)
-            rows = dataset.dataset_rows(lazy)
-        tables[kind] = lazy if rows > LAZY_ROWS else dataset.read_table(root, kind, validate=False)
+        try:
+            tables[kind] = _load_kind(root, kind)
+        except DatasetError:
+            # A torn part (a host's collect cut off, a writer killed mid-file) or one of another shape: said and
+            # skipped, and the kind read from the others (README "Hostile and broken input": exit 6, not no answer).
+            bad = dataset.unreadable_parts(root, kind)
+            if not bad:
+                raise
+            for exc in bad.values():
+                logger.warning("%s", exc)
+            if len(bad) < len(dataset.list_parts(root, kind)):
+                tables[kind] = _load_kind(root, kind, frozenset(bad))
     return tables
+
+
+def _load_kind(root: Path, kind: SignalKind, skip: frozenset[Path] = frozenset()) -> TableLike | LazyTable:
+    # Every footer is read once: schema check + row count.
+    if kind in _READ_BY_DUCKDB:
+        lazy: TableLike | LazyTable = dataset.open_lazy(root, kind, skip)
+        rows = lazy.num_rows
+    else:
+        lazy = dataset.open_dataset(root, kind, skip)
+        rows = dataset.dataset_rows(lazy)
+    return lazy if rows > LAZY_ROWS else dataset.read_table(root, kind, validate=False, skip=skip)
 
 
 def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
@@ -190,6 +205,7 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
                 # the error file that explains it), so nothing is analysed and the note says why.
                 signals = Signals(signals.run, {}, signals.origin)
         analysis = run_analysis(signals)
+        summary = _throughput(p, signals)  # inside: a rank report it cannot read is said and listed too
     finally:
         root.removeHandler(recorder)
     skipped = (
@@ -205,7 +221,7 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         source_kind=kind.value,
         notes=notes,
         skipped=tuple(dict.fromkeys(skipped)),
-        summary=_throughput(p, signals),
+        summary=summary,
     )
 
 
@@ -218,4 +234,4 @@ def _throughput(p: Path, signals: Signals) -> dict:
     t = signals.source(SignalKind.TIMELINE)  # a LazyTable stays unopened: DuckDB reads its files
     if t is None:
         return {}
-    return summarize(t, read_rank_files(p) if p.is_dir() else {}) or {}
+    return summarize(t, run_events.read_rank_reports(p) if p.is_dir() else {}) or {}

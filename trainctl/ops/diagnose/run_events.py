@@ -167,17 +167,24 @@ def _hang_rows(root: Path) -> list[dict[str, Any]]:
     ]
 
 
-def _hosts_by_rank(root: Path, run: RunInfo | None) -> dict[int, str]:
-    hosts: dict[int, str] = {r: h.host for h in run.hosts for r in h.ranks} if run is not None else {}
-    # The ranks' own report wins (node ranks follow join order). Read as the other structured files are, with
-    # their size cap, and a malformed one is said (skipped): read_rank_files skips it quietly, as a file
-    # mid-write is for a live run's supervisor, and this run is over.
+def read_rank_reports(root: Path) -> dict[int, Mapping[str, Any]]:
+    """ranks/rank-R.json by rank, read as the other structured files are (their size cap) and a malformed one
+    said (skipped): rundir.read_rank_files skips it quietly, as a file mid-write is for a live run's supervisor,
+    and a diagnosed run's reports are what its hosts (run events) and its MFU (the throughput summary) rest on."""
+    reports: dict[int, Mapping[str, Any]] = {}
     for path in sorted((root / "ranks").glob("rank-*.json")):
         info = _read_json(path)
-        if isinstance(info, Mapping) and type(info.get("rank")) is int and info.get("host"):  # not a bool
-            hosts[info["rank"]] = str(info["host"])
+        if isinstance(info, Mapping) and type(info.get("rank")) is int:  # not a bool
+            reports[info["rank"]] = info
         elif info is not None:
-            logger.warning("%s: not a rank report (rank, host), skipped", path)
+            logger.warning("%s: not a rank report (no integer rank), skipped", path)
+    return reports
+
+
+def _hosts_by_rank(root: Path, run: RunInfo | None) -> dict[int, str]:
+    hosts: dict[int, str] = {r: h.host for h in run.hosts for r in h.ranks} if run is not None else {}
+    # the ranks' own report wins (node ranks follow join order)
+    hosts.update({r: str(info["host"]) for r, info in read_rank_reports(root).items() if info.get("host")})
     return hosts
 
 
