@@ -459,7 +459,9 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         codes = ev.get("exit_codes") or []
         sig = ev.get("signals") or []
         what = f"exit code {codes[0]}" if codes else "a failure"
-        if sig:
+        # A signal names this exit only where the code says a signal ended it (torchelastic's -N, a shell's 128+N)
+        # or there is no code: next to an exit code 1 it is torchelastic's closing signal to the other workers.
+        if sig and (not codes or codes[0] < 0 or codes[0] > 128):
             what += f" ({sig[0]})"
         lr = f.get("local_rank")
         subject = on.removeprefix(" on ") if who else (f"a worker (local_rank {lr})" if lr is not None else "a worker")

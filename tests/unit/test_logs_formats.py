@@ -1057,3 +1057,18 @@ def test_a_gdb_frame_inside_nccl_says_where_the_thread_sat() -> None:
     assert (
         f.summary == "stack of a live process: a thread inside ncclCommAbort (/usr/lib/x86_64-linux-gnu/libnccl.so.2)"
     )
+
+
+def test_torchelastics_closing_signal_is_not_the_exit_of_a_worker_that_exited_with_1() -> None:
+    # torch/distributed/elastic/multiprocessing/api.py: the agent sends SIGTERM to the others after one fails;
+    # "exit code 1 (SIGTERM)" read as if the signal had ended the process that raised
+    text = (
+        "W1126 22:48:34.571000 1600 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 1619"
+        " closing signal SIGTERM\n"
+        "E1126 22:48:34.636000 1600 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1)"
+        " local_rank: 0 (pid: 1618) of binary: /usr/bin/python3\n"
+    )
+    f = first_finding(text)
+    assert f.kind is FindingKind.CRASH and "exit code 1" in f.summary and "SIGTERM" not in f.summary, f.summary
+    killed = text.replace("exitcode: 1", "exitcode: -9")
+    assert "exit code -9 (SIGKILL)" in first_finding(killed).summary
