@@ -9,7 +9,8 @@ changed between yesterday's good run and today's slow one" (or before and after 
 - hosts: the hosts each run used (its RunInfo, else the hosts named by its metrics), as only in
   A, only in B, both.
 - findings: matched by (kind, category, hosts, ranks): `new` in B, `resolved` (only in A),
-  `persists` (with A's severity, so a warning that became critical shows).
+  `persists` (with A's severity, so a warning that became critical shows), `not judged in B` (only in A, of a
+  kind B had no data to judge: a straggler of A against a B with no timeline).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import duckdb
 
-from trainctl.findings import Finding
+from trainctl.findings import Finding, FindingKind
 from trainctl.schemas import SignalKind
 from trainctl.signals import Signals, TableLike
 
@@ -39,6 +40,7 @@ class ChangeStatus(str, Enum):
     NEW = "new"  # in B only
     RESOLVED = "resolved"  # in A only
     PERSISTS = "persists"  # in both
+    NOT_JUDGED = "not judged in B"  # in A only, and B holds no data to judge it on (a run with no timeline)
 
 
 @dataclass(frozen=True)
@@ -131,10 +133,14 @@ def _key(f: Finding) -> tuple[str, str | None, tuple[str, ...], tuple[int, ...]]
     return (f.kind.value, f.category.value if f.category else None, tuple(sorted(f.hosts)), tuple(sorted(f.ranks)))
 
 
-def finding_changes(before: list[Finding], after: list[Finding]) -> list[FindingChange]:
+def finding_changes(
+    before: list[Finding], after: list[Finding], not_judged_after: frozenset[FindingKind] = frozenset()
+) -> list[FindingChange]:
     """Findings matched by (kind, category, hosts, ranks): new in `after`, persisting (with the
     earlier severity), resolved (only in `before`); new first. Used by `compare` (run A -> run B)
-    and by `diagnose --watch` (one round -> the next)."""
+    and by `diagnose --watch` (one round -> the next). A finding only in `before` whose kind `after`
+    could not judge (not_judged_after: its analyzer said why, as a run with no timeline does) is not
+    resolved: nothing in `after` says it went away."""
     by_a = {_key(f): f for f in before}
     by_b = {_key(f): f for f in after}
     changes = []
@@ -146,8 +152,9 @@ def finding_changes(before: list[Finding], after: list[Finding]) -> list[Finding
     for k, f in by_a.items():
         if k not in by_b:
             sev = f.severity.value
-            changes.append(FindingChange(ChangeStatus.RESOLVED, k[0], k[1], k[2], f.ranks, sev, sev, f.summary))
-    order = {ChangeStatus.NEW: 0, ChangeStatus.PERSISTS: 1, ChangeStatus.RESOLVED: 2}
+            status = ChangeStatus.NOT_JUDGED if f.kind in not_judged_after else ChangeStatus.RESOLVED
+            changes.append(FindingChange(status, k[0], k[1], k[2], f.ranks, sev, sev, f.summary))
+    order = {ChangeStatus.NEW: 0, ChangeStatus.PERSISTS: 1, ChangeStatus.NOT_JUDGED: 2, ChangeStatus.RESOLVED: 3}
     changes.sort(key=lambda c: (order[c.status], c.kind, c.hosts))
     return changes
 
@@ -166,6 +173,7 @@ def compare_runs(
     *,
     a_name: str = "A",
     b_name: str = "B",
+    b_not_judged: frozenset[FindingKind] = frozenset(),
 ) -> RunComparison:
     pa_, pb_ = phase_stats(a.tables.get(SignalKind.TIMELINE)), phase_stats(b.tables.get(SignalKind.TIMELINE))
     phases = []
@@ -184,7 +192,7 @@ def compare_runs(
             )
         )
     ha, hb = _hosts(a), _hosts(b)
-    changes = finding_changes(a_findings, b_findings)
+    changes = finding_changes(a_findings, b_findings, b_not_judged)
     return RunComparison(
         a_name,
         b_name,

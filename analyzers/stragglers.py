@@ -1133,6 +1133,9 @@ def step_span(timeline: TableLike | LazyTable) -> int:
     return 0 if ext.min_step is None else int(ext.max_step - ext.min_step + 1)
 
 
+NOT_JUDGED = "stragglers: not judged"  # how notes() begins (compare reads it: B could not judge A's stragglers)
+
+
 def notes(signals: Signals, *, min_steps: int = MIN_STEPS) -> list[str]:
     """Why there is no straggler verdict, when the reason is the run's length (for Report.notes)."""
     timeline = signals.source(SignalKind.TIMELINE)
@@ -1141,11 +1144,11 @@ def notes(signals: Signals, *, min_steps: int = MIN_STEPS) -> list[str]:
         # no straggler; a log, a dump folder or a metrics dataset is not expected to hold one
         if signals.run is None:
             return []
-        return ["stragglers: not judged, no timeline to read (the ranks' step timings, timeline/ of the run dir)"]
+        return [f"{NOT_JUDGED}, no timeline to read (the ranks' step timings, timeline/ of the run dir)"]
     span = step_span(timeline)
     if span >= min_steps:
         return []
     return [
-        f"stragglers: not judged, the timeline covers {span} step(s), fewer than the {min_steps} its windows need "
+        f"{NOT_JUDGED}, the timeline covers {span} step(s), fewer than the {min_steps} its windows need "
         "(a slowdown over a few single steps is indistinguishable from scheduling noise)"
     ]

@@ -73,3 +73,34 @@ def test_runs_without_timeline_or_findings_compare_empty() -> None:
     b = _run(["n1"], {0: 5.0})
     c = compare_runs(empty, [], b, [])
     assert {p.phase: p.median_change_pct for p in c.phases} == {"step": None, "forward": None}
+
+
+def test_a_straggler_of_a_against_a_b_that_could_not_judge_one_is_not_resolved() -> None:
+    a = _run(["n1", "n2"], {0: 10.0, 1: 10.0, 2: 10.0, 3: 20.0})
+    no_timeline = Signals(a.run, {})
+    c = compare_runs(
+        a, [_straggler(3, "n2", Severity.WARNING)], no_timeline, [], b_not_judged=frozenset({FindingKind.STRAGGLER})
+    )
+    assert [(f.status, f.kind) for f in c.findings] == [(ChangeStatus.NOT_JUDGED, "straggler")]
+    assert c.to_dict()["findings"][0]["status"] == "not judged in B"
+
+
+def test_compare_reads_b_without_a_timeline_as_not_judged_and_refuses_a_log(cli, tmp_path) -> None:
+    import json
+    import shutil
+    from pathlib import Path
+
+    from trainctl.ops.diagnose import compare as ops_compare
+
+    run = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
+    b = Path(shutil.copytree(run, tmp_path / "b"))
+    shutil.rmtree(b / "timeline")
+    analysis_b = ops_compare.run_analysis(ops_compare.load_signals(b))
+    assert ops_compare._not_judged(analysis_b) == frozenset({FindingKind.STRAGGLER})
+    log = tmp_path / "train.log"
+    log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    r = cli("compare", run, log, "--json")
+    assert r.code == 1 and "Traceback" not in r.stderr
+    assert f"{log}: log file, not a run; compare takes two runs" in " ".join(r.stderr.split()), r.stderr
+    ok = cli("compare", run, b, "--json")
+    assert ok.code == 0 and json.loads(ok.stdout)["findings"] == [], ok

@@ -62,7 +62,12 @@ def compare(
     table = Table(title=Text("findings"))
     for col in ("status", "severity", "kind", "category", "ranks", "hosts", "summary"):
         table.add_column(col, overflow="fold")
-    style = {ChangeStatus.NEW: "red", ChangeStatus.PERSISTS: "yellow", ChangeStatus.RESOLVED: "green"}
+    style = {
+        ChangeStatus.NEW: "red",
+        ChangeStatus.PERSISTS: "yellow",
+        ChangeStatus.NOT_JUDGED: "dim",
+        ChangeStatus.RESOLVED: "green",
+    }
     for f in cmp.findings:
         table.add_row(
             Text(f.status.value, style=style[f.status]),

@@ -5,11 +5,33 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trainctl.analyzers import run_analysis
+from trainctl.analyzers import Analysis, run_analysis
 from trainctl.analyzers.compare import RunComparison, compare_runs
-from trainctl.ops.diagnose.diagnosis import load_signals
+from trainctl.errors import InputError
+from trainctl.findings import FindingKind
+from trainctl.ops.diagnose.diagnosis import InputKind, detect_input, load_signals
+
+# what compare compares: a run's step times, hosts and findings, which a log or a dump folder alone does not hold
+_RUNS = (InputKind.RUN_DIR, InputKind.DATASET)
 
 
 def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> RunComparison:
+    for p in (Path(a), Path(b)):
+        if (kind := detect_input(p)) not in _RUNS:
+            raise InputError(
+                f"{p}: {kind.value.replace('_', ' ')}, not a run; compare takes two runs (run dirs or collected "
+                f"datasets): `trainctl diagnose {p}` reads it on its own"
+            )
     sa, sb = load_signals(Path(a)), load_signals(Path(b))
-    return compare_runs(sa, run_analysis(sa).findings, sb, run_analysis(sb).findings, a_name=str(a), b_name=str(b))
+    analysis_b = run_analysis(sb)
+    return compare_runs(
+        sa, run_analysis(sa).findings, sb, analysis_b.findings, a_name=str(a), b_name=str(b),
+        b_not_judged=_not_judged(analysis_b),
+    )  # fmt: skip
+
+
+def _not_judged(analysis: Analysis) -> frozenset[FindingKind]:
+    """The kinds a run's analysis said it could not judge (analyzers/stragglers.py notes: too short, no timeline)."""
+    from trainctl.analyzers.stragglers import NOT_JUDGED
+
+    return frozenset({FindingKind.STRAGGLER} if any(n.startswith(NOT_JUDGED) for n in analysis.notes) else ())
