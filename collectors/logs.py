@@ -852,6 +852,7 @@ def parse_log_text(
     """
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
+    _retries_are_warnings(events)
     # a blamed printer's other half (its host, its rank) from other lines of the text
     complete_culprits(events, read_identity(records, events, plausible_host=plausible_host))
     if not any(e.kind is K.OOM for e in events):
@@ -883,6 +884,19 @@ def parse_log_text(
     if not ends_where_it_stopped:
         return table
     return table.replace_schema_metadata({**(table.schema.metadata or {}), LOG_END_KEY: json.dumps(_log_end(text))})
+
+
+# A line that says in its own words that the failure it reports is being retried (requests/urllib3's "Retrying
+# (Retry(total=4, ...)) after connection broken by ...", tenacity's and the clouds' SDKs' "Retrying in 2 s",
+# "attempt 1/5", "will retry"): the program handles it; if the retries run out, the line that says so is the failure.
+_RETRYING = re.compile(r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+\s*(?:/|of)\s*\d+", re.I)
+
+
+def _retries_are_warnings(events: list[Event]) -> None:
+    for ev in events:
+        if ev.severity is S.CRITICAL and _RETRYING.search(ev.message):
+            ev.severity = S.WARNING
+            ev.fields["retrying"] = True
 
 
 # Schema metadata of the table of a log handed over on its own: [its lines up to the last non-blank one, that line

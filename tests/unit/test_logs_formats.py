@@ -1072,3 +1072,11 @@ def test_torchelastics_closing_signal_is_not_the_exit_of_a_worker_that_exited_wi
     assert f.kind is FindingKind.CRASH and "exit code 1" in f.summary and "SIGTERM" not in f.summary, f.summary
     killed = text.replace("exitcode: 1", "exitcode: -9")
     assert "exit code -9 (SIGKILL)" in first_finding(killed).summary
+
+
+def test_a_failure_the_line_says_is_being_retried_is_a_warning_and_its_last_word_stays_critical() -> None:
+    retried = "urllib3.connectionpool: Retrying (attempt 1/5) after connection broken by ConnectionResetError(104)\n"
+    f = first_finding(retried + "step 5 loss 2.0\n")
+    assert (f.kind, f.severity) == (FindingKind.NETWORK_ERROR, Severity.WARNING)
+    given_up = retried + "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    assert first_finding(given_up).severity is Severity.CRITICAL
