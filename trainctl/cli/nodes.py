@@ -13,6 +13,7 @@ from rich.table import Table
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError
 from trainctl.exit_codes import ExitCode
+from trainctl.inventory import host_key
 from trainctl.ops.evict.launched_run import LiveRelaunch, run_members
 from trainctl.ops.evict.operation import EvictRequest, load_finding
 from trainctl.ops.evict.operation import evict_node as run_eviction
@@ -142,7 +143,7 @@ def list_nodes(json_out: bool = typer.Option(False, "--json", help="The ledger's
         table.add_column(col, overflow="fold")
     for h in sorted(entries):
         e = entries[h]
-        table.add_row(h, _fmt_ts(e.since_ts_ns), e.reason, e.run or "", e.by, str(e.evictions))
+        table.add_row(e.host, _fmt_ts(e.since_ts_ns), e.reason, e.run or "", e.by, str(e.evictions))
     out.print(table)
 
 
@@ -159,9 +160,12 @@ def restore_node(
     """Take HOST out of quarantine (scheduler resume first, so a failed resume keeps it quarantined)."""
     ledger = Ledger()
     entries = ledger.entries()
-    if host not in entries:
-        known = ", ".join(sorted(entries)) or "none"
+    if host_key(host) not in entries:
+        known = ", ".join(sorted(e.host for e in entries.values())) or "none"
         raise InputError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
+    # Any spelling finds the entry (host names are case-insensitive); the scheduler and the ledger get
+    # the name the host was quarantined (and drained) under.
+    host = entries[host_key(host)].host
     if scheduler is not SchedulerKind.NONE:
         check_host_name(host)  # the name reaches scontrol/kubectl: one host, never an option or ALL
     commands = resume_commands(scheduler, host)
@@ -195,7 +199,7 @@ def audit(
     json_out: bool = typer.Option(False, "--json", help="The records as a JSON list."),
 ) -> None:
     """The append-only audit trail: every eviction and restore, oldest first."""
-    records = [r for r in Ledger().audit() if host is None or r.host == host]
+    records = [r for r in Ledger().audit() if host is None or host_key(r.host) == host_key(host)]
     if json_out:
         _emit_json([r.to_dict() for r in records])
         return

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from trainctl.errors import InputError, TrainctlError
 from trainctl.findings import Finding
+from trainctl.inventory import host_key
 from trainctl.ops.evict.quarantine import Ledger, QuarantineEntry
 from trainctl.ops.evict.relaunch_plan import RelaunchPlan, plan_relaunch, shrink_allowed
 from trainctl.ops.evict.schedulers import SchedulerKind, drain_commands, format_argv, run_commands
@@ -262,7 +263,7 @@ def _members(req: EvictRequest, info: RunInfo | None) -> frozenset[str] | None:
 
 def _evidence_for(host: str, findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The first finding naming `host`; else the one finding given (an operator's --finding)."""
-    named = next((f for f in findings if host in (f.get("hosts") or [])), None)
+    named = next((f for f in findings if host_key(host) in {host_key(h) for h in f.get("hosts") or []}), None)
     return named if named is not None else (findings[0] if len(findings) == 1 else None)
 
 
