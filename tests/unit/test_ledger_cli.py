@@ -234,3 +234,43 @@ def test_one_host_is_one_entry_whatever_its_case(cli, env, tmp_path) -> None:
     assert r.stdout.startswith("restored NODE02 (was quarantined since ")
     assert recorded(tmp_path / "argv.jsonl")[-1] == ["scontrol", "update", "NodeName=NODE02", "State=RESUME"]
     assert _ledger(tmp_path)["hosts"] == {}
+
+
+def test_finding_must_be_about_the_host_and_a_report_gives_the_one_that_is(cli, env, tmp_path) -> None:
+    from trainctl.findings import Category, Finding, FindingKind, Report, Severity
+
+    oom = Finding(
+        FindingKind.OOM, Severity.CRITICAL, "rank 0 on node01 ran out of memory", hosts=("node01",), ranks=(0,)
+    )
+    xid = Finding(
+        FindingKind.FAULTY_HOST,
+        Severity.CRITICAL,
+        "node07: GPU lost (Xid 79)",
+        Category.GPU_LOST,
+        ("node07",),
+        (6,),
+        0.9,
+    )
+    slow = Finding(FindingKind.STRAGGLER, Severity.WARNING, "rank 6 on node07 is 1.4x slower", hosts=("node07",))
+    report = tmp_path / "report.json"  # what `trainctl diagnose RUN --json > report.json` writes
+    report.write_text(Report("r-7", (oom, slow, xid)).to_json())
+    only_oom = tmp_path / "oom.json"
+    only_oom.write_text(Report("r-7", (oom,)).to_json())
+    (tmp_path / "one.json").write_text(json.dumps(oom.to_dict()))
+
+    # the report's finding about node07 (the most severe of its two), never rank 0's OOM on node01
+    r = cli("evict-node", "NODE07", "--reason", "test", "--finding", f"@{report}", "--json", env=env)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["entry"]["finding"] == xid.to_dict()
+
+    # a finding (alone, or the only one of a report) about another host is refused: nothing changes
+    for spec, message in [
+        (f"@{only_oom}", f"error: {only_oom}: no finding of the report names node05 (its findings name node01); "),
+        (f"@{tmp_path / 'one.json'}", f"error: {tmp_path / 'one.json'}: the finding names node01, not node05 "),
+        (json.dumps(oom.to_dict()), "error: --finding: the finding names node01, not node05 "),
+    ]:
+        r = cli("evict-node", "node05", "--reason", "test", "--finding", spec, env=env)
+        assert r.code == 1 and "Traceback" not in r.stderr, r.stderr
+        (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+        assert line.startswith(message) and "pass the finding about node05" in line, line
+    assert list(_ledger(tmp_path)["hosts"]) == ["node07"]

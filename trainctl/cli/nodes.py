@@ -20,7 +20,7 @@ from trainctl.ops.evict.operation import evict_node as run_eviction
 from trainctl.ops.evict.quarantine import Ledger
 from trainctl.ops.evict.relaunch_plan import RelaunchPlan
 from trainctl.ops.evict.schedulers import SchedulerKind, format_argv, resume_commands, run_commands
-from trainctl.ops.evict.targets import check_host_name
+from trainctl.ops.evict.targets import check_host_name, expand_targets
 
 nodes_app = typer.Typer(help="The quarantine ledger: list, restore, audit trail.", no_args_is_help=True)
 
@@ -46,7 +46,12 @@ def evict_node(
     ),
     reason: str = typer.Option(..., "--reason", help="Why (audit trail; also the Slurm drain reason)."),
     run: str | None = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
-    finding: str | None = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
+    finding: str | None = typer.Option(
+        None,
+        "--finding",
+        help="The finding about HOST as JSON, or @FILE: one finding of `diagnose --json`, or its whole report "
+        "(the finding naming HOST is taken). A finding that does not name HOST is refused.",
+    ),
     relaunch: bool = typer.Option(
         False,
         "--relaunch",
@@ -75,7 +80,9 @@ def evict_node(
 ) -> None:
     """Quarantine HOST in the ledger (with an audit record), drain it in the scheduler, relaunch the run without it."""
     # The operation (trainctl.ops.evict.operation) does the work; this parses and renders.
-    found = load_finding(finding)
+    # The evidence must be about HOST (else the ledger would record another host's fault as HOST's);
+    # expand_targets refuses a bad HOST with the same error the eviction would.
+    found = load_finding(finding, hosts=expand_targets(host) if finding else None)
     spare_list = _split(spares)
     request = EvictRequest(
         targets=(host,),
