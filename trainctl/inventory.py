@@ -17,7 +17,7 @@ import hostlist
 
 from trainctl.errors import InventoryError
 
-__all__ = ["HostSpec", "parse_hosts", "expand_nodelist", "check_host", "MAX_HOSTS"]
+__all__ = ["HostSpec", "parse_hosts", "expand_nodelist", "check_host", "host_key", "MAX_HOSTS"]
 
 # RFC 1123 host names (letters, digits, dashes; labels of at most 63) plus `_`, which real
 # inventories and ssh config aliases use. `..`, `;`, spaces and leading dashes never pass.
@@ -32,6 +32,12 @@ class HostSpec:
 
     name: str
     slots: int | None = None
+
+
+def host_key(name: str) -> str:
+    """The name two spellings of one host share: DNS names are case-insensitive (RFC 4343), so
+    `NODE07` and `node07` are one machine. Compare and key hosts by this; show the name as written."""
+    return name.lower()
 
 
 def expand_nodelist(expr: str) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -73,6 +75,19 @@ def test_an_output_the_system_refuses_is_one_line_not_a_traceback(cli, tmp_path)
 def test_values_that_mean_nothing_are_usage_errors(cli, argv, flag) -> None:
     res = cli(*argv)
     assert res.code == 2 and f"Invalid value for '{flag}'" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("flag, value", [("--rounds", "3"), ("--interval-s", "2")])
+def test_watch_only_flags_without_watch_are_usage_errors(cli, tmp_path, flag, value) -> None:
+    # they were ignored: one diagnosis, exit 0, and the operator thought a watch had run
+    (tmp_path / "train.log").write_text("step 1 loss 2.31\n")
+    res = cli("diagnose", tmp_path / "train.log", flag, value)
+    assert res.code == 2 and f"Invalid value for '{flag}'" in res.stderr and "--watch" in res.stderr, res.stderr
+    assert res.stdout == ""
+    # as a default in the config file it applies to --watch and leaves a plain diagnose alone
+    (tmp_path / "c.toml").write_text(f"[diagnose]\n{flag[2:]} = {value}\n")
+    env = {**os.environ, "TRAINCTL_CONFIG": str(tmp_path / "c.toml")}
+    assert cli("diagnose", tmp_path / "train.log", env=env).code == 0
 
 
 def test_the_demo_minimum_is_the_straggler_analysis_minimum() -> None:

@@ -152,3 +152,19 @@ def test_dry_run_plans_exactly_what_the_real_run_does(env, tmp_path: Path, run_d
     entries = ledger.entries()
     assert entries["node03"].finding["summary"] == "xid on node03" and entries["node02"].finding is None
     assert entries["node02"].run == "r-4"
+
+
+def test_a_host_never_gets_evidence_about_another_host(tmp_path: Path) -> None:
+    # the supervisor and playbooks hand findings straight to the operation: node03's entry must not
+    # record node01's fault, whatever the list holds; a finding that names no host stays usable
+    ledger = Ledger(tmp_path / "home")
+    about_node01 = {
+        "kind": "oom",
+        "severity": "critical",
+        "summary": "rank 0 on node01 ran out of memory",
+        "hosts": ["node01"],
+    }
+    hostless = {"kind": "crash", "severity": "critical", "summary": "the job crashed", "hosts": []}
+    for findings, expected in [((about_node01,), None), ((hostless,), hostless), ((about_node01, hostless), None)]:
+        res = evict_node(EvictRequest(targets=("NODE03",), reason="r", findings=findings), ledger=ledger)
+        assert res.entries[0].finding == expected

@@ -192,3 +192,85 @@ def test_relaunch_plan_from_run_dir(cli, env, tmp_path) -> None:
 def test_relaunch_needs_run_dir(cli, env) -> None:
     r = cli("evict-node", "n1", "--reason", "x", "--relaunch", env=env)
     assert r.code == 1 and "--relaunch needs --run RUN_DIR holding run.json" in r.stderr
+
+
+def test_one_host_is_one_entry_whatever_its_case(cli, env, tmp_path) -> None:
+    # DNS names are case-insensitive: evicting NODE02 then node02 is one entry, evicted twice
+    assert cli("evict-node", "NODE02", "--reason", "xid 79", env=env).code == 0
+    r = cli("evict-node", "node02", "--reason", "still xid 79", "--scheduler", "slurm", "--json", env=env)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["entry"]["evictions"] == 2
+    hosts = json.loads(cli("nodes", "list", "--json", env=env).stdout)["hosts"]
+    assert [(h["host"], h["reason"], h["evictions"]) for h in hosts] == [("NODE02", "still xid 79", 2)]
+    assert list(_ledger(tmp_path)["hosts"]) == ["node02"]
+
+    # launch's check finds it in any case (the same call `launch --hosts` makes before any SSH)
+    from trainctl.errors import LaunchError
+    from trainctl.ops.launch.supervisor import HostsSpec, validate
+
+    spec = HostsSpec(
+        run_dir=tmp_path / "r",
+        remote_run_dir="/tmp/r",
+        run_id="r",
+        hosts=("node01", "Node02"),
+        nproc_per_node=1,
+        ledger_home=env["TRAINCTL_HOME"],
+    )
+    with pytest.raises(LaunchError, match=r"quarantined host\(s\) in the host list \(Node02: still xid 79\)"):
+        validate(spec)
+
+    # a run's member named in another case is evicted as the run names it (no second entry)
+    run = tmp_path / "run"
+    write_run_info(run, RunInfo("r-3", 2, 1, (HostRanks("node01", (0,)), HostRanks("node03", (1,)))))
+    r = cli("evict-node", "NODE03", "--reason", "ecc", "--run", run, "--dry-run", "--json", env=env)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["hosts"] == ["node03"]
+
+    # restore and audit find it in any case; the scheduler resumes the name it was drained under
+    r = cli("nodes", "audit", "--host", "nODE02", "--json", env=env)
+    assert [(t["action"], t["host"]) for t in json.loads(r.stdout)] == [("evict", "NODE02"), ("evict", "node02")]
+    r = cli("nodes", "restore", "node02", "--scheduler", "slurm", env=env)
+    assert r.code == 0, r.stderr
+    assert r.stdout.startswith("restored NODE02 (was quarantined since ")
+    assert recorded(tmp_path / "argv.jsonl")[-1] == ["scontrol", "update", "NodeName=NODE02", "State=RESUME"]
+    assert _ledger(tmp_path)["hosts"] == {}
+
+
+def test_finding_must_be_about_the_host_and_a_report_gives_the_one_that_is(cli, env, tmp_path) -> None:
+    from trainctl.findings import Category, Finding, FindingKind, Report, Severity
+
+    oom = Finding(
+        FindingKind.OOM, Severity.CRITICAL, "rank 0 on node01 ran out of memory", hosts=("node01",), ranks=(0,)
+    )
+    xid = Finding(
+        FindingKind.FAULTY_HOST,
+        Severity.CRITICAL,
+        "node07: GPU lost (Xid 79)",
+        Category.GPU_LOST,
+        ("node07",),
+        (6,),
+        0.9,
+    )
+    slow = Finding(FindingKind.STRAGGLER, Severity.WARNING, "rank 6 on node07 is 1.4x slower", hosts=("node07",))
+    report = tmp_path / "report.json"  # what `trainctl diagnose RUN --json > report.json` writes
+    report.write_text(Report("r-7", (oom, slow, xid)).to_json())
+    only_oom = tmp_path / "oom.json"
+    only_oom.write_text(Report("r-7", (oom,)).to_json())
+    (tmp_path / "one.json").write_text(json.dumps(oom.to_dict()))
+
+    # the report's finding about node07 (the most severe of its two), never rank 0's OOM on node01
+    r = cli("evict-node", "NODE07", "--reason", "test", "--finding", f"@{report}", "--json", env=env)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["entry"]["finding"] == xid.to_dict()
+
+    # a finding (alone, or the only one of a report) about another host is refused: nothing changes
+    for spec, message in [
+        (f"@{only_oom}", f"error: {only_oom}: no finding of the report names node05 (its findings name node01); "),
+        (f"@{tmp_path / 'one.json'}", f"error: {tmp_path / 'one.json'}: the finding names node01, not node05 "),
+        (json.dumps(oom.to_dict()), "error: --finding: the finding names node01, not node05 "),
+    ]:
+        r = cli("evict-node", "node05", "--reason", "test", "--finding", spec, env=env)
+        assert r.code == 1 and "Traceback" not in r.stderr, r.stderr
+        (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+        assert line.startswith(message) and "pass the finding about node05" in line, line
+    assert list(_ledger(tmp_path)["hosts"]) == ["node07"]

@@ -133,3 +133,47 @@ def test_refuse_quarantined_for_launch(tmp_path) -> None:
         r"restore with `trainctl nodes restore node02`, or pass --allow-quarantined$",
     ):
         refuse_quarantined(["node01", "node02"], home=tmp_path)
+
+
+def test_host_names_are_one_entry_whatever_their_case(tmp_path) -> None:
+    # DNS names are case-insensitive: NODE07 and node07 are one machine, so one ledger entry
+    from trainctl.errors import LaunchError
+    from trainctl.ops.evict.quarantine import refuse_quarantined
+
+    led = Ledger(tmp_path)
+    led.evict("node07", reason="test")
+    with pytest.raises(LaunchError, match=r"^quarantined host\(s\) in the host list \(NODE07: test\)"):
+        refuse_quarantined(["NODE07"], home=tmp_path)
+    again = led.evict("NODE07", reason="still broken")
+    assert (again.host, again.evictions, again.reason) == ("node07", 2, "still broken")  # its first spelling
+    assert led.quarantined_hosts() == {"node07"} and led.entry("Node07") == again
+    assert list(json.loads((tmp_path / "quarantine.json").read_text())["hosts"]) == ["node07"]
+    assert led.restore("NODE07").evictions == 2
+    assert led.entries() == {}
+    assert [(r.action, r.host) for r in led.audit()] == [
+        (AuditAction.EVICT, "node07"),
+        (AuditAction.EVICT, "NODE07"),
+        (AuditAction.RESTORE, "NODE07"),
+    ]
+    # the audit trail replays to the same single entry
+    led.evict("NODE02", reason="a")
+    led.evict("node02", reason="b")
+    rebuilt = led.rebuild_from_audit()
+    assert [(e.host, e.reason, e.evictions) for e in rebuilt.values()] == [("NODE02", "b", 2)]
+
+
+def test_a_ledger_holding_one_host_in_two_cases_reads_as_one_entry(tmp_path) -> None:
+    # written before hosts were compared case-insensitively: NODE02 and node02 side by side
+    def entry(host: str, reason: str, ts: int) -> dict:
+        return {"host": host, "reason": reason, "since_ts_ns": ts, "updated_ts_ns": ts, "by": "u@h", "pid": 1}
+
+    (tmp_path / "quarantine.json").write_text(
+        json.dumps(
+            {"schema_version": 1, "hosts": {"NODE02": entry("NODE02", "a", 1), "node02": entry("node02", "b", 2)}}
+        )
+    )
+    led = Ledger(tmp_path)
+    (e,) = led.entries().values()
+    assert (e.host, e.reason, e.since_ts_ns, e.updated_ts_ns, e.evictions) == ("NODE02", "b", 1, 2, 2)
+    led.evict("node05", reason="c")  # the next write collapses them
+    assert list(json.loads((tmp_path / "quarantine.json").read_text())["hosts"]) == ["node02", "node05"]

@@ -82,3 +82,11 @@ def test_stop_below_min_hosts_and_all_gone() -> None:
 def test_unchanged_when_nothing_quarantined_in_run() -> None:
     p = plan_relaunch(H, quarantined={"other"}, nproc_per_node=1)
     assert (p.kind, p.hosts) == (PlanKind.UNCHANGED, tuple(H))
+
+
+def test_hosts_match_the_quarantine_whatever_their_case() -> None:
+    # the ledger's NODE02 is the run's node02; a spare spelled SPARE1 twice or NODE01 is no new host
+    p = plan_relaunch(H, quarantined={"NODE02"}, spares=["NODE01", "Spare1", "spare1"], nproc_per_node=1)
+    assert (p.kind, p.removed, p.hosts) == (PlanKind.REPLACE, ("node02",), ("node01", "Spare1", "node03"))
+    p = plan_relaunch(H, quarantined={"Node02", "SPARE1"}, spares=["spare1"], nproc_per_node=1)
+    assert (p.kind, p.hosts) == (PlanKind.SHRINK, ("node01", "node03"))

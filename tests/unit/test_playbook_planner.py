@@ -85,6 +85,19 @@ def test_an_eviction_of_a_host_named_only_below_the_gate_escalates() -> None:
     assert plan["evict"].reason.startswith("node04 is named only below the gate; 1 finding(s) below")
 
 
+def test_the_gate_matches_a_target_to_the_findings_whatever_its_case() -> None:
+    # NODE04 is the node04 only a doubtful finding names: escalated, not evicted
+    book = parse_playbook(
+        "name: t\ndescription: t\ntrigger: {kinds: [hung_collective]}\nsteps:\n"
+        "  - id: diagnose\n    type: diagnose\n"
+        "  - id: evict\n    type: evict-node\n    with: {hosts: NODE04, reason: r}\n",
+        "t.yaml",
+    )
+    plan = _by_step(plan_playbook(book, {"diagnose": [_hang(0.95, "node02"), _hang(0.5, "node04")]}, _ctx(book)))
+    assert plan["evict"].decision is Decision.ESCALATE
+    assert plan["evict"].reason.startswith("node04 is named only below the gate")
+
+
 def test_a_step_that_does_not_act_on_the_diagnosis_is_not_gated() -> None:
     # oom: the relaunch runs on the operator's own arguments, not on the finding
     book = load_builtin("oom")

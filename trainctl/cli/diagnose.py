@@ -31,6 +31,7 @@ class FailOn(str, Enum):
 
 
 def diagnose(
+    ctx: typer.Context,
     path: Path = typer.Argument(..., help="Run dir, collected dataset, Flight Recorder dump dir, or a log file."),
     json_out: bool = typer.Option(False, "--json", help="Findings JSON on stdout (schema_version 1)."),
     fail_on: FailOn = typer.Option(FailOn.CRITICAL, "--fail-on", help="Exit 3 when a finding is at least this severe."),
@@ -50,6 +51,8 @@ def diagnose(
     from trainctl.ops.diagnose.diagnosis import diagnose_path
     from trainctl.ops.diagnose.window import TimeWindow, parse_time
 
+    if not watch:
+        _refuse_watch_only_flags(ctx)
     window = TimeWindow(parse_time(since, flag="--since"), parse_time(until, flag="--until"))
 
     if watch:
@@ -71,6 +74,22 @@ def diagnose(
     for line in report.skipped[:20] if not json_out else ():  # (the loaders' warnings said it as it happened)
         err.print(Text(f"skipped: {line}", style="yellow"), soft_wrap=True)
     _exit_code(report, fail_on)
+
+
+def _refuse_watch_only_flags(ctx: typer.Context) -> None:
+    """--rounds / --interval-s typed without --watch: a usage error, not silently one diagnosis.
+
+    Only on the command line: the config file and TRAINCTL_DIAGNOSE_* set them as defaults for the
+    times --watch is given, so they must not break every plain `diagnose`."""
+    for name, flag, what in (
+        ("rounds", "--rounds", "it ends the watch after N rounds"),
+        ("interval_s", "--interval-s", "seconds between the watch's rounds"),
+    ):
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name == "COMMANDLINE":  # by name: Typer's Click is vendored
+            raise typer.BadParameter(
+                f"only applies with --watch ({what}); add --watch, or drop {flag}", param_hint=f"'{flag}'"
+            )
 
 
 def throughput_line(summary: dict) -> str:

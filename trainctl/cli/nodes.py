@@ -13,13 +13,14 @@ from rich.table import Table
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError
 from trainctl.exit_codes import ExitCode
+from trainctl.inventory import host_key
 from trainctl.ops.evict.launched_run import LiveRelaunch, run_members
 from trainctl.ops.evict.operation import EvictRequest, load_finding
 from trainctl.ops.evict.operation import evict_node as run_eviction
 from trainctl.ops.evict.quarantine import Ledger
 from trainctl.ops.evict.relaunch_plan import RelaunchPlan
 from trainctl.ops.evict.schedulers import SchedulerKind, format_argv, resume_commands, run_commands
-from trainctl.ops.evict.targets import check_host_name
+from trainctl.ops.evict.targets import check_host_name, expand_targets
 
 nodes_app = typer.Typer(help="The quarantine ledger: list, restore, audit trail.", no_args_is_help=True)
 
@@ -45,7 +46,12 @@ def evict_node(
     ),
     reason: str = typer.Option(..., "--reason", help="Why (audit trail; also the Slurm drain reason)."),
     run: str | None = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
-    finding: str | None = typer.Option(None, "--finding", help="The finding as JSON, or @FILE (from diagnose --json)."),
+    finding: str | None = typer.Option(
+        None,
+        "--finding",
+        help="The finding about HOST as JSON, or @FILE: one finding of `diagnose --json`, or its whole report "
+        "(the finding naming HOST is taken). A finding that does not name HOST is refused.",
+    ),
     relaunch: bool = typer.Option(
         False,
         "--relaunch",
@@ -74,7 +80,9 @@ def evict_node(
 ) -> None:
     """Quarantine HOST in the ledger (with an audit record), drain it in the scheduler, relaunch the run without it."""
     # The operation (trainctl.ops.evict.operation) does the work; this parses and renders.
-    found = load_finding(finding)
+    # The evidence must be about HOST (else the ledger would record another host's fault as HOST's);
+    # expand_targets refuses a bad HOST with the same error the eviction would.
+    found = load_finding(finding, hosts=expand_targets(host) if finding else None)
     spare_list = _split(spares)
     request = EvictRequest(
         targets=(host,),
@@ -142,7 +150,7 @@ def list_nodes(json_out: bool = typer.Option(False, "--json", help="The ledger's
         table.add_column(col, overflow="fold")
     for h in sorted(entries):
         e = entries[h]
-        table.add_row(h, _fmt_ts(e.since_ts_ns), e.reason, e.run or "", e.by, str(e.evictions))
+        table.add_row(e.host, _fmt_ts(e.since_ts_ns), e.reason, e.run or "", e.by, str(e.evictions))
     out.print(table)
 
 
@@ -159,9 +167,12 @@ def restore_node(
     """Take HOST out of quarantine (scheduler resume first, so a failed resume keeps it quarantined)."""
     ledger = Ledger()
     entries = ledger.entries()
-    if host not in entries:
-        known = ", ".join(sorted(entries)) or "none"
+    if host_key(host) not in entries:
+        known = ", ".join(sorted(e.host for e in entries.values())) or "none"
         raise InputError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
+    # Any spelling finds the entry (host names are case-insensitive); the scheduler and the ledger get
+    # the name the host was quarantined (and drained) under.
+    host = entries[host_key(host)].host
     if scheduler is not SchedulerKind.NONE:
         check_host_name(host)  # the name reaches scontrol/kubectl: one host, never an option or ALL
     commands = resume_commands(scheduler, host)
@@ -195,7 +206,7 @@ def audit(
     json_out: bool = typer.Option(False, "--json", help="The records as a JSON list."),
 ) -> None:
     """The append-only audit trail: every eviction and restore, oldest first."""
-    records = [r for r in Ledger().audit() if host is None or r.host == host]
+    records = [r for r in Ledger().audit() if host is None or host_key(r.host) == host_key(host)]
     if json_out:
         _emit_json([r.to_dict() for r in records])
         return

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from trainctl.errors import InputError, TrainctlError
-from trainctl.findings import Finding
+from trainctl.findings import Finding, sort_findings
+from trainctl.inventory import host_key
 from trainctl.ops.evict.quarantine import Ledger, QuarantineEntry
 from trainctl.ops.evict.relaunch_plan import RelaunchPlan, plan_relaunch, shrink_allowed
 from trainctl.ops.evict.schedulers import SchedulerKind, drain_commands, format_argv, run_commands
@@ -205,8 +206,30 @@ class EvictResult:
         return doc
 
 
-def load_finding(spec: str | Mapping[str, Any] | None, *, where: str = "--finding") -> dict[str, Any] | None:
-    """A finding as evidence: inline JSON, `@FILE`, or a mapping; checked against the finding contract."""
+def _names(finding: Mapping[str, Any], hosts: Collection[str]) -> bool:
+    keys = {host_key(h) for h in hosts}
+    return any(host_key(str(h)) in keys for h in finding.get("hosts") or [])
+
+
+def _parse_finding(doc: Any, where: str) -> Finding:
+    try:
+        return Finding.from_dict(doc)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise InputError(
+            f"{where}: not a trainctl finding ({exc!r}); it needs kind, severity and summary as in `trainctl diagnose --json`"
+        ) from exc
+
+
+def load_finding(
+    spec: str | Mapping[str, Any] | None, *, where: str = "--finding", hosts: Collection[str] | None = None
+) -> dict[str, Any] | None:
+    """A finding as evidence: inline JSON, `@FILE`, or a mapping; checked against the finding contract.
+
+    With `hosts` (the hosts being evicted) the evidence must be about them: a finding that names none
+    of them is refused (it would put another host's fault in their ledger entries), and from a whole
+    `diagnose --json` report the finding that names them is taken, the report's first (most severe,
+    root cause first, most confident: trainctl.findings.sort_findings) when several do.
+    """
     if spec is None or spec == "":
         return None
     if isinstance(spec, Mapping):
@@ -228,14 +251,31 @@ def load_finding(spec: str | Mapping[str, Any] | None, *, where: str = "--findin
             raise InputError(
                 f"{where}: not JSON ({exc}); pass one finding object from `trainctl diagnose --json`"
             ) from exc
-    if isinstance(doc, dict) and isinstance(doc.get("findings"), list) and len(doc["findings"]) == 1:
-        doc = doc["findings"][0]  # a whole report with one finding is fine too
-    try:
-        return Finding.from_dict(doc).to_dict()
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+    who = ",".join(hosts or ())
+    if isinstance(doc, dict) and isinstance(doc.get("findings"), list):  # a whole `diagnose --json` report
+        found = [_parse_finding(f, f"{where}: a finding of the report") for f in doc["findings"]]
+        if hosts is not None:
+            about = [f for f in found if _names(f.to_dict(), hosts)]
+            if not about:
+                named = sorted({h for f in found for h in f.hosts}, key=host_key)
+                raise InputError(
+                    f"{where}: no finding of the report names {who} (its findings name "
+                    f"{', '.join(named) or 'no host'}); pass the finding about {who}, or leave --finding out"
+                )
+            found = about
+        if len(found) != 1 and hosts is None:
+            raise InputError(
+                f"{where}: a report with {len(found)} findings, not one finding; pass one object of its `findings`"
+            )
+        return sort_findings(found)[0].to_dict()
+    finding = _parse_finding(doc, where).to_dict()
+    if hosts is not None and not _names(finding, hosts):
+        named = ", ".join(finding.get("hosts") or []) or "no host"
         raise InputError(
-            f"{where}: not a trainctl finding ({exc!r}); it needs kind, severity and summary as in `trainctl diagnose --json`"
-        ) from exc
+            f"{where}: the finding names {named}, not {who} ({finding['summary']!r}); pass the finding about "
+            f"{who} (`trainctl diagnose RUN --json` lists each finding's hosts), or leave --finding out"
+        )
+    return finding
 
 
 # -- the steps ---------------------------------------------------------------------------------
@@ -261,9 +301,12 @@ def _members(req: EvictRequest, info: RunInfo | None) -> frozenset[str] | None:
 
 
 def _evidence_for(host: str, findings: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The first finding naming `host`; else the one finding given (an operator's --finding)."""
-    named = next((f for f in findings if host in (f.get("hosts") or [])), None)
-    return named if named is not None else (findings[0] if len(findings) == 1 else None)
+    """The first finding naming `host`; else the one finding given if it names no host at all. Never
+    a finding about other hosts: it would record their fault as this host's."""
+    named = next((f for f in findings if _names(f, (host,))), None)
+    if named is not None:
+        return named
+    return findings[0] if len(findings) == 1 and not findings[0].get("hosts") else None
 
 
 def evict_node(

@@ -2,7 +2,7 @@
 
 Kept under TRAINCTL_HOME (default `$XDG_STATE_HOME/trainctl`, else `~/.local/state/trainctl`):
 
-    quarantine.json   current state: {"schema_version": 1, "hosts": {host: entry}}
+    quarantine.json   current state: {"schema_version": 1, "hosts": {host_key: entry}}
     audit.jsonl       append-only trail, one JSON object per evict/restore, never rewritten
     quarantine.lock   flock(2) target serialising every read-modify-write
 
@@ -12,6 +12,11 @@ rewrites quarantine.json through temp + fsync + rename. The audit line is writte
 write-ahead log: a crash between the two leaves an audit record that `rebuild_from_audit()` replays,
 never a state change without a record. Readers take a shared lock so they never see a half-done
 change.
+
+Host names are matched case-insensitively (trainctl.inventory.host_key: DNS names are), so `NODE07`
+and `node07` are one entry: evicting one and launching on, restoring or re-evicting the other finds
+it. An entry keeps the spelling it was first quarantined under; the audit trail records each
+action's spelling as given.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from trainctl.errors import LaunchError, LedgerError
+from trainctl.inventory import host_key
 from trainctl.jsonl import CorruptRecord, append_record, read_records
 from trainctl.rundir import atomic_write_text
 
@@ -213,9 +219,16 @@ class Ledger:
                 f"{raw.get('schema_version') if isinstance(raw, dict) else None!r}, expected {LEDGER_SCHEMA_VERSION}); {fix}"
             )
         try:
-            return {h: QuarantineEntry.from_dict(e) for h, e in raw["hosts"].items()}
-        except (KeyError, TypeError, ValueError) as exc:
+            loaded = [QuarantineEntry.from_dict(e) for e in raw["hosts"].values()]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise LedgerError(f"{self.state_path}: malformed ledger entry ({exc!r}); {fix}") from exc
+        entries: dict[str, QuarantineEntry] = {}
+        for e in loaded:
+            key = host_key(e.host)
+            # A ledger written before hosts were compared case-insensitively may hold one host twice
+            # (NODE02 and node02): one entry again, collapsed on the next write.
+            entries[key] = _merged(entries[key], e) if key in entries else e
+        return entries
 
     def _write_state(self, entries: Mapping[str, QuarantineEntry]) -> None:
         doc = {"schema_version": LEDGER_SCHEMA_VERSION, "hosts": {h: entries[h].to_dict() for h in sorted(entries)}}
@@ -236,12 +249,18 @@ class Ledger:
             raise LedgerError(f"{self.audit_path}: cannot append to the audit trail ({exc.strerror})") from exc
 
     def entries(self) -> dict[str, QuarantineEntry]:
-        """Every quarantined host and its entry (a consistent snapshot)."""
+        """Every quarantined host's entry by host_key(host) (a consistent snapshot); `entry.host` is
+        the name as it was quarantined."""
         with self._locked(exclusive=False):
             return self._read_state()
 
     def quarantined_hosts(self) -> frozenset[str]:
-        return frozenset(self.entries())
+        """The quarantined hosts as they were written; compare with host_key(), not `in`."""
+        return frozenset(e.host for e in self.entries().values())
+
+    def entry(self, host: str) -> QuarantineEntry | None:
+        """`host`'s entry, whatever its case; None when it is not quarantined."""
+        return self.entries().get(host_key(host))
 
     def audit(self) -> list[AuditRecord]:
         """The whole audit trail, oldest first. A torn last line (crash mid-append) is skipped."""
@@ -290,11 +309,12 @@ class Ledger:
                 f"evicting {host}: --reason is empty; say why (it goes to the audit trail and the scheduler)"
             )
         now, by, pid = time.time_ns(), _who(), os.getpid()
+        key = host_key(host)
         with self._locked(exclusive=True):
             entries = self._read_state()
-            old = entries.get(host)
+            old = entries.get(key)
             entry = QuarantineEntry(
-                host=host,
+                host=old.host if old else host,  # one entry per host, under its first spelling
                 reason=reason,
                 since_ts_ns=old.since_ts_ns if old else now,
                 updated_ts_ns=now,
@@ -305,7 +325,7 @@ class Ledger:
                 evictions=(old.evictions + 1) if old else 1,
             )
             self._append_audit(AuditRecord(now, by, pid, AuditAction.EVICT, host, reason, run, finding, extra or {}))
-            entries[host] = entry
+            entries[key] = entry
             self._write_state(entries)
         logger.info("ledger evict host=%s run=%s reason=%r evictions=%d", host, run, reason, entry.evictions)
         return entry
@@ -317,10 +337,10 @@ class Ledger:
         now, by, pid = time.time_ns(), _who(), os.getpid()
         with self._locked(exclusive=True):
             entries = self._read_state()
-            if host not in entries:
-                known = ", ".join(sorted(entries)) or "none"
+            if host_key(host) not in entries:
+                known = ", ".join(sorted(e.host for e in entries.values())) or "none"
                 raise LedgerError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
-            old = entries.pop(host)
+            old = entries.pop(host_key(host))
             self._append_audit(AuditRecord(now, by, pid, AuditAction.RESTORE, host, reason, old.run, None, extra or {}))
             self._write_state(entries)
         logger.info("ledger restore host=%s reason=%r", host, reason)
@@ -331,10 +351,11 @@ class Ledger:
         with self._locked(exclusive=True):
             entries: dict[str, QuarantineEntry] = {}
             for r in self._read_audit():
+                key = host_key(r.host)
                 if r.action is AuditAction.EVICT:
-                    old = entries.get(r.host)
-                    entries[r.host] = QuarantineEntry(
-                        host=r.host,
+                    old = entries.get(key)
+                    entries[key] = QuarantineEntry(
+                        host=old.host if old else r.host,
                         reason=r.reason,
                         since_ts_ns=old.since_ts_ns if old else r.ts_ns,
                         updated_ts_ns=r.ts_ns,
@@ -345,9 +366,27 @@ class Ledger:
                         evictions=(old.evictions + 1) if old else 1,
                     )
                 else:
-                    entries.pop(r.host, None)
+                    entries.pop(key, None)
             self._write_state(entries)
         return entries
+
+
+def _merged(a: QuarantineEntry, b: QuarantineEntry) -> QuarantineEntry:
+    """Two entries for one host (an old ledger's NODE02 and node02): the first `since` and spelling,
+    the latest eviction's reason, run and finding, both counts."""
+    first = min((a, b), key=lambda e: (e.since_ts_ns, e.updated_ts_ns))
+    latest = max((a, b), key=lambda e: e.updated_ts_ns)
+    return QuarantineEntry(
+        host=first.host,
+        reason=latest.reason,
+        since_ts_ns=first.since_ts_ns,
+        updated_ts_ns=latest.updated_ts_ns,
+        by=latest.by,
+        pid=latest.pid,
+        run=latest.run,
+        finding=latest.finding,
+        evictions=a.evictions + b.evictions,
+    )
 
 
 def quarantined_hosts(home: str | os.PathLike[str] | None = None) -> frozenset[str]:
@@ -373,11 +412,11 @@ def restore(
 
 
 def refuse_quarantined(hosts: list[str] | tuple[str, ...], *, home: str | os.PathLike[str] | None = None) -> None:
-    """For `launch`: raise LaunchError naming every quarantined host in `hosts`, with the fix."""
+    """For `launch`: raise LaunchError naming every quarantined host in `hosts` (any case), with the fix."""
     entries = Ledger(home).entries()
-    bad = [h for h in hosts if h in entries]
+    bad = [h for h in hosts if host_key(h) in entries]
     if bad:
-        why = "; ".join(f"{h}: {entries[h].reason}" for h in bad)
+        why = "; ".join(f"{h}: {entries[host_key(h)].reason}" for h in bad)
         raise LaunchError(
             f"quarantined host(s) in the host list ({why}); drop them, restore with "
             f"`trainctl nodes restore {bad[0]}`, or pass --allow-quarantined"

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from trainctl.inventory import host_key
+
 __all__ = ["PlanKind", "RelaunchPlan", "plan_relaunch", "shrink_allowed", "ALLOW_SHRINK_FLAG"]
 
 ALLOW_SHRINK_FLAG = "--allow-shrink"
@@ -107,8 +109,10 @@ def plan_relaunch(
     ranks keep their numbers and their checkpoint shards); surviving hosts keep their order.
     """
     layout = dict(layout or {})
-    quarantined = set(quarantined)
-    removed = tuple(h for h in hosts if h in quarantined)
+    # by host_key: the ledger's NODE02 is the run's node02 (host names are case-insensitive)
+    quarantined = {host_key(h) for h in quarantined}
+    used = {host_key(h) for h in hosts}
+    removed = tuple(h for h in hosts if host_key(h) in quarantined)
     mp = _model_parallel(layout)
     if not removed:
         return RelaunchPlan(
@@ -120,7 +124,12 @@ def plan_relaunch(
             layout,
             "no current host is quarantined; relaunch on the same hosts",
         )
-    free = [s for s in dict.fromkeys(spares) if s not in quarantined and s not in hosts]
+    free: list[str] = []  # usable spares in order: not quarantined, not in the run, each once
+    taken = quarantined | used
+    for s in spares:
+        if host_key(s) not in taken:
+            free.append(s)
+            taken.add(host_key(s))
     if len(free) >= len(removed):
         repl = dict(zip(removed, free))
         new = tuple(repl.get(h, h) for h in hosts)
@@ -134,9 +143,9 @@ def plan_relaunch(
             "replaced " + ", ".join(f"{a} -> {b}" for a, b in repl.items()) + " from the spares",
         )
     # Spares first, then shrink: keep the order of survivors, append the spares we have.
-    survivors = [h for h in hosts if h not in quarantined]
+    survivors = [h for h in hosts if host_key(h) not in quarantined]
     repl = dict(zip(removed, free))
-    new = tuple(repl.get(h, h) for h in hosts if h not in quarantined or h in repl)
+    new = tuple(repl.get(h, h) for h in hosts if host_key(h) not in quarantined or h in repl)
     need = len(hosts)
     short = (
         f"layout needs {need} hosts ({len(hosts) * nproc_per_node} ranks), only {len(survivors)} healthy "

@@ -13,7 +13,8 @@ So a target is:
 - a Slurm hostlist (`node[01-04,07]`, or a comma list) only when the run is known: it is
   expanded with python-hostlist and every member is checked like a single name;
 - when the run is known (run.json, its launch request, or the caller's own host list), a member
-  of the run or of its spares.
+  of the run or of its spares, in any case (`NODE02` is the run's `node02`: host names are
+  case-insensitive), named as the run names it.
 
 Pure: names and the set of allowed hosts in, the expanded host tuple out, TargetError (one line:
 the value, what is wrong, the fix) otherwise.
@@ -28,6 +29,7 @@ from collections.abc import Collection, Iterable
 import hostlist
 
 from trainctl.errors import InputError
+from trainctl.inventory import host_key
 
 __all__ = ["TargetError", "check_host_name", "expand_targets", "resolve_targets"]
 
@@ -139,6 +141,9 @@ def resolve_targets(
     if not specs:
         raise TargetError("no host to evict; name the host, e.g. node03")
     hosts: list[str] = []
+    # host_key -> the run's spelling: the scheduler and the ledger get the name the run was launched with
+    known = {host_key(m): m for m in sorted(members)} if members is not None else {}
+    seen: set[str] = set()
     for spec in specs:
         if members is None and _is_list(str(spec)):
             raise TargetError(
@@ -147,12 +152,16 @@ def resolve_targets(
             )
         expanded = expand_targets(spec)
         if members is not None:
-            outside = [h for h in expanded if h not in members]
+            outside = [h for h in expanded if host_key(h) not in known]
             if outside:
                 where = f"run {run_label}" if run_label else "the run"
                 raise TargetError(
                     f"{spec!r} names {_show(outside)}, not among the hosts or spares of {where} "
                     f"({_show(sorted(members))}); name hosts of the run"
                 )
-        hosts += [h for h in expanded if h not in hosts]
+            expanded = [known[host_key(h)] for h in expanded]
+        for h in expanded:
+            if host_key(h) not in seen:
+                seen.add(host_key(h))
+                hosts.append(h)
     return tuple(hosts)

@@ -51,6 +51,7 @@ from typing import Any
 from trainctl.collectors.ssh import SshClient
 from trainctl.errors import InputError, LaunchError
 from trainctl.findings import Category, Finding, FindingKind, Severity
+from trainctl.inventory import host_key
 from trainctl.ops.evict.operation import EvictRequest, SupervisedRelaunch, evict_node
 from trainctl.ops.evict.quarantine import Ledger, refuse_quarantined
 from trainctl.ops.evict.relaunch_plan import PlanKind
@@ -166,7 +167,8 @@ def validate(spec: HostsSpec) -> None:
         raise InputError(f"--nproc-per-node {spec.nproc_per_node}: must be >= 1")
     if not spec.hosts:
         raise InputError("--hosts is empty; pass a hostfile, a comma list or a Slurm nodelist")
-    if len(set(spec.hosts)) != len(spec.hosts) or set(spec.hosts) & set(spec.spares):
+    keys = [host_key(h) for h in spec.hosts]  # node01 and NODE01 are one machine
+    if len(set(keys)) != len(keys) or set(keys) & {host_key(s) for s in spec.spares}:
         raise InputError(f"--hosts {','.join(spec.hosts)} / --spares {','.join(spec.spares)}: a host appears twice")
     if not spec.remote_run_dir.startswith("/"):
         raise InputError(f"run dir {spec.remote_run_dir!r} must be absolute (it is the same path on every host)")
@@ -666,8 +668,10 @@ class Supervisor:
                     restarts_used += 1
                     continue
                 # EVICT_AND_RELAUNCH, of hosts that are in this run (a banner may name a host by
-                # its own hostname, e.g. "localhost", which trainctl cannot evict or replace)
-                targets = [h for h in action.hosts if h in hosts]
+                # its own hostname, e.g. "localhost", which trainctl cannot evict or replace), in any
+                # case and spelled as the run names them (host names are case-insensitive)
+                in_run = {host_key(h): h for h in hosts}
+                targets = list(dict.fromkeys(in_run[host_key(h)] for h in action.hosts if host_key(h) in in_run))
                 if not targets:
                     if restarts_used < s.max_restarts:
                         restarts_used += 1

@@ -200,7 +200,9 @@ def _evict(a: EvictAction, env: Env) -> Outcome:
     from trainctl.ops.evict.operation import EvictRequest, evict_node, load_finding
 
     try:
-        finding = load_finding(f"@{a.finding}" if isinstance(a.finding, str) else a.finding, where="with.finding")
+        finding = load_finding(
+            f"@{a.finding}" if isinstance(a.finding, str) else a.finding, where="with.finding", hosts=a.targets
+        )
         result = evict_node(
             EvictRequest(
                 targets=a.targets,

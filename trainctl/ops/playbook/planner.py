@@ -32,6 +32,7 @@ from enum import Enum
 from typing import Any
 
 from trainctl.findings import Finding
+from trainctl.inventory import host_key
 from trainctl.ops.playbook.actions import (
     Action,
     ActionInvalid,
@@ -225,10 +226,12 @@ def plan_step(playbook: Playbook, index: int, state: PlanState) -> PlannedStep:
             return PlannedStep(step, Decision.INVALID, str(exc), args=args)
 
     if isinstance(action, EvictAction) and below:
-        trusted = {h for f in acted for h in f.hosts}
-        only_below = [h for h in action.targets if h not in trusted and any(h in f.hosts for f in below)]
+        # by host_key: a target spelled NODE02 is the node02 a below-gate finding names
+        trusted = {host_key(h) for f in acted for h in f.hosts}
+        doubted = {host_key(h) for f in below for h in f.hosts}
+        only_below = [h for h in action.targets if host_key(h) not in trusted and host_key(h) in doubted]
         if only_below:
-            doubtful = [f for f in below if set(f.hosts) & set(only_below)]
+            doubtful = [f for f in below if {host_key(h) for h in f.hosts} & {host_key(h) for h in only_below}]
             return _escalate(playbook, step, state, doubtful, f"{','.join(only_below)} is named only below the gate")
 
     destructive = step.destructive or (isinstance(action, NotifyAction) and action.destructive)
