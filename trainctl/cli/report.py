@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from trainctl.cli.console import err, out
+from trainctl.cli.outputs import refuse_onto_input
 from trainctl.errors import InputError
 
 
@@ -20,9 +21,15 @@ def report(
     """Findings with evidence, rank x step heat-maps, hang maps and coverage, in one offline HTML file."""
     from trainctl.ops.report.build import build_report
 
+    default = path / "report.html" if path.is_dir() else path.with_suffix(".report.html")
+    target = out_file or default
+    # Before anything is read or written. The default is the report's own file (in the run dir, or next
+    # to the log), which nothing reads back; any other path in the input directory is refused.
+    refuse_onto_input("--out", target, path, allowed=default)
+    if png is not None:
+        refuse_onto_input("--png", png, path)
     with err.status("building the report ...", spinner="dots"):
         page, rep, grids = build_report(path)
-    target = out_file or (path / "report.html" if path.is_dir() else path.with_suffix(".report.html"))
     target.write_text(page, encoding="utf-8")
     if png is not None:
         if not grids:

@@ -1,0 +1,54 @@
+"""Output paths of `export`, `report` and `fleet-sim`: a command never writes onto its own input, and
+prints the path it wrote. A refusal is one line, exit 2 (usage), before anything is written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "oom_run"
+
+
+def _usage_line(res) -> str:
+    assert res.code == 2, res
+    assert "Traceback" not in res.stderr
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURE, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_export_refuses_to_overwrite_the_run_it_reads(cli, run: Path, tmp_path: Path) -> None:
+    before = (run / "run.json").read_bytes()
+    line = _usage_line(cli("export", run, "--perfetto", run / "run.json"))
+    assert line.startswith(f"error: --perfetto {run / 'run.json'}: inside the input directory {run}"), line
+    assert (run / "run.json").read_bytes() == before
+    (tmp_path / "link").symlink_to(run)  # through a symlink, and a new file in it: still the input
+    _usage_line(cli("export", tmp_path / "link", "--perfetto", run / "trace.json"))
+    assert not (run / "trace.json").exists()
+    assert cli("export", run, "--perfetto", tmp_path / "trace.json").code == 0
+
+
+def test_report_refuses_to_overwrite_the_log_it_reads(cli, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.log"
+    shutil.copy(FIXTURE / "logs" / "node01" / "rank-0.log", victim)
+    before = victim.read_bytes()
+    line = _usage_line(cli("report", victim, "--out", victim))
+    assert line.startswith(f"error: --out {victim}: that is the input file itself"), line
+    (tmp_path / "hard.log").hardlink_to(victim)
+    _usage_line(cli("report", victim, "--out", tmp_path / "hard.log"))
+    assert victim.read_bytes() == before
+
+
+def test_report_writes_only_its_own_file_into_the_run(cli, run: Path, tmp_path: Path) -> None:
+    _usage_line(cli("report", run, "--out", run / "timeline" / "x.html"))
+    _usage_line(cli("report", run, "--png", run / "heat.png"))
+    assert not (run / "heat.png").exists() and not (run / "report.html").exists()
+    assert cli("report", run, "--out", run / "report.html").code == 0  # the default, named: allowed
