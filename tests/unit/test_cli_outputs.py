@@ -3,6 +3,7 @@ prints the path it wrote. A refusal is one line, exit 2 (usage), before anything
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -52,3 +53,34 @@ def test_report_writes_only_its_own_file_into_the_run(cli, run: Path, tmp_path: 
     _usage_line(cli("report", run, "--png", run / "heat.png"))
     assert not (run / "heat.png").exists() and not (run / "report.html").exists()
     assert cli("report", run, "--out", run / "report.html").code == 0  # the default, named: allowed
+
+
+def test_report_png_is_written_where_it_says(cli, run: Path, tmp_path: Path) -> None:
+    # matplotlib alone appended .png to a name without an extension and to a directory's name, while
+    # report printed the name it was given
+    r = cli("report", run, "--out", tmp_path / "r.html", "--png", tmp_path / "noext")
+    assert r.code == 0, r.stderr
+    assert r.stdout.splitlines()[0] == str(tmp_path / "noext")
+    assert (tmp_path / "noext").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (tmp_path / "noext.png").exists()
+    (tmp_path / "pics").mkdir()
+    line = _usage_line(cli("report", run, "--out", tmp_path / "r2.html", "--png", tmp_path / "pics"))
+    assert line.startswith(f"error: --png {tmp_path / 'pics'}: is a directory"), line
+    assert not (tmp_path / "pics.png").exists() and not (tmp_path / "r2.html").exists()
+
+
+@pytest.mark.parametrize(
+    "out, png, said",
+    [
+        ("r.png", "r1.html", "matplotlib cannot write '.html' files"),  # was a ValueError traceback, HTML written
+        ("same.png", "same.png", "the HTML report goes there too (--out)"),  # was the PNG over the HTML, exit 0
+    ],
+)
+def test_report_png_refusals_come_before_anything_is_written(cli, run: Path, tmp_path: Path, out, png, said) -> None:
+    line = _usage_line(cli("report", run, "--out", tmp_path / out, "--png", tmp_path / png))
+    assert line.startswith(f"error: --png {tmp_path / png}: {said}"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_report_png_help_names_the_extra(cli) -> None:
+    r = cli("report", "--help", env={**os.environ, "COLUMNS": "400"})
+    assert "pip install 'trainctl[report]'" in r.stdout, r.stdout
