@@ -84,3 +84,13 @@ def test_report_png_refusals_come_before_anything_is_written(cli, run: Path, tmp
 def test_report_png_help_names_the_extra(cli) -> None:
     r = cli("report", "--help", env={**os.environ, "COLUMNS": "400"})
     assert "pip install 'trainctl[report]'" in r.stdout, r.stdout
+
+
+def test_report_help_says_where_the_default_goes(cli, tmp_path: Path) -> None:
+    # the help said PATH/report.html for every PATH; a log's report goes next to it as NAME.report.html
+    helped = " ".join(cli("report", "--help", env={**os.environ, "COLUMNS": "400"}).stdout.split())
+    assert "PATH/report.html for a directory" in helped and "oom.log -> oom.report.html" in helped, helped
+    shutil.copy(FIXTURE / "logs" / "node01" / "rank-0.log", tmp_path / "oom.log")
+    r = cli("report", tmp_path / "oom.log")
+    assert r.code == 0 and r.stdout.strip() == str(tmp_path / "oom.report.html"), r
+    assert (tmp_path / "oom.report.html").exists()

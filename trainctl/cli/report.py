@@ -13,7 +13,12 @@ from trainctl.errors import InputError, UsageError
 
 def report(
     path: Path = typer.Argument(..., help="Run dir, collected dataset, Flight Recorder dump dir, or a log file."),
-    out_file: Path | None = typer.Option(None, "--out", help="HTML file to write (default PATH/report.html)."),
+    out_file: Path | None = typer.Option(
+        None,
+        "--out",
+        help="HTML file to write (default: PATH/report.html for a directory; for a file, PATH with its extension "
+        "replaced by .report.html: oom.log -> oom.report.html).",
+    ),
     png: Path | None = typer.Option(
         None,
         "--png",
