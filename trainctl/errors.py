@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "TrainctlError",
     "InputError",
+    "UsageError",
     "DatasetError",
     "SchemaMismatch",
     "InventoryError",
@@ -33,6 +34,11 @@ class TrainctlError(Exception):
 
 class InputError(TrainctlError):
     """A path or value given by the user is not what the command expects."""
+
+
+class UsageError(InputError):
+    """The command line asks for something that cannot work as given (an output path onto the command's
+    own input): one line like any trainctl error, but exit 2, the usage code, and before anything is written."""
 
 
 class DatasetError(TrainctlError):

@@ -50,3 +50,18 @@ def test_fleet_sim_then_diagnose(cli, tmp_path: Path) -> None:
 def test_fleet_sim_rejects_bad_spec(cli, tmp_path: Path) -> None:
     r = cli("fleet-sim", "--hosts", "4", "--fault", "thermal@node09", "--out", tmp_path / "x")
     assert r.code == 1 and "node09" in r.stderr and "node01..node04" in r.stderr
+
+
+def test_fleet_sim_refuses_a_directory_that_holds_data(cli, tmp_path: Path) -> None:
+    # 8 hosts, then 4 into the same folder: hosts 5-8 would stay and diagnose would blame them as silent
+    out = tmp_path / "fleet"
+    assert cli("fleet-sim", "--hosts", "8", "--gpus", "1", "--minutes", "1", "--out", out).code == 0
+    r = cli("fleet-sim", "--hosts", "4", "--gpus", "1", "--minutes", "1", "--out", out)
+    assert r.code == 2 and "Traceback" not in r.stderr, r
+    assert r.stderr.strip() == (
+        f"error: --out {out}: directory is not empty (an older dataset's hosts would mix with this one's); "
+        "pick a new or empty directory"
+    )
+    assert hosts_present(out) == [f"node0{i}" for i in range(1, 9)]  # the first simulation, untouched
+    (tmp_path / "empty").mkdir()  # an empty folder (mktemp -d) is fine
+    assert cli("fleet-sim", "--hosts", "2", "--gpus", "1", "--minutes", "1", "--out", tmp_path / "empty").code == 0

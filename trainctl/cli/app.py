@@ -14,7 +14,7 @@ import typer
 from trainctl import __version__
 from trainctl.cli.config_file import ENV_PREFIX, load_default_map
 from trainctl.cli.console import err, setup_logging, styled
-from trainctl.errors import TrainctlError
+from trainctl.errors import TrainctlError, UsageError
 from trainctl.exit_codes import ExitCode, help_text
 
 app = typer.Typer(
@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> None:
         # (trainctl.cli.config_file).
         default_map = load_default_map(typer.main.get_command(app))
         app(args=argv, prog_name="trainctl", default_map=default_map, auto_envvar_prefix=ENV_PREFIX)
+    except UsageError as e:
+        _fail(str(e), ExitCode.USAGE)
     except TrainctlError as e:
         _fail(str(e))
     except OSError as e:
@@ -93,12 +95,13 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"{where}{e.strerror or e}; check the path, its folder and its permissions (-vv: traceback)")
 
 
-def _fail(message: str) -> NoReturn:
-    """One error line on stderr (the traceback too with -vv) and exit 1; called inside the `except`."""
+def _fail(message: str, code: ExitCode = ExitCode.ERROR) -> NoReturn:
+    """One error line on stderr (the traceback too with -vv) and exit `code` (1 unless a usage error); called
+    inside the `except`."""
     if _state["verbose"] >= 2:
         err.print_exception()
     err.print(styled("error:", "bold red", f" {message}"), highlight=False, soft_wrap=True)
-    sys.exit(ExitCode.ERROR)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

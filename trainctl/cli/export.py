@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from trainctl.cli.console import err, out
+from trainctl.cli.outputs import refuse_onto_input
 from trainctl.errors import InputError
 
 
@@ -20,6 +21,7 @@ def export(
     from trainctl.ops.diagnose.diagnosis import load_signals
     from trainctl.ops.export.perfetto import trace_events, write_trace
 
+    refuse_onto_input("--perfetto", perfetto, path)
     with err.status("exporting ...", spinner="dots"):
         signals = load_signals(path)
         findings = run_analysis(signals).findings

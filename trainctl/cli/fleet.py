@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from trainctl.cli.console import err, out
+from trainctl.errors import UsageError
 from trainctl.simulation.fleet import (
     FAULT_KINDS,
     LABELS_FILE,
@@ -20,7 +21,9 @@ from trainctl.simulation.fleet import (
 
 
 def fleet_sim(
-    out_dir: Path = typer.Option(..., "--out", help="Dataset directory to write (<kind>/host=H/part-sim.parquet)."),
+    out_dir: Path = typer.Option(
+        ..., "--out", help="Dataset directory to write, new or empty (<kind>/host=H/part-sim.parquet)."
+    ),
     hosts: int = typer.Option(16, "--hosts", min=1, help="Number of hosts (named node01..nodeNN)."),
     gpus: int = typer.Option(8, "--gpus", min=1, help="GPUs per host."),
     minutes: float = typer.Option(10.0, "--minutes", min=0.1, help="Simulated duration in minutes (1 Hz samples)."),
@@ -37,6 +40,13 @@ def fleet_sim(
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same data)."),
 ) -> None:
     """Simulate a training fleet's GPU/host metrics with injected faults, for demos, tests and benchmarks."""
+    # diagnose reads every host folder it finds: an older simulation's hosts left in --out would be judged
+    # with this one's (silent, then unreachable or faulty). No merging: a new or empty directory only.
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        raise UsageError(
+            f"--out {out_dir}: directory is not empty (an older dataset's hosts would mix with this "
+            "one's); pick a new or empty directory"
+        )
     sc = FleetScenario(
         hosts=hosts,
         gpus=gpus,
