@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trainctl.findings import Category, Finding, FindingKind, Severity
 from trainctl.ops.playbook.actions import EvictAction
 from trainctl.ops.playbook.model import StepType
@@ -72,30 +74,24 @@ def test_diagnose_outputs_keep_below_gate_findings_apart() -> None:
     assert len(out["findings"]) == 2
 
 
-def test_an_eviction_of_a_host_named_only_below_the_gate_escalates() -> None:
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        "'${diagnose.findings.hosts}'",  # the step targets every host the findings name, the doubtful one too
+        "NODE04",  # the node04 only a doubtful finding names, whatever its case
+    ],
+)
+def test_an_eviction_of_a_host_named_only_below_the_gate_escalates(hosts: str) -> None:
     # a confident finding on node02, and a doubtful one on node04 that the step targets anyway
     book = parse_playbook(
         "name: t\ndescription: t\ntrigger: {kinds: [hung_collective]}\nsteps:\n"
         "  - id: diagnose\n    type: diagnose\n"
-        "  - id: evict\n    type: evict-node\n    with: {hosts: '${diagnose.findings.hosts}', reason: r}\n",
+        f"  - id: evict\n    type: evict-node\n    with: {{hosts: {hosts}, reason: r}}\n",
         "t.yaml",
     )
     plan = _by_step(plan_playbook(book, {"diagnose": [_hang(0.95, "node02"), _hang(0.5, "node04")]}, _ctx(book)))
     assert plan["evict"].decision is Decision.ESCALATE
     assert plan["evict"].reason.startswith("node04 is named only below the gate; 1 finding(s) below")
-
-
-def test_the_gate_matches_a_target_to_the_findings_whatever_its_case() -> None:
-    # NODE04 is the node04 only a doubtful finding names: escalated, not evicted
-    book = parse_playbook(
-        "name: t\ndescription: t\ntrigger: {kinds: [hung_collective]}\nsteps:\n"
-        "  - id: diagnose\n    type: diagnose\n"
-        "  - id: evict\n    type: evict-node\n    with: {hosts: NODE04, reason: r}\n",
-        "t.yaml",
-    )
-    plan = _by_step(plan_playbook(book, {"diagnose": [_hang(0.95, "node02"), _hang(0.5, "node04")]}, _ctx(book)))
-    assert plan["evict"].decision is Decision.ESCALATE
-    assert plan["evict"].reason.startswith("node04 is named only below the gate")
 
 
 def test_a_step_that_does_not_act_on_the_diagnosis_is_not_gated() -> None:
