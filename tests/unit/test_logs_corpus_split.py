@@ -140,6 +140,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext27.jsonl", "heldout27.sha256", 28, 51),
         ("corpus_ext28.jsonl", "heldout28.sha256", 26, 48),
         ("corpus_ext29.jsonl", "heldout29.sha256", 38, 65),
+        ("corpus_ext30.jsonl", "heldout30.sha256", 33, 64),
     ],
     ids=[
         "seventh",
@@ -163,6 +164,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "twenty-fifth",
         "twenty-sixth",
         "twenty-seventh",
+        "twenty-eighth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
