@@ -36,6 +36,14 @@ class CliResult:
     stdout: str
     stderr: str
 
+    def error_line(self, code: int = 1) -> str:
+        """The one line a refusal prints on stderr (exit `code`: 1 an error, 2 a usage error), with no traceback."""
+        assert self.code == code, self
+        assert "Traceback" not in self.stderr
+        lines = [line for line in self.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, self.stderr
+        return lines[0]
+
 
 def run_cli(*args: str, timeout: float = 300, env: dict | None = None, cwd: str | None = None) -> CliResult:
     """Run `trainctl ARGS` as a user would: a separate process, real stdout/stderr and exit code."""

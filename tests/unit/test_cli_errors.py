@@ -7,27 +7,19 @@ import os
 import pytest
 
 
-def _one_clean_line(res) -> str:
-    assert res.code == 1, res
-    assert "Traceback" not in res.stderr
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, res.stderr
-    return lines[0]
-
-
 def test_empty_dir(cli, tmp_path) -> None:
-    line = _one_clean_line(cli("diagnose", tmp_path))
+    line = cli("diagnose", tmp_path).error_line()
     assert line.startswith(f"error: {tmp_path}: directory is empty")
 
 
 def test_dir_that_is_not_a_run(cli, tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
-    line = _one_clean_line(cli("diagnose", tmp_path))
+    line = cli("diagnose", tmp_path).error_line()
     assert f"{tmp_path}: not a trainctl run dir" in line
 
 
 def test_missing_path(cli, tmp_path) -> None:
-    line = _one_clean_line(cli("diagnose", tmp_path / "nope"))
+    line = cli("diagnose", tmp_path / "nope").error_line()
     assert "no such file or directory" in line
 
 
@@ -57,7 +49,7 @@ def test_usage_error_exits_2(cli) -> None:
 def test_an_output_the_system_refuses_is_one_line_not_a_traceback(cli, tmp_path) -> None:
     (tmp_path / "train.log").write_text("step 1 loss 2.31\n")
     missing = tmp_path / "no-such-folder" / "report.html"
-    line = _one_clean_line(cli("report", tmp_path / "train.log", "--out", missing))
+    line = cli("report", tmp_path / "train.log", "--out", missing).error_line()
     assert line.startswith(f"error: {missing}: No such file or directory; check the path"), line
     assert not missing.parent.exists()
 

@@ -12,14 +12,6 @@ import pytest
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "oom_run"
 
 
-def _usage_line(res) -> str:
-    assert res.code == 2, res
-    assert "Traceback" not in res.stderr
-    lines = [l for l in res.stderr.splitlines() if l.strip()]
-    assert len(lines) == 1, res.stderr
-    return lines[0]
-
-
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURE, tmp_path / "run")
@@ -28,11 +20,11 @@ def run(tmp_path: Path) -> Path:
 
 def test_export_refuses_to_overwrite_the_run_it_reads(cli, run: Path, tmp_path: Path) -> None:
     before = (run / "run.json").read_bytes()
-    line = _usage_line(cli("export", run, "--perfetto", run / "run.json"))
+    line = cli("export", run, "--perfetto", run / "run.json").error_line(2)
     assert line.startswith(f"error: --perfetto {run / 'run.json'}: inside the input directory {run}"), line
     assert (run / "run.json").read_bytes() == before
     (tmp_path / "link").symlink_to(run)  # through a symlink, and a new file in it: still the input
-    _usage_line(cli("export", tmp_path / "link", "--perfetto", run / "trace.json"))
+    cli("export", tmp_path / "link", "--perfetto", run / "trace.json").error_line(2)
     assert not (run / "trace.json").exists()
     assert cli("export", run, "--perfetto", tmp_path / "trace.json").code == 0
 
@@ -41,16 +33,16 @@ def test_report_refuses_to_overwrite_the_log_it_reads(cli, tmp_path: Path) -> No
     victim = tmp_path / "victim.log"
     shutil.copy(FIXTURE / "logs" / "node01" / "rank-0.log", victim)
     before = victim.read_bytes()
-    line = _usage_line(cli("report", victim, "--out", victim))
+    line = cli("report", victim, "--out", victim).error_line(2)
     assert line.startswith(f"error: --out {victim}: that is the input file itself"), line
     (tmp_path / "hard.log").hardlink_to(victim)
-    _usage_line(cli("report", victim, "--out", tmp_path / "hard.log"))
+    cli("report", victim, "--out", tmp_path / "hard.log").error_line(2)
     assert victim.read_bytes() == before
 
 
 def test_report_writes_only_its_own_file_into_the_run(cli, run: Path, tmp_path: Path) -> None:
-    _usage_line(cli("report", run, "--out", run / "timeline" / "x.html"))
-    _usage_line(cli("report", run, "--png", run / "heat.png"))
+    cli("report", run, "--out", run / "timeline" / "x.html").error_line(2)
+    cli("report", run, "--png", run / "heat.png").error_line(2)
     assert not (run / "heat.png").exists() and not (run / "report.html").exists()
     assert cli("report", run, "--out", run / "report.html").code == 0  # the default, named: allowed
 
@@ -63,7 +55,7 @@ def test_report_png_is_written_where_it_says(cli, run: Path, tmp_path: Path) -> 
     assert r.stdout.splitlines()[0] == str(tmp_path / "noext")
     assert (tmp_path / "noext").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not (tmp_path / "noext.png").exists()
     (tmp_path / "pics").mkdir()
-    line = _usage_line(cli("report", run, "--out", tmp_path / "r2.html", "--png", tmp_path / "pics"))
+    line = cli("report", run, "--out", tmp_path / "r2.html", "--png", tmp_path / "pics").error_line(2)
     assert line.startswith(f"error: --png {tmp_path / 'pics'}: is a directory"), line
     assert not (tmp_path / "pics.png").exists() and not (tmp_path / "r2.html").exists()
 
@@ -76,7 +68,7 @@ def test_report_png_is_written_where_it_says(cli, run: Path, tmp_path: Path) -> 
     ],
 )
 def test_report_png_refusals_come_before_anything_is_written(cli, run: Path, tmp_path: Path, out, png, said) -> None:
-    line = _usage_line(cli("report", run, "--out", tmp_path / out, "--png", tmp_path / png))
+    line = cli("report", run, "--out", tmp_path / out, "--png", tmp_path / png).error_line(2)
     assert line.startswith(f"error: --png {tmp_path / png}: {said}"), line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
