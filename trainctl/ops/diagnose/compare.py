@@ -16,18 +16,23 @@ _RUNS = (InputKind.RUN_DIR, InputKind.DATASET)
 
 
 def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> RunComparison:
-    for p in (Path(a), Path(b)):
-        if (kind := detect_input(p)) not in _RUNS:
-            raise InputError(
-                f"{p}: {kind.value.replace('_', ' ')}, not a run; compare takes two runs (run dirs or collected "
-                f"datasets): `trainctl diagnose {p}` reads it on its own"
-            )
-    sa, sb = load_signals(Path(a)), load_signals(Path(b))
+    paths = (Path(a), Path(b))
+    kinds = [_run_kind(p) for p in paths]  # both checked before either is read
+    sa, sb = (load_signals(p, k) for p, k in zip(paths, kinds, strict=True))
     analysis_b = run_analysis(sb)
     return compare_runs(
         sa, run_analysis(sa).findings, sb, analysis_b.findings, a_name=str(a), b_name=str(b),
         b_not_judged=_not_judged(analysis_b),
     )  # fmt: skip
+
+
+def _run_kind(p: Path) -> InputKind:
+    if (kind := detect_input(p)) not in _RUNS:
+        raise InputError(
+            f"{p}: {kind.value.replace('_', ' ')}, not a run; compare takes two runs (run dirs or collected "
+            f"datasets): `trainctl diagnose {p}` reads it on its own"
+        )
+    return kind
 
 
 def _not_judged(analysis: Analysis) -> frozenset[FindingKind]:
