@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from trainctl import dataset
-from trainctl.analyzers import run_analysis
+from trainctl.analyzers import Analysis, run_analysis
 from trainctl.errors import DatasetError, InputError, TrainctlError
 from trainctl.findings import Report
 from trainctl.ops.diagnose import hang_inputs, logs_input, nccl_inputs, run_events
@@ -194,17 +194,17 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     try:
         signals = load_signals(p, kind)
         kept = None
+        kept_rows = timed_rows = 0
         if window:
             whole = dict(signals.tables)
             signals = Signals(signals.run, apply_window(whole, window), signals.origin)
             kept_rows, timed_rows = timed_rows_kept(whole, signals.tables)
             kept = window_note(kept_rows, timed_rows, window)
-            if timed_rows and not kept_rows:
-                # None of the run's records lies in the window: what is left is rows without a time, which cannot
-                # be placed in it either; read alone they make other verdicts than the run's (an exit without
-                # the error file that explains it), so nothing is analysed and the note says why.
-                signals = Signals(signals.run, {}, signals.origin)
-        analysis = run_analysis(signals)
+        # None of the run's records lies in the window: what is left is rows without a time, which cannot be
+        # placed in it either; read alone they make other verdicts than the run's (an exit without the error file
+        # that explains it), so nothing is analysed and the window's note says why.
+        missed = timed_rows > 0 and kept_rows == 0  # both 0 without a window
+        analysis = Analysis(()) if missed else run_analysis(signals)
         summary = _throughput(p, signals)  # inside: a rank report it cannot read is said and listed too
     finally:
         root.removeHandler(recorder)
