@@ -19,7 +19,8 @@ Why this shape:
   step so the numbers still read as ms): a rank that packs more tokens is not slow for it.
 - Medians over a window ignore single slow steps (GC pause, checkpoint), and a finding needs
   `min_windows` slow windows that cover at least `persistence` of its step range: short blips are
-  not stragglers.
+  not stragglers. A slowdown of seconds, not the whole run, must also cost a tenth of a step
+  (`brief_min_step_share`): a healthy rank on shared cores loses a few percent of a step for seconds.
 - In synchronous training every healthy rank *waits* for the straggler, so their `communication` /
   `wait` time grows by what the straggler's work phases grew. The culprit is the rank whose own
   work (data, forward, backward, compute, optimizer) is long. A communication straggler is only
@@ -667,6 +668,9 @@ def find_stragglers(
     min_windows: int = 3,
     persistence: float = 0.75,
     min_step_share: float = 0.02,
+    brief_min_step_share: float = 0.10,
+    sustained_s: float = 60.0,
+    whole_run_share: float = 0.75,
     critical_step_share: float = 0.10,
     comm_min_step_share: float = 0.05,
     comm_confidence_cap: float = 0.6,
@@ -690,7 +694,21 @@ def find_stragglers(
         persistence: fraction of the windows between an episode's first and last slow window that
             must be slow (0.75: one healthy window in four is tolerated).
         min_step_share: the rank's extra time in a phase must be at least this share of a
-            typical step (0.02 = 2%); a 0.1 ms phase that is 1.5x slower costs nothing.
+            typical step (0.02 = 2%); a 0.1 ms phase that is 1.5x slower costs nothing. This
+            floor holds for a sustained slowdown (see `sustained_s`); a brief one needs
+            `brief_min_step_share`.
+        brief_min_step_share: the floor for a slowdown that lasts under `sustained_s` and covers
+            less than `whole_run_share` of the run (0.10 = 10% of a step, GREYHOUND's slow
+            iteration; research/seeds.md). Seconds of a rank 1.3x slower in one small phase, 3% of
+            a step, is what scheduling gives a healthy rank on shared cores: 2 of 16 clean 4-rank
+            reference runs on 2 idle cores named one so (forward, steps 0-23 and 8-31), and CI's
+            full suite another (optimizer, steps 56-79); BENCHMARKS.md, "Brief stragglers".
+        sustained_s: wall seconds (steps x the typical step) from which a slowdown is sustained.
+            Production detectors wait longer before naming a slow machine (Mycroft 15 s, ByteRobust
+            5 rounds of 10 s, Aegis 10 min; research/seeds.md); 60 s, and on a long run any episode
+            of `min_windows` windows of up to 50 steps is past it.
+        whole_run_share: an episode spanning this share of the run's steps is sustained too: a
+            short run slow from end to end is as persistent as it can show (a drill, the demo).
         critical_step_share: a critical finding needs both the factor and this much extra time per
             typical step (0.10 = 10%). A small phase doubles easily: an optimizer phase of 2.4 ms
             took 5.0 ms on a host that lost its share of 2 busy cores for a few windows (2.06x, but
@@ -764,13 +782,19 @@ def find_stragglers(
     step_ms = _typical_step_ms(w, group_key, order)
     typical_ms = {e: float(np.median([step_ms.get(x, 0.0) for x in e.wins])) for e in episodes}
 
-    def effect_at_least(e: _Episode, share: float) -> bool:
-        return e.rank_ms - e.peer_ms >= share * typical_ms[e]
+    run_steps = plan.max_step - plan.min_step + 1
 
-    work = [e for e in episodes if e.phase in WORK_PHASES and effect_at_least(e, min_step_share)]
-    comm = [
-        e for e in episodes if e.phase in COMM_PHASES and effect_at_least(e, max(min_step_share, comm_min_step_share))
-    ]
+    def sustained(e: _Episode) -> bool:
+        steps = e.last_step - e.first_step + 1
+        return steps * typical_ms[e] / 1e3 >= sustained_s or steps >= whole_run_share * run_steps
+
+    def floor_ms(e: _Episode, share: float) -> float:
+        """The least extra time per step that names `e`: `share` of a typical step, more if brief."""
+        return (share if sustained(e) else max(share, brief_min_step_share)) * typical_ms[e]
+
+    comm_share = max(min_step_share, comm_min_step_share)
+    work = [e for e in episodes if e.phase in WORK_PHASES and e.rank_ms - e.peer_ms >= floor_ms(e, min_step_share)]
+    comm = [e for e in episodes if e.phase in COMM_PHASES and e.rank_ms - e.peer_ms >= floor_ms(e, comm_share)]
 
     by_rank: dict[int, list[_Episode]] = {}
     for e in work:
@@ -790,7 +814,7 @@ def find_stragglers(
     ]
     paired_ms = _paired_excess_ms(timeline, unexplained, plan)
     for e in unexplained:
-        if paired_ms[e] >= max(min_step_share, comm_min_step_share) * typical_ms[e]:
+        if paired_ms[e] >= floor_ms(e, comm_share):
             comm_suspects.setdefault(e.rank, []).append(e)
 
     hosts = dict(rank_to_host or {})

@@ -621,6 +621,30 @@ def test_a_job_wide_stall_in_a_recorded_clean_run_is_not_a_communication_straggl
     assert find_stragglers(t) == []
 
 
+def test_a_brief_small_slowdown_in_a_recorded_clean_run_is_not_a_straggler() -> None:
+    # A real clean run (tests/fixtures/timelines/README.md): rank 1's forward is 1.31x its peers' for
+    # 24 of 80 steps, about 1 s and 3% of a step; with one floor for brief and sustained slowdowns
+    # it was named.
+    t = pq.read_table(FIXTURES / "timelines" / "clean_ref_brief_forward.parquet")
+    assert [f.ranks for f in find_stragglers(t, brief_min_step_share=0.02)] == [(1,)]
+    assert find_stragglers(t) == []
+
+
+@pytest.mark.parametrize(
+    ("steps", "slow_steps", "factor", "named"),
+    [
+        (200, (140, 200), 1.6, False),  # 60 steps (7 s), 4 ms more optimizer: 4% of a 122 ms step
+        (200, (0, 200), 1.6, True),  # the same from end to end of the run: as sustained as it can show
+        (1000, (400, 1000), 1.6, True),  # 600 steps, 73 s: past `sustained_s`
+        (200, (140, 200), 3.0, True),  # brief, but 16 ms more: 13% of a step
+    ],
+)
+def test_a_brief_slowdown_needs_a_tenth_of_a_step(steps: int, slow_steps: tuple[int, int], factor: float, named: bool):
+    t = make_timeline(ranks=4, steps=steps, slow_rank=2, factor=factor, phase="optimizer", slow_steps=slow_steps)
+    fs = find_stragglers(t)
+    assert [(f.ranks, f.evidence["phase"]) for f in fs] == ([((2,), "optimizer")] if named else []), fs
+
+
 def test_a_communication_straggler_reports_its_paired_per_step_excess(tmp_path) -> None:
     # 600 steps: windows of 50, every 4th step sampled; the paired check reads the same steps.
     t = make_timeline(ranks=8, steps=600, jitter=0.1, comm_extra_ms={2: 13.5})
