@@ -759,6 +759,39 @@ LAUNCHERS: tuple[Signature, ...] = (
         "DDP's start-up check found ranks with different parameter counts (a different model, or a rank that lagged).",
     ),
     sig(
+        "deepspeed_zero_rank_disagreement",
+        # deepspeed/runtime/zero/utils.py assert_lst_len_same_as_other_ranks / assert_ints_same_as_other_ranks
+        # (master, 1a11c18): RuntimeError(f"disagreement between rank0 and rank{r}: rank0: {a}, rank{r}: {b}");
+        # before, f"Detected a disagreement on list length between rank0 and rank{r}: \n rank0: {a} \n rank{r}:
+        # {b}" (the line quoted in LlamaFactory#10224's traceback). ZeRO-3 broadcasts rank 0's count of the
+        # submodules it traced and each rank compares its own: ranks took different code paths (MoE routing,
+        # data-dependent branches), so their parameter gathers no longer match. Rank 0 is the reference, not
+        # the fault: nobody is blamed.
+        r"(?:Detected a )?disagreement (?:on list length )?between rank0 and rank(?P<rank_b>\d+)",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["disagreement between rank0", "disagreement on list length"],
+        "DeepSpeed ZeRO: ranks disagree with rank 0 on the submodules traced or ids gathered; their collectives "
+        "would not match.",
+    ),
+    sig(
+        "fairseq_all_gather_out_of_sync",
+        # fairseq/distributed/utils.py all_gather_list (and distributed_utils.py before 0.10; ParlAI's copy):
+        # on pickle.UnpicklingError, Exception("Unable to unpickle data from other workers. all_gather_list
+        # requires all workers to enter the function together, so this error usually indicates that the workers
+        # have fallen out of sync somehow. ..."). The receiving rank noticed; which one left the lock-step, the
+        # line does not say.
+        r"Unable to unpickle data from other workers\. all_gather_list requires all workers to enter",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Unable to unpickle data from other workers"],
+        "fairseq/ParlAI: ranks entered all_gather_list out of step (one ran out of data or memory).",
+    ),
+    sig(
         "mmdet_loss_keys_differ",
         # open-mmlab mmdetection mmdet/models/detectors/base.py BaseDetector._parse_losses (mmdet 2.x; mmdet3d,
         # mmrotate and their forks copy it): the loss dict's length is all-reduced and asserted equal on every rank,
