@@ -284,15 +284,34 @@ STORE: tuple[Signature, ...] = (
     sig(
         "c10d_socket_wait_timeout",
         # torch/csrc/distributed/c10d/socket.cpp SocketImpl::waitForInput (2.2+): C10D_WARNING("waitForInput: socket
-        # {} timed out after {}ms", ...): a c10d store client waited that long for the store's answer (a store that
-        # died or hung, or a peer that never set the key); the store's address is no culprit (often localhost).
-        r"waitForInput: socket (?P<socket>SocketImpl\([^)]{0,200}\)) timed out after (?P<timeout_ms>\d+)ms",
+        # {} timed out after {}ms", ...) and, each time its poll() ends empty, C10D_WARNING("waitForInput: poll for
+        # socket {} returned 0, likely a timeout", *this): a c10d store client waited that long for the store's
+        # answer (a store that died or hung, or a peer that never set the key); the store's address is no culprit
+        # (often localhost). The socket prints as `SocketImpl(fd=.., addr=.., remote=..)`, bare `addr=.., remote=..`
+        # in some builds, or nothing.
+        r"waitForInput: (?:poll for )?socket ?(?P<socket>SocketImpl\([^)]{0,200}\)|addr=\S{0,200}(?:, remote=\S{0,200})?)? ?"
+        r"(?:timed out after (?P<timeout_ms>\d+)ms|returned 0, likely a timeout)",
         K.RENDEZVOUS_ERROR,
         None,
         S.WARNING,
         Blame.NONE,
-        ["waitforinput: socket"],
+        ["waitforinput: socket", "waitforinput: poll for socket"],
         "A c10d store client timed out waiting for the store's reply.",
+    ),
+    sig(
+        "xla_mesh_config_failed",
+        # pytorch/xla third_party/xla_client/mesh_service.cc MeshClient::GetConfig (torch_xla 1.x, XRT):
+        # XLA_ERROR() << "Failed to retrieve mesh configuration: " << status: a TPU worker could not get the
+        # replication mesh from the mesh master (xla_dist's / xmp.spawn's rendezvous), so it never joined. The
+        # gRPC status (`Connection reset by peer (14)`, `ordinal (13)`) says why; the worker that printed it is
+        # only the one left out. (Istio prints `failed to retrieve mesh configuration.`, lower case, with a period.)
+        r"Failed to retrieve mesh configuration: (?P<status>[^\n]{0,200})",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Failed to retrieve mesh configuration"],
+        "torch_xla: a TPU worker could not fetch the mesh configuration from the mesh master (rendezvous).",
     ),
     sig(
         "elastic_keepalive_failed",
