@@ -49,6 +49,7 @@ import paramiko
 
 from trainctl.collectors import ssh_config_shape
 from trainctl.errors import CollectError, HostKeyError, HostUnreachable
+from trainctl.inventory import HostAddress
 
 __all__ = [
     "MAX_WORKERS",
@@ -722,10 +723,9 @@ class SshClient:
         cached = self._targets.get(alias)
         if cached is not None:
             return cached
-        user, _, host = alias.rpartition("@") if "@" in alias else ("", "", alias)
-        port = None
-        if host.count(":") == 1:
-            host, port = host.split(":")
+        # user@host:port, [v6]:port: split as inventories and the ledger split them (one parser)
+        addr = HostAddress.split(alias)
+        host, port, user = addr.host, addr.port, addr.user or ""
         g = self._resolve_G(host, port, user or None) if self.use_ssh_G else None
         if g is not None:
             t = _target_from_G(alias, g)

@@ -17,7 +17,17 @@ import hostlist
 
 from trainctl.errors import InventoryError
 
-__all__ = ["HostSpec", "parse_hosts", "expand_nodelist", "check_host", "host_key", "MAX_HOSTS"]
+__all__ = [
+    "HostSpec",
+    "HostAddress",
+    "parse_hosts",
+    "expand_nodelist",
+    "expand_host_terms",
+    "split_top_level",
+    "check_host",
+    "host_key",
+    "MAX_HOSTS",
+]
 
 # RFC 1123 host names (letters, digits, dashes; labels of at most 63) plus `_`, which real
 # inventories and ssh config aliases use. `..`, `;`, spaces and leading dashes never pass.
@@ -34,17 +44,104 @@ class HostSpec:
     slots: int | None = None
 
 
+# `[host]` or `[host]:port`: how OpenSSH (known_hosts, scp) and URLs write an IPv6 address with a
+# port, since the address's own colons leave `host:port` ambiguous.
+_BRACKETED = re.compile(r"\[([^\[\]]*)\](?::([^:]*))?")
+
+
+@dataclass(frozen=True)
+class HostAddress:
+    """One host spec split into its parts: `[user@]host[:port]`, an IPv6 address bare
+    (`2001:db8::1`) or in brackets (`[2001:db8::1]`, `[2001:db8::1]:22`).
+
+    The one parser of host specs: inventories, the quarantine ledger, eviction targets and the SSH
+    client all split a spec here, so a host keys the same however it is spelled. A bare IPv6
+    address has several colons, so only a spec with exactly one colon is `host:port`; a port on an
+    IPv6 address needs the brackets (`2001:db8::1:22` is the address 2001:db8::1:22)."""
+
+    host: str  # as written, without brackets: node07, NODE07, 2001:DB8::1
+    port: str | None = None  # the text after the colon, unchecked (check_host checks it)
+    user: str | None = None  # the part before the last `@` (OpenSSH splits there too)
+    bracketed: bool = False
+
+    @classmethod
+    def split(cls, spec: str) -> HostAddress:
+        """Never raises (a key must exist for any name a ledger, a finding or a run holds): what
+        does not parse is one host named as written."""
+        user, at, rest = spec.rpartition("@")
+        m = _BRACKETED.fullmatch(rest)
+        if m:
+            return cls(m.group(1), m.group(2), user if at else None, bracketed=True)
+        if rest.count(":") == 1:
+            host, port = rest.split(":")
+            return cls(host, port, user if at else None)
+        return cls(rest, None, user if at else None)
+
+    @property
+    def ip(self) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+        """The host as an IP address, None for a name. Leading zeros (`127.000.000.001`) are no
+        address since Python 3.9.5 (they read as octal elsewhere), so such a host is a name."""
+        try:
+            return ipaddress.ip_address(self.host)
+        except ValueError:
+            return None
+
+    @property
+    def key(self) -> str:
+        """The machine: user and port dropped (they say how to log in, not which host), a name
+        lower-cased (DNS names are case-insensitive, RFC 4343), an address in its one canonical
+        form (RFC 5952: 2001:DB8:0:0::1 is 2001:db8::1; ::ffff:10.0.0.1 is 10.0.0.1)."""
+        ip = self.ip
+        if ip is None:
+            return self.host.lower()
+        mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+        return str(mapped or ip)
+
+
 def host_key(name: str) -> str:
-    """The name two spellings of one host share: DNS names are case-insensitive (RFC 4343), so
-    `NODE07` and `node07` are one machine. Compare and key hosts by this; show the name as written."""
-    return name.lower()
+    """The name every spelling of one host shares (HostAddress.key): `NODE07`, `node07:2222` and
+    `user@node07` are node07; `[2001:DB8::1]:22` and `2001:db8:0:0::1` are 2001:db8::1. Compare and
+    key hosts by this; show the name as written."""
+    return HostAddress.split(name).key
+
+
+def split_top_level(expr: str) -> list[str]:
+    """Split on the commas outside [...] (a hostlist's ranges hold commas)."""
+    pieces, depth, cur = [], 0, []
+    for ch in expr:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            pieces.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    pieces.append("".join(cur))
+    return pieces
+
+
+def _is_bracketed_ip(piece: str) -> bool:
+    addr = HostAddress.split(piece)
+    return addr.bracketed and addr.ip is not None
+
+
+def expand_host_terms(expr: str) -> list[str]:
+    """python-hostlist's expansion (duplicates kept), except that a bracketed IP address
+    (`[2001:db8::1]:22`) is one host, not a range; raises hostlist.BadHostlist."""
+    pieces = split_top_level(expr)
+    if not any(_is_bracketed_ip(p) for p in pieces):
+        return hostlist.expand_hostlist(expr, allow_duplicates=True)
+    names: list[str] = []
+    for p in pieces:
+        names.extend([p] if _is_bracketed_ip(p) else hostlist.expand_hostlist(p, allow_duplicates=True))
+    return names
 
 
 def expand_nodelist(expr: str) -> list[str]:
     """Expand a Slurm hostlist: `node[01-03,7]` -> node01 node02 node03 node7 (python-hostlist, the
     same rules as Slurm: zero padding from the range's bounds, several bracket groups as a product)."""
     try:
-        names = hostlist.expand_hostlist(expr, allow_duplicates=True)  # duplicates are refused below, by name
+        names = expand_host_terms(expr)  # duplicates are refused below, by host_key
     except hostlist.BadHostlist as exc:
         why = str(exc)
         hint = "write it low-high" if "start > stop" in why else "Slurm ranges look like node[01-16,20]"
@@ -59,18 +156,32 @@ def expand_nodelist(expr: str) -> list[str]:
 
 
 def check_host(name: str, *, where: str = "--hosts") -> str:
-    """`name` or `name:port` with an RFC 1123 host name or an IP address and a port in 1..65535."""
-    host, port = name, None
-    if name.count(":") == 1:  # one colon: host:port (an IPv6 address has several)
-        host, port = name.split(":")
-    if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
+    """`name` if it is a host trainctl can reach: an RFC 1123 host name or an IP address, with an
+    optional port in 1..65535 (`node01:2222`; `[2001:db8::1]:2222` for IPv6). No `user@`: the
+    login user comes from the ssh config, the one place the SSH client and `ssh` itself agree on."""
+    addr = HostAddress.split(name)
+    if addr.user is not None:
+        raise InventoryError(
+            f"{where}: {name!r} names a login user; write the host alone ({addr.host}) and set "
+            f"`User {addr.user}` for it in the ssh config (--ssh-config)"
+        )
+    port = addr.port
+    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
         raise InventoryError(f"{where}: {name!r} has port {port!r}; a port is a number in 1..65535 (node01:2222)")
-    try:
-        ipaddress.ip_address(host)
+    if addr.bracketed:
+        if addr.ip is None:
+            raise InventoryError(
+                f"{where}: {name!r}: brackets hold an IP address ([2001:db8::1]:2222); write a host name without them"
+            )
         return name
-    except ValueError:
-        pass
-    if len(host) > 253 or not _HOST_RE.match(host):
+    if addr.ip is not None:
+        return name
+    if ":" in addr.host:  # several colons are an IPv6 address or nothing
+        raise InventoryError(
+            f"{where}: {name!r} is neither host:port nor an IPv6 address; an IPv6 address with a port is "
+            "written in brackets ([2001:db8::1]:2222)"
+        )
+    if len(addr.host) > 253 or not _HOST_RE.match(addr.host):
         raise InventoryError(
             f"{where}: {name!r} is not a host name (letters, digits and dashes in dot-separated labels, e.g. node01)"
         )
@@ -137,9 +248,13 @@ def parse_hosts(spec: str, *, env: Mapping[str, str] | None = None) -> list[Host
         hosts = _parse_hostfile(Path(spec))
     else:
         hosts = [HostSpec(n) for n in _expand_terms(spec, where="--hosts")]
-    seen: set[str] = set()
+    # By host_key: node07, NODE07 and node07:2222 are one machine, which would get two agents.
+    seen: dict[str, str] = {}
     for h in hosts:
-        if h.name in seen:
-            raise InventoryError(f"host {h.name!r} is listed twice in {spec!r}; list each host once")
-        seen.add(h.name)
+        key = host_key(h.name)
+        if key in seen:
+            first = seen[key]
+            also = "" if first == h.name else f" (also as {first!r}: a port or the case does not make another host)"
+            raise InventoryError(f"host {h.name!r} is listed twice in {spec!r}{also}; list each host once")
+        seen[key] = h.name
     return hosts

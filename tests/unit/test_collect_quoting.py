@@ -95,3 +95,16 @@ def test_ssh_config_is_honoured(tmp_path: Path) -> None:
     assert "ssh-keyscan -p 2222 127.0.0.9 >> /tmp/kh1" == t.keyscan_hint()
     other = SshClient(ssh_config=cfg, use_agent=False).target("bob@plain:2200")
     assert (other.hostname, other.port, other.user, other.proxy_jump) == ("plain", 2200, "bob", None)
+
+
+@pytest.mark.parametrize("use_ssh_G", [True, False])
+def test_an_ipv6_host_with_a_port_is_split_as_the_inventory_splits_it(tmp_path: Path, use_ssh_G: bool) -> None:
+    # `--hosts [2001:db8::1]:2222` passes the inventory; the client must dial that address and port
+    cfg = tmp_path / "config"
+    cfg.write_text("Host *\n  User alice\n")
+    client = SshClient(ssh_config=cfg, use_agent=False, use_ssh_G=use_ssh_G)
+    t = client.target("[2001:db8::1]:2222")
+    assert (t.alias, t.hostname, t.port, t.user) == ("[2001:db8::1]:2222", "2001:db8::1", 2222, "alice")
+    assert t.known_hosts_name == "[2001:db8::1]:2222"
+    bare = client.target("bob@2001:db8::2")
+    assert (bare.hostname, bare.port, bare.user) == ("2001:db8::2", 22, "bob")

@@ -80,3 +80,34 @@ def test_without_a_run_only_single_hosts() -> None:
         resolve_targets(["node01,node02"], members=None)
     with pytest.raises(TargetError, match="no host to evict"):
         resolve_targets([], members=RUN)
+
+
+def test_a_target_with_the_runs_ssh_port_is_the_host() -> None:
+    # launch --hosts node07:2222: the supervisor and SREs name the host as the run does; the ledger
+    # and the scheduler get the machine (scontrol has no ports), spelled as the run spells it
+    run = frozenset({"node01:2222", "Node07:2222", "[2001:db8::9]:22"})
+    assert check_host_name("node07:2222") == "node07:2222"
+    assert resolve_targets(["node07:2222"], members=run) == ("Node07",)
+    assert resolve_targets(["NODE07", "node07:22"], members=run) == ("Node07",)
+    assert resolve_targets(["2001:DB8:0::9"], members=run) == ("2001:db8::9",)
+    assert resolve_targets(["node01:2222,[2001:db8::9]:22"], members=run) == ("node01", "2001:db8::9")
+    assert resolve_targets(["[2001:db8::9]:22"], members=None) == ("2001:db8::9",)
+    assert resolve_targets(["node09:2222"], members=None) == ("node09",)
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("ALL:22", "'ALL' is not a host: a scheduler reads it as every node"),  # the host part is checked too
+        ("-l:22", "starts with '-'"),
+        ("node_01:22", "'node_01' is not an RFC 1123 host name"),
+        ("node07:0", "host 'node07:0' has port '0'; a port is a number in 1..65535"),
+        ("node07:x", "host 'node07:x' has port 'x'"),
+        ("[node07]:22", "is not a valid Slurm hostlist"),  # brackets around a name are a range
+        ("root@node07", "host 'root@node07' names a login user; name the host to evict, e.g. node07"),
+    ],
+)
+def test_refused_targets_with_a_port_say_why(value: str, why: str) -> None:
+    with pytest.raises(TargetError) as ei:
+        expand_targets(value)
+    assert why in str(ei.value)

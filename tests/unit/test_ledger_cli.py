@@ -274,3 +274,27 @@ def test_finding_must_be_about_the_host_and_a_report_gives_the_one_that_is(cli, 
         (line,) = [x for x in r.stderr.splitlines() if x.startswith("error:")]
         assert line.startswith(message) and "pass the finding about node05" in line, line
     assert list(_ledger(tmp_path)["hosts"]) == ["node07"]
+
+
+def test_launch_refuses_a_quarantined_host_named_with_its_ssh_port(cli, env, tmp_path) -> None:
+    # `launch --hosts node07:2222` is node07: refused before any SSH, with the name to restore
+    assert cli("evict-node", "node07", "--reason", "xid 79", env=env).code == 0
+    for hosts in ("node01,node07:2222", "node01,NODE07:22"):
+        line = cli(
+            "launch", "--hosts", hosts, "--nproc-per-node", "1", "--run-dir", tmp_path / "r", env=env
+        ).error_line()
+        assert line == (
+            f"error: quarantined host(s) in the host list ({hosts.split(',')[1]}: xid 79); drop them, restore with "
+            "`trainctl nodes restore node07`, or pass --allow-quarantined"
+        )
+    # quarantining with a port quarantines the host: `nodes list` and the drain name the machine
+    r = cli("evict-node", "[2001:DB8::7]:2222", "--reason", "ecc", "--scheduler", "slurm", "--json", env=env)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["hosts"] == ["2001:DB8::7"]
+    assert recorded(tmp_path / "argv.jsonl")[-1][:3] == ["scontrol", "update", "NodeName=2001:DB8::7"]
+    hosts = json.loads(cli("nodes", "list", "--json", env=env).stdout)["hosts"]
+    assert [h["host"] for h in hosts] == ["2001:DB8::7", "node07"]
+    line = cli(
+        "launch", "--hosts", "2001:db8:0::7", "--nproc-per-node", "1", "--run-dir", tmp_path / "r", env=env
+    ).error_line()
+    assert "(2001:db8:0::7: ecc); drop them, restore with `trainctl nodes restore 2001:DB8::7`" in line

@@ -177,3 +177,51 @@ def test_a_ledger_holding_one_host_in_two_cases_reads_as_one_entry(tmp_path) -> 
     assert (e.host, e.reason, e.since_ts_ns, e.updated_ts_ns, e.evictions) == ("NODE02", "b", 1, 2, 2)
     led.evict("node05", reason="c")  # the next write collapses them
     assert list(json.loads((tmp_path / "quarantine.json").read_text())["hosts"]) == ["node02", "node05"]
+
+
+@pytest.mark.parametrize("spelling", ["node07", "NODE07", "node07:2222", "Node07:22", "root@node07"])
+def test_launch_refuses_a_quarantined_host_however_it_is_spelled(tmp_path, spelling) -> None:
+    # the run's spelling in the message, the ledger's in the fix (what `nodes list` shows)
+    from trainctl.errors import LaunchError
+    from trainctl.ops.evict.quarantine import refuse_quarantined
+
+    Ledger(tmp_path).evict("node07", reason="xid 79")
+    with pytest.raises(LaunchError) as ei:
+        refuse_quarantined(["node01", spelling], home=tmp_path)
+    assert str(ei.value) == (
+        f"quarantined host(s) in the host list ({spelling}: xid 79); drop them, restore with "
+        "`trainctl nodes restore node07`, or pass --allow-quarantined"
+    )
+
+
+def test_quarantining_a_host_with_its_ssh_port_quarantines_the_host(tmp_path) -> None:
+    # the port says where sshd listens; the machine is what is broken, on every port and spelling
+    from trainctl.errors import LaunchError
+    from trainctl.ops.evict.quarantine import refuse_quarantined
+
+    led = Ledger(tmp_path)
+    e = led.evict("node07:2222", reason="ecc")
+    assert e.host == "node07" and led.quarantined_hosts() == {"node07"}
+    assert list(json.loads((tmp_path / "quarantine.json").read_text())["hosts"]) == ["node07"]
+    for other in ("node07", "NODE07:22", "node07:2200"):
+        with pytest.raises(LaunchError, match=rf"^quarantined host\(s\) in the host list \({other}: ecc\)"):
+            refuse_quarantined([other], home=tmp_path)
+    assert led.evict("NODE07", reason="still").evictions == 2
+    assert led.audit()[0].host == "node07:2222"  # the trail keeps each action's spelling as given
+    assert led.rebuild_from_audit()["node07"].host == "node07"
+    assert led.restore("node07:22").reason == "still" and led.entries() == {}
+
+
+def test_ipv6_addresses_are_one_entry_in_any_spelling(tmp_path) -> None:
+    from trainctl.errors import LaunchError
+    from trainctl.ops.evict.quarantine import refuse_quarantined
+
+    led = Ledger(tmp_path)
+    led.evict("2001:DB8:0:0::1", reason="nvlink")
+    assert list(json.loads((tmp_path / "quarantine.json").read_text())["hosts"]) == ["2001:db8::1"]
+    for spelling in ("2001:db8::1", "[2001:db8::1]", "[2001:0DB8::0001]:22"):
+        assert led.entry(spelling) is not None
+        with pytest.raises(LaunchError, match=r"restore with `trainctl nodes restore 2001:DB8:0:0::1`"):
+            refuse_quarantined([spelling], home=tmp_path)
+    refuse_quarantined(["2001:db8::1:22", "[2001:db8::2]:22"], home=tmp_path)  # other addresses
+    assert led.evict("[2001:db8::1]:2222", reason="again").evictions == 2

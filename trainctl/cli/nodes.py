@@ -13,7 +13,7 @@ from rich.table import Table
 from trainctl.cli.console import err, out
 from trainctl.errors import InputError
 from trainctl.exit_codes import ExitCode
-from trainctl.inventory import host_key
+from trainctl.inventory import HostAddress, host_key
 from trainctl.ops.evict.launched_run import LiveRelaunch, run_members
 from trainctl.ops.evict.operation import EvictRequest, load_finding
 from trainctl.ops.evict.operation import evict_node as run_eviction
@@ -41,8 +41,9 @@ def _split(spares: str | None) -> tuple[str, ...] | None:
 def evict_node(
     host: str = typer.Argument(
         ...,
-        help="The host to quarantine, as the scheduler names it (RFC 1123 name or IP); with --run RUN_DIR also "
-        "a Slurm hostlist of the run's hosts, e.g. node[02-03]. ALL, selectors, options and globs are refused.",
+        help="The host to quarantine, as the scheduler names it (RFC 1123 name or IP; a run's node02:2222 is the "
+        "host node02); with --run RUN_DIR also a Slurm hostlist of the run's hosts, e.g. node[02-03]. ALL, "
+        "selectors, options and globs are refused.",
     ),
     reason: str = typer.Option(..., "--reason", help="Why (audit trail; also the Slurm drain reason)."),
     run: str | None = typer.Option(None, "--run", help="Run dir (or run id) this eviction belongs to."),
@@ -170,9 +171,10 @@ def restore_node(
     if host_key(host) not in entries:
         known = ", ".join(sorted(e.host for e in entries.values())) or "none"
         raise InputError(f"host {host!r} is not quarantined (quarantined: {known}); see `trainctl nodes list`")
-    # Any spelling finds the entry (host names are case-insensitive); the scheduler and the ledger get
-    # the name the host was quarantined (and drained) under.
-    host = entries[host_key(host)].host
+    # Any spelling finds the entry (host_key: NODE02, node02:2222); the scheduler and the ledger get
+    # the name the host was quarantined (and drained) under, less a port that a ledger written
+    # before entries dropped it may hold (node07:2222 -> node07: scontrol has no ports).
+    host = HostAddress.split(entries[host_key(host)].host).host
     if scheduler is not SchedulerKind.NONE:
         check_host_name(host)  # the name reaches scontrol/kubectl: one host, never an option or ALL
     commands = resume_commands(scheduler, host)

@@ -13,10 +13,14 @@ write-ahead log: a crash between the two leaves an audit record that `rebuild_fr
 never a state change without a record. Readers take a shared lock so they never see a half-done
 change.
 
-Host names are matched case-insensitively (trainctl.inventory.host_key: DNS names are), so `NODE07`
-and `node07` are one entry: evicting one and launching on, restoring or re-evicting the other finds
-it. An entry keeps the spelling it was first quarantined under; the audit trail records each
-action's spelling as given.
+An entry is a machine, keyed by trainctl.inventory.host_key: a name in any case (DNS names are
+case-insensitive), with or without `user@` or an SSH port, an IP address in any of its spellings
+(`2001:DB8:0:0::1`, `[2001:db8::1]:22`). So `NODE07`, `node07` and `node07:2222` are one entry:
+evicting one and launching on, restoring or re-evicting another finds it. Quarantining
+`node07:2222` quarantines the host node07 (every port of it): a port says where its sshd listens,
+and what is broken is the machine's GPU, NIC or disk. An entry keeps the host as it was first
+quarantined, without user or port (`node07`; the name a scheduler drains); the audit trail records
+each action's spelling as given.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from trainctl.errors import LaunchError, LedgerError
-from trainctl.inventory import host_key
+from trainctl.inventory import HostAddress, host_key
 from trainctl.jsonl import CorruptRecord, append_record, read_records
 from trainctl.rundir import atomic_write_text
 
@@ -225,8 +229,9 @@ class Ledger:
         entries: dict[str, QuarantineEntry] = {}
         for e in loaded:
             key = host_key(e.host)
-            # A ledger written before hosts were compared case-insensitively may hold one host twice
-            # (NODE02 and node02): one entry again, collapsed on the next write.
+            # A ledger written before hosts were keyed as machines may hold one host twice (NODE02
+            # and node02, node07 and node07:2222, 2001:DB8::1 and 2001:db8::1): one entry again,
+            # collapsed on the next write.
             entries[key] = _merged(entries[key], e) if key in entries else e
         return entries
 
@@ -314,7 +319,7 @@ class Ledger:
             entries = self._read_state()
             old = entries.get(key)
             entry = QuarantineEntry(
-                host=old.host if old else host,  # one entry per host, under its first spelling
+                host=old.host if old else HostAddress.split(host).host,  # the machine, under its first spelling
                 reason=reason,
                 since_ts_ns=old.since_ts_ns if old else now,
                 updated_ts_ns=now,
@@ -355,7 +360,7 @@ class Ledger:
                 if r.action is AuditAction.EVICT:
                     old = entries.get(key)
                     entries[key] = QuarantineEntry(
-                        host=old.host if old else r.host,
+                        host=old.host if old else HostAddress.split(r.host).host,
                         reason=r.reason,
                         since_ts_ns=old.since_ts_ns if old else r.ts_ns,
                         updated_ts_ns=r.ts_ns,
@@ -412,14 +417,15 @@ def restore(
 
 
 def refuse_quarantined(hosts: list[str] | tuple[str, ...], *, home: str | os.PathLike[str] | None = None) -> None:
-    """For `launch`: raise LaunchError naming every quarantined host in `hosts` (any case), with the fix."""
+    """For `launch`: raise LaunchError naming every quarantined host in `hosts` however it is spelled
+    (any case, with a port: host_key), with the fix."""
     entries = Ledger(home).entries()
     bad = [h for h in hosts if host_key(h) in entries]
     if bad:
         why = "; ".join(f"{h}: {entries[host_key(h)].reason}" for h in bad)
         raise LaunchError(
             f"quarantined host(s) in the host list ({why}); drop them, restore with "
-            f"`trainctl nodes restore {bad[0]}`, or pass --allow-quarantined"
+            f"`trainctl nodes restore {entries[host_key(bad[0])].host}`, or pass --allow-quarantined"
         )
 
 

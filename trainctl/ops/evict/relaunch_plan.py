@@ -109,7 +109,7 @@ def plan_relaunch(
     ranks keep their numbers and their checkpoint shards); surviving hosts keep their order.
     """
     layout = dict(layout or {})
-    # by host_key: the ledger's NODE02 is the run's node02 (host names are case-insensitive)
+    # by host_key: the ledger's NODE02 is the run's node02 or node02:2222 (one machine)
     quarantined = {host_key(h) for h in quarantined}
     used = {host_key(h) for h in hosts}
     removed = tuple(h for h in hosts if host_key(h) in quarantined)

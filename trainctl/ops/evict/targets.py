@@ -7,14 +7,16 @@ matching a label, and a glob or a Slurm hostlist like `node[01-99]` names far mo
 So a target is:
 
 - an RFC 1123 host name (letters, digits and dashes in dot-separated labels of at most 63
-  characters, 253 in all; no leading dash) or an IP address (v4 or v6);
+  characters, 253 in all; no leading dash) or an IP address (v4 or v6), optionally with the SSH
+  port a run was launched with (`node07:2222`, `[2001:db8::1]:22`): the ledger and the scheduler
+  get the host alone (node07), since the machine is what is quarantined and drained;
 - never `ALL` (any case), a selector (`key=value`, `--selector=x`, `-l`), anything starting with
   `-`, a glob (`*`, `?`, `{...}`) or an empty name;
 - a Slurm hostlist (`node[01-04,07]`, or a comma list) only when the run is known: it is
   expanded with python-hostlist and every member is checked like a single name;
 - when the run is known (run.json, its launch request, or the caller's own host list), a member
-  of the run or of its spares, in any case (`NODE02` is the run's `node02`: host names are
-  case-insensitive), named as the run names it.
+  of the run or of its spares, however it is spelled (trainctl.inventory.host_key: `NODE02` and
+  `node02:2222` are the run's `node02`), named as the run names it, less any port.
 
 Pure: names and the set of allowed hosts in, the expanded host tuple out, TargetError (one line:
 the value, what is wrong, the fix) otherwise.
@@ -22,14 +24,13 @@ the value, what is wrong, the fix) otherwise.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Collection, Iterable
 
 import hostlist
 
 from trainctl.errors import InputError
-from trainctl.inventory import host_key
+from trainctl.inventory import HostAddress, expand_host_terms, host_key, split_top_level
 
 __all__ = ["TargetError", "check_host_name", "expand_targets", "resolve_targets"]
 
@@ -74,11 +75,23 @@ def check_host_name(name: str) -> str:
         raise TargetError(
             f"{name!r} is a glob pattern, which a scheduler may match against every node; name the hosts to evict"
         )
-    try:
-        ipaddress.ip_address(name)
+    addr = HostAddress.split(name)
+    if addr.user is not None:
+        raise TargetError(f"host {name!r} names a login user; name the host to evict, e.g. {addr.host}")
+    if addr.port is not None or addr.bracketed:
+        # A run's host with its sshd port (launch --hosts node07:2222): the host part must pass
+        # every check above too (ALL:22 is still ALL); resolve_targets drops the port.
+        port = addr.port
+        if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise TargetError(f"host {name!r} has port {port!r}; a port is a number in 1..65535 (node07:2222)")
+        if addr.bracketed and addr.ip is None:
+            raise TargetError(
+                f"host {name!r}: brackets hold an IP address ([2001:db8::1]:22); name the host without them"
+            )
+        check_host_name(addr.host)
         return name
-    except ValueError:
-        pass
+    if addr.ip is not None:
+        return name
     if len(name) > _MAX_NAME or not _HOST_RE.match(name):
         raise TargetError(
             f"host {name!r} is not an RFC 1123 host name or an IP address (letters, digits, dashes and dots); "
@@ -88,22 +101,10 @@ def check_host_name(name: str) -> str:
 
 
 def _is_list(spec: str) -> bool:
+    addr = HostAddress.split(spec)
+    if addr.bracketed and addr.ip is not None:
+        return False  # [2001:db8::1]:22 is one host, not a range
     return "[" in spec or "]" in spec or "," in spec
-
-
-def _top_level(spec: str) -> list[str]:
-    """Split on the commas outside [...] (a hostlist's ranges hold commas)."""
-    pieces, depth, cur = [], 0, []
-    for ch in spec:
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            pieces.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    pieces.append("".join(cur))
-    return pieces
 
 
 def expand_targets(spec: str) -> list[str]:
@@ -114,11 +115,11 @@ def expand_targets(spec: str) -> list[str]:
         return [check_host_name(spec)]
     # Checked before expansion: these words and characters mean "many" (or an option) to a
     # scheduler whatever python-hostlist would make of them.
-    for piece in _top_level(spec):
+    for piece in split_top_level(spec):
         if not piece or piece.startswith("-") or "=" in piece or piece.upper() == "ALL" or _GLOB_CHARS & set(piece):
             check_host_name(piece)  # raises with the piece's own reason
     try:
-        members = hostlist.expand_hostlist(spec)
+        members = list(dict.fromkeys(expand_host_terms(spec)))  # a bracketed IPv6 address is one host
     except hostlist.BadHostlist as exc:
         raise TargetError(f"{spec!r} is not a valid Slurm hostlist ({exc}); write e.g. node[01-04,07]") from exc
     if len(members) > MAX_EXPANSION:
@@ -160,6 +161,9 @@ def resolve_targets(
                     f"({_show(sorted(members))}); name hosts of the run"
                 )
             expanded = [known[host_key(h)] for h in expanded]
+        # The machine, as the run spells it but without its sshd port: what the scheduler drains
+        # and the ledger keys (node07:2222 -> node07).
+        expanded = [HostAddress.split(h).host for h in expanded]
         for h in expanded:
             if host_key(h) not in seen:
                 seen.add(host_key(h))

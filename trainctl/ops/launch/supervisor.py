@@ -669,7 +669,7 @@ class Supervisor:
                     continue
                 # EVICT_AND_RELAUNCH, of hosts that are in this run (a banner may name a host by
                 # its own hostname, e.g. "localhost", which trainctl cannot evict or replace), in any
-                # case and spelled as the run names them (host names are case-insensitive)
+                # spelling and named as the run names them (host_key: NODE02 and node02:2222 are node02)
                 in_run = {host_key(h): h for h in hosts}
                 targets = list(dict.fromkeys(in_run[host_key(h)] for h in action.hosts if host_key(h) in in_run))
                 if not targets:
