@@ -4,12 +4,15 @@ on stderr, listed in `skipped`, exit 6; what it would have given is said missing
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 TRAINER_RUN = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
+CRASH_RUN = TRAINER_RUN.with_name("crash_drill_run")  # a timeline and an error file: ranks/ is read twice
+WIDE = {**os.environ, "COLUMNS": "1000"}  # one warning, one stderr line: nothing wrapped mid-path
 
 
 @pytest.fixture
@@ -52,3 +55,19 @@ def test_a_rank_report_that_does_not_parse_is_said_where_the_mfu_needed_it(cli, 
     (run / "ranks" / "rank-0.json").write_text("x\n")
     report = _diagnose(cli, run)
     assert any("ranks/rank-0.json: unreadable" in s for s in report["skipped"]), report["skipped"]
+
+
+def test_a_bad_rank_report_of_a_crash_run_is_said_once_on_stderr(cli, tmp_path: Path) -> None:
+    # The run events (the crash's host) and the throughput summary (the MFU) both rest on ranks/.
+    run = Path(shutil.copytree(CRASH_RUN, tmp_path / "run"))
+    (run / "ranks" / "rank-0.json").write_text("x\n")
+    r = cli("diagnose", run, "--json", "--fail-on", "never", env=WIDE)
+    assert r.code == 6 and "Traceback" not in r.stderr, r
+    assert r.stderr.count("ranks/rank-0.json: unreadable") == 1, r.stderr
+    report = json.loads(r.stdout)
+    assert [s for s in report["skipped"] if "rank-0.json" in s] == [
+        f"{run}/ranks/rank-0.json: unreadable (Expecting value: line 1 column 1 (char 0)), skipped"
+    ]
+    # Both readers still ran: the crash is on its host (run.json's), and the summary has the timeline's steps.
+    assert [(f["kind"], f["hosts"]) for f in report["findings"]][:1] == [("crash", ["node01"])]
+    assert report["summary"]["steps"] > 0

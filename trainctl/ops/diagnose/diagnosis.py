@@ -192,20 +192,22 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     root = logging.getLogger("trainctl")
     root.addHandler(recorder)
     try:
-        signals = load_signals(p, kind)
-        kept = None
-        kept_rows = timed_rows = 0
-        if window:
-            whole = dict(signals.tables)
-            signals = Signals(signals.run, apply_window(whole, window), signals.origin)
-            kept_rows, timed_rows = timed_rows_kept(whole, signals.tables)
-            kept = window_note(kept_rows, timed_rows, window)
-        # None of the run's records lies in the window: what is left is rows without a time, which cannot be
-        # placed in it either; read alone they make other verdicts than the run's (an exit without the error file
-        # that explains it), so nothing is analysed and the window's note says why.
-        missed = timed_rows > 0 and kept_rows == 0  # both 0 without a window
-        analysis = Analysis(()) if missed else run_analysis(signals)
-        summary = _throughput(p, signals)  # inside: a rank report it cannot read is said and listed too
+        # ranks/ is read for the run events' hosts and again for the throughput summary: one read, one warning.
+        with run_events.rank_reports_read_once():
+            signals = load_signals(p, kind)
+            kept = None
+            kept_rows = timed_rows = 0
+            if window:
+                whole = dict(signals.tables)
+                signals = Signals(signals.run, apply_window(whole, window), signals.origin)
+                kept_rows, timed_rows = timed_rows_kept(whole, signals.tables)
+                kept = window_note(kept_rows, timed_rows, window)
+            # None of the run's records lies in the window: what is left is rows without a time, which cannot be
+            # placed in it either; read alone they make other verdicts than the run's (an exit without the error file
+            # that explains it), so nothing is analysed and the window's note says why.
+            missed = timed_rows > 0 and kept_rows == 0  # both 0 without a window
+            analysis = Analysis(()) if missed else run_analysis(signals)
+            summary = _throughput(p, signals)  # inside: a rank report it cannot read is said and listed too
     finally:
         root.removeHandler(recorder)
     skipped = (
