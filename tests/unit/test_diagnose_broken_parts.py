@@ -81,7 +81,7 @@ def test_a_bad_rank_report_of_a_crash_run_is_said_once_on_stderr(cli, tmp_path: 
     assert report["summary"]["steps"] > 0
 
 
-def _diagnose_loaded_or_lazy(run: Path, lazy: bool) -> tuple[int, str, dict]:
+def _diagnose_as(run: Path, lazy: bool) -> subprocess.CompletedProcess:
     """`trainctl diagnose RUN --json`; `lazy`: every table stays lazy, read by the analyzers as a big one is."""
     code = "from trainctl.cli.app import main; main()"
     if lazy:
@@ -90,6 +90,11 @@ def _diagnose_loaded_or_lazy(run: Path, lazy: bool) -> tuple[int, str, dict]:
         [sys.executable, "-c", code, "diagnose", str(run), "--json"], capture_output=True, text=True, env=WIDE
     )
     assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def _diagnose_loaded_or_lazy(run: Path, lazy: bool) -> tuple[int, str, dict]:
+    proc = _diagnose_as(run, lazy)
     return proc.returncode, proc.stderr, json.loads(proc.stdout)
 
 
@@ -134,3 +139,28 @@ def test_a_corrupt_part_of_a_lazy_timeline_leaves_the_straggler_on_the_other_hos
     assert [s.split(": cannot read Parquet data")[0] for s in report["skipped"]] == [str(bad)]
     for key in ("findings", "notes", "summary"):
         assert report[key] == expected[key], key
+
+
+@pytest.mark.parametrize(
+    "lazy, break_", [(False, "torn"), (False, "corrupt"), (True, "corrupt")], ids=["torn", "corrupt", "corrupt-lazy"]
+)
+def test_a_dataset_whose_every_part_is_unreadable_says_so_not_did_the_run_start(
+    tmp_path: Path, lazy: bool, break_: str
+) -> None:
+    data = tmp_path / "dataset"  # a collected dataset holding only gpu_metrics, its 3 parts all broken
+    shutil.copytree(TRAINER_RUN / "gpu_metrics", data / "gpu_metrics")
+    parts = sorted(data.glob("gpu_metrics/host=node01/*.parquet"))
+    for part in parts:
+        if break_ == "torn":
+            part.write_bytes(b"PAR1 torn")
+        else:
+            corrupt_pages(part)
+    proc = _diagnose_as(data, lazy)
+    assert proc.returncode == 1 and proc.stdout == "", proc
+    *warnings, error = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert [w.split()[1] for w in warnings] == [f"{p}:" for p in parts]  # each said once, by name
+    names = ", ".join(str(p.relative_to(data)) for p in parts)
+    assert error == (
+        f"error: {data}: nothing left to diagnose: all 3 of its Parquet files could not be read ({names}; said above: "
+        "torn or corrupt) and it holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+    )

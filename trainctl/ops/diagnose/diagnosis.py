@@ -99,8 +99,10 @@ def detect_input(path: Path) -> InputKind:
     )
 
 
-def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
+def _load_tables(root: Path) -> tuple[dict[SignalKind, TableLike | LazyTable], dict[Path, DatasetError]]:
+    """The tables of every kind present, and the part files left out as unreadable (each said on stderr)."""
     tables: dict[SignalKind, TableLike | LazyTable] = {}
+    unreadable: dict[Path, DatasetError] = {}
     for kind in dataset.kinds_present(root):
         # A part whose footer reads but whose data does not (a corrupt page) is found by read_table as it reads
         # the kind, and left out in passing; a kind too big to load is read later, by the analyzers, and its
@@ -119,9 +121,22 @@ def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
                 table = _load_kind(root, kind, frozenset(bad), unreadable=bad)
         for exc in bad.values():
             logger.warning("%s", exc)
+        unreadable.update(bad)
         if table is not None and not (bad and len(bad) >= len(dataset.list_parts(root, kind))):
             tables[kind] = table
-    return tables
+    return tables, unreadable
+
+
+def _all_unreadable(path: Path, unreadable: Mapping[Path, DatasetError]) -> DatasetError:
+    """The error for a run dir or dataset whose every table file was unreadable (each said above it): not
+    "did the run start?", which sends the user to look at the run instead of at the files."""
+    names = [str(p.relative_to(path)) if p.is_relative_to(path) else str(p) for p in sorted(unreadable)]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    files = "its only Parquet file" if len(names) == 1 else f"all {len(names)} of its Parquet files"
+    return DatasetError(
+        f"{path}: nothing left to diagnose: {files} could not be read ({shown}; said above: torn or corrupt) and it "
+        "holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+    )
 
 
 def _load_kind(
@@ -160,7 +175,7 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
         tables, run = hang_inputs.load_debug_dump_dir(path)
         return Signals(run, dict(tables), str(path))
     run = read_run_info(path)
-    tables = _load_tables(path)
+    tables, unreadable = _load_tables(path)
     raw: dict[SignalKind, list[pa.Table]] = {}
     for parse in RAW_PARSERS:
         try:
@@ -181,6 +196,8 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
                 raw.setdefault(k, []).append(t)
     for k, ts in raw.items():
         tables[k] = ts[0] if len(ts) == 1 else pa.concat_tables(ts, promote_options="default")
+    if not tables and unreadable:
+        raise _all_unreadable(path, unreadable)
     if not tables:
         raise InputError(f"{path}: holds no signals yet (no tables, dumps or logs); did the run start? see {path}/logs")
     return Signals(run, tables, str(path))
@@ -359,6 +376,9 @@ def _without_parts(root: Path, signals: Signals, bad: Mapping[Path, DatasetError
             # The parts open before, less the bad ones: the torn ones _load_tables left out stay out.
             skip = frozenset(part.path for part in dataset.list_parts(root, kind) if part.path not in kept)
             tables[kind] = _load_kind(root, kind, skip)
+    if not tables:  # as load_signals says it when the loaded tables were all unreadable (their footers read again)
+        torn = {p: e for k in dataset.kinds_present(root) for p, e in dataset.unreadable_parts(root, k).items()}
+        raise _all_unreadable(root, {**torn, **bad})
     return Signals(signals.run, tables, signals.origin)
 
 
