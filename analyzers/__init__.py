@@ -65,12 +65,16 @@ class Analysis:
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    # The analyzers that raised (their line is in `skipped`): a loader whose lazy tables may hold a corrupt part
+    # (read first here) looks for it, and analyses again without it, only when this is not empty.
+    failed: tuple[str, ...] = ()
 
 
 def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> Analysis:
     findings: list[Finding] = []
     notes: list[str] = []
     skipped: list[str] = []
+    failed: list[str] = []
     for a in ANALYZERS if analyzers is None else analyzers:
         if any(signals.has(k) for k in a.requires):
             try:
@@ -86,6 +90,7 @@ def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> A
                     f"analyzer {a.name}: failed on this input ({type(exc).__name__}: {str(exc)[:200]}); its findings "
                     "are missing, the others stand (trainctl -vv diagnose shows where)"
                 )
+                failed.append(a.name)
                 continue
             findings.extend(got)
         elif a.notes is not None and signals.run is not None:
@@ -97,7 +102,9 @@ def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> A
     from trainctl.analyzers.consolidate import consolidate
     from trainctl.analyzers.root_cause import analyze_root_cause
 
-    return Analysis(tuple(analyze_root_cause(consolidate(findings, signals), signals)), tuple(notes), tuple(skipped))
+    return Analysis(
+        tuple(analyze_root_cause(consolidate(findings, signals), signals)), tuple(notes), tuple(skipped), tuple(failed)
+    )
 
 
 def run_analyzers(signals: Signals, analyzers: list[Analyzer] | None = None) -> list[Finding]:

@@ -36,6 +36,8 @@ __all__ = [
     "kinds_present",
     "hosts_present",
     "validate_part",
+    "unreadable_data",
+    "check_data",
     "read_table",
     "open_dataset",
     "open_lazy",
@@ -196,14 +198,40 @@ def _checked_footer(part: PartFile) -> pq.FileMetaData:
     return footer
 
 
+def _one_line(exc: BaseException) -> str:
+    # pyarrow's messages span lines ("Couldn't deserialize thrift: ...\nDeserializing page header failed.") and
+    # may quote the corrupt bytes themselves: an error or a warning is one line of printable text.
+    return " ".join("".join(c if c.isprintable() else " " for c in str(exc)).split())
+
+
 def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:
     try:
         return read()
     except (pa.ArrowInvalid, OSError) as exc:
         raise DatasetError(
-            f"{part.path}: not a readable Parquet file ({exc}); it may be truncated: "
+            f"{part.path}: not a readable Parquet file ({_one_line(exc)}); it may be truncated: "
             "re-run collect for this host or delete the file"
         ) from exc
+
+
+def unreadable_data(path: str | os.PathLike[str], exc: BaseException) -> DatasetError:
+    """The error for a part whose footer reads but whose data does not (a corrupt page), as one line."""
+    return DatasetError(
+        f"{path}: cannot read Parquet data ({_one_line(exc)}); its footer reads but its data is corrupt: "
+        "re-run collect for this host or delete the file"
+    )
+
+
+def check_data(path: str | os.PathLike[str]) -> DatasetError | None:
+    """Decode every page of one part (one row group at a time, so memory stays one row group), or say why it
+    cannot be: the check a footer read cannot make. A full read of the file: only worth it once a read failed."""
+    try:
+        f = pq.ParquetFile(path)
+        for i in range(f.metadata.num_row_groups):
+            f.read_row_group(i)
+    except (pa.ArrowException, OSError) as exc:
+        return unreadable_data(path, exc)
+    return None
 
 
 def _check_schema(part: PartFile, actual: pa.Schema) -> pa.Schema:
@@ -241,11 +269,14 @@ def read_table(
     columns: Sequence[str] | None = None,
     validate: bool = True,
     skip: Collection[Path] = frozenset(),
+    unreadable: dict[Path, DatasetError] | None = None,
 ) -> pa.Table:
     """Read every part of a kind into one table, with the `host` column added from the paths.
 
     Every file is validated first (`validate=False` when the caller just did, with open_dataset);
-    an unknown or mismatched schema raises SchemaMismatch.
+    an unknown or mismatched schema raises SchemaMismatch. A part whose data cannot be read (its
+    footer reads, a page is corrupt) raises DatasetError naming it, or, given an `unreadable` dict,
+    is recorded there and left out, so one pass reads every other part.
     Returns an empty table of the contract's schema (plus host) when no part exists.
     """
     kind = SignalKind(kind)
@@ -258,10 +289,11 @@ def read_table(
             validate_part(part)
         try:
             t = pq.read_table(part.path)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise DatasetError(
-                f"{part.path}: cannot read Parquet data ({exc}); re-collect this host or delete the file"
-            ) from exc
+        except (pa.ArrowException, OSError) as exc:
+            if unreadable is None:
+                raise unreadable_data(part.path, exc) from exc
+            unreadable[part.path] = unreadable_data(part.path, exc)
+            continue
         t = conform(t, kind, where=str(part.path))
         if columns is not None:
             t = t.select([c for c in columns if c != HOST_COLUMN])

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from broken_parquet import corrupt_pages
 
 from trainctl import dataset
 from trainctl.errors import DatasetError, SchemaMismatch
@@ -79,6 +80,22 @@ def test_truncated_file_is_a_dataset_error_naming_the_path(tmp_path) -> None:
     p.write_bytes(p.read_bytes()[:40])
     with pytest.raises(DatasetError, match=rf"{p}: not a readable Parquet file"):
         dataset.read_table(tmp_path, "timeline")
+
+
+def test_a_part_with_corrupt_pages_is_one_error_line_or_left_out_and_recorded(tmp_path) -> None:
+    good = dataset.write_table(tmp_path, "timeline", "n1", _timeline())
+    bad = dataset.write_table(tmp_path, "timeline", "n2", _timeline(2))
+    corrupt_pages(bad)
+    dataset.validate_part(dataset.PartFile(SignalKind.TIMELINE, "n2", bad))  # the footer check cannot see it
+    with pytest.raises(
+        DatasetError, match=rf"^{bad}: cannot read Parquet data \(Couldn't deserialize thrift: [^\n]*\)"
+    ):
+        dataset.read_table(tmp_path, "timeline")
+    unreadable: dict = {}
+    t = dataset.read_table(tmp_path, "timeline", unreadable=unreadable)
+    assert t.column("host").to_pylist() == ["n1"] * 4 and list(unreadable) == [bad]
+    assert str(unreadable[bad]) == str(dataset.check_data(bad))
+    assert dataset.check_data(good) is None
 
 
 def test_open_dataset_is_lazy_and_carries_host(tmp_path) -> None:

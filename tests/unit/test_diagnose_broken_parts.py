@@ -4,12 +4,23 @@ on stderr, listed in `skipped`, exit 6; what it would have given is said missing
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
+from broken_parquet import corrupt_pages
+from straggler_timelines import make_timeline
+
+from trainctl import dataset
+from trainctl.schemas import SignalKind
 
 TRAINER_RUN = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
+CRASH_RUN = TRAINER_RUN.with_name("crash_drill_run")  # a timeline and an error file: ranks/ is read twice
+WIDE = {**os.environ, "COLUMNS": "1000"}  # one warning, one stderr line: nothing wrapped mid-path
 
 
 @pytest.fixture
@@ -52,3 +63,104 @@ def test_a_rank_report_that_does_not_parse_is_said_where_the_mfu_needed_it(cli, 
     (run / "ranks" / "rank-0.json").write_text("x\n")
     report = _diagnose(cli, run)
     assert any("ranks/rank-0.json: unreadable" in s for s in report["skipped"]), report["skipped"]
+
+
+def test_a_bad_rank_report_of_a_crash_run_is_said_once_on_stderr(cli, tmp_path: Path) -> None:
+    # The run events (the crash's host) and the throughput summary (the MFU) both rest on ranks/.
+    run = Path(shutil.copytree(CRASH_RUN, tmp_path / "run"))
+    (run / "ranks" / "rank-0.json").write_text("x\n")
+    r = cli("diagnose", run, "--json", "--fail-on", "never", env=WIDE)
+    assert r.code == 6 and "Traceback" not in r.stderr, r
+    assert r.stderr.count("ranks/rank-0.json: unreadable") == 1, r.stderr
+    report = json.loads(r.stdout)
+    assert [s for s in report["skipped"] if "rank-0.json" in s] == [
+        f"{run}/ranks/rank-0.json: unreadable (Expecting value: line 1 column 1 (char 0)), skipped"
+    ]
+    # Both readers still ran: the crash is on its host (run.json's), and the summary has the timeline's steps.
+    assert [(f["kind"], f["hosts"]) for f in report["findings"]][:1] == [("crash", ["node01"])]
+    assert report["summary"]["steps"] > 0
+
+
+def _diagnose_as(run: Path, lazy: bool) -> subprocess.CompletedProcess:
+    """`trainctl diagnose RUN --json`; `lazy`: every table stays lazy, read by the analyzers as a big one is."""
+    code = "from trainctl.cli.app import main; main()"
+    if lazy:
+        code = "from trainctl.ops.diagnose import diagnosis; diagnosis.LAZY_ROWS = 0; " + code
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "diagnose", str(run), "--json"], capture_output=True, text=True, env=WIDE
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def _diagnose_loaded_or_lazy(run: Path, lazy: bool) -> tuple[int, str, dict]:
+    proc = _diagnose_as(run, lazy)
+    return proc.returncode, proc.stderr, json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["loaded", "lazy"])
+@pytest.mark.parametrize(
+    "part",
+    ["gpu_metrics/host=node01/part-agent-497-000001.parquet", "timeline/host=node01/part-rank0-00000.parquet"],
+    ids=["one-of-three-metrics-parts", "the-only-timeline-part"],
+)
+def test_a_part_with_corrupt_data_pages_is_skipped_like_a_torn_one(tmp_path: Path, part: str, lazy: bool) -> None:
+    # What the run gives without the part at all is what it gives with the part corrupt, plus the part said once.
+    without = Path(shutil.copytree(TRAINER_RUN, tmp_path / "without"))
+    (without / part).unlink()
+    code, _, expected = _diagnose_loaded_or_lazy(without, lazy)
+    assert code == 0 and expected["skipped"] == [], expected
+    run = Path(shutil.copytree(TRAINER_RUN, tmp_path / "run"))
+    corrupt_pages(run / part)
+    code, stderr, report = _diagnose_loaded_or_lazy(run, lazy)
+    assert code == 6, stderr
+    assert stderr.count(str(run / part)) == 1, stderr
+    (said,) = report["skipped"]  # and no analyzer failed on it
+    assert said.startswith(f"{run / part}: cannot read Parquet data (Couldn't deserialize thrift: "), said
+    assert said.endswith("its footer reads but its data is corrupt: re-run collect for this host or delete the file")
+    for key in ("findings", "notes", "summary"):
+        assert report[key] == expected[key], key
+
+
+def test_a_corrupt_part_of_a_lazy_timeline_leaves_the_straggler_on_the_other_hosts_found(tmp_path: Path) -> None:
+    # A collected dataset's timeline over 4 hosts, read by DuckDB as a big one is; node01's part is corrupt.
+    t = make_timeline(ranks=8, slow_rank=3, factor=1.7, phase="backward")  # rank 3 is on node02
+    run, without = tmp_path / "run", tmp_path / "without"
+    by_host = {h: t.filter(pc.equal(t["host"], h)) for h in sorted(set(t["host"].to_pylist()))}
+    bad = dataset.write_table(run, SignalKind.TIMELINE, "node01", by_host.pop("node01"))
+    for h, part in by_host.items():  # the other hosts' parts, in both
+        for root in (run, without):
+            dataset.write_table(root, SignalKind.TIMELINE, h, part)
+    corrupt_pages(bad)
+    _, _, expected = _diagnose_loaded_or_lazy(without, lazy=True)
+    assert [(f["kind"], f["ranks"], f["hosts"]) for f in expected["findings"]] == [("straggler", [3], ["node02"])]
+    code, stderr, report = _diagnose_loaded_or_lazy(run, lazy=True)
+    assert code == 6 and stderr.count(str(bad)) == 1, stderr
+    assert [s.split(": cannot read Parquet data")[0] for s in report["skipped"]] == [str(bad)]
+    for key in ("findings", "notes", "summary"):
+        assert report[key] == expected[key], key
+
+
+@pytest.mark.parametrize(
+    "lazy, break_", [(False, "torn"), (False, "corrupt"), (True, "corrupt")], ids=["torn", "corrupt", "corrupt-lazy"]
+)
+def test_a_dataset_whose_every_part_is_unreadable_says_so_not_did_the_run_start(
+    tmp_path: Path, lazy: bool, break_: str
+) -> None:
+    data = tmp_path / "dataset"  # a collected dataset holding only gpu_metrics, its 3 parts all broken
+    shutil.copytree(TRAINER_RUN / "gpu_metrics", data / "gpu_metrics")
+    parts = sorted(data.glob("gpu_metrics/host=node01/*.parquet"))
+    for part in parts:
+        if break_ == "torn":
+            part.write_bytes(b"PAR1 torn")
+        else:
+            corrupt_pages(part)
+    proc = _diagnose_as(data, lazy)
+    assert proc.returncode == 1 and proc.stdout == "", proc
+    *warnings, error = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert [w.split()[1] for w in warnings] == [f"{p}:" for p in parts]  # each said once, by name
+    names = ", ".join(str(p.relative_to(data)) for p in parts)
+    assert error == (
+        f"error: {data}: nothing left to diagnose: all 3 of its Parquet files could not be read ({names}; said above: "
+        "torn or corrupt) and it holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+    )

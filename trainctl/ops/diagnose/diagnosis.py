@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from trainctl import dataset
@@ -96,25 +99,54 @@ def detect_input(path: Path) -> InputKind:
     )
 
 
-def _load_tables(root: Path) -> dict[SignalKind, TableLike | LazyTable]:
+def _load_tables(root: Path) -> tuple[dict[SignalKind, TableLike | LazyTable], dict[Path, DatasetError]]:
+    """The tables of every kind present, and the part files left out as unreadable (each said on stderr)."""
     tables: dict[SignalKind, TableLike | LazyTable] = {}
+    unreadable: dict[Path, DatasetError] = {}
     for kind in dataset.kinds_present(root):
+        # A part whose footer reads but whose data does not (a corrupt page) is found by read_table as it reads
+        # the kind, and left out in passing; a kind too big to load is read later, by the analyzers, and its
+        # corrupt parts are found there (_analysed_without_unreadable_parts).
+        bad: dict[Path, DatasetError] = {}
         try:
-            tables[kind] = _load_kind(root, kind)
+            table: TableLike | LazyTable | None = _load_kind(root, kind, unreadable=bad)
         except DatasetError:
             # A torn part (a host's collect cut off, a writer killed mid-file) or one of another shape: said and
             # skipped, and the kind read from the others (README "Hostile and broken input": exit 6, not no answer).
             bad = dataset.unreadable_parts(root, kind)
             if not bad:
                 raise
-            for exc in bad.values():
-                logger.warning("%s", exc)
+            table = None
             if len(bad) < len(dataset.list_parts(root, kind)):
-                tables[kind] = _load_kind(root, kind, frozenset(bad))
-    return tables
+                table = _load_kind(root, kind, frozenset(bad), unreadable=bad)
+        for exc in bad.values():
+            logger.warning("%s", exc)
+        unreadable.update(bad)
+        if table is not None and not (bad and len(bad) >= len(dataset.list_parts(root, kind))):
+            tables[kind] = table
+    return tables, unreadable
 
 
-def _load_kind(root: Path, kind: SignalKind, skip: frozenset[Path] = frozenset()) -> TableLike | LazyTable:
+def _all_unreadable(path: Path, unreadable: Mapping[Path, DatasetError]) -> DatasetError:
+    """The error for a run dir or dataset whose every table file was unreadable (each said above it): not
+    "did the run start?", which sends the user to look at the run instead of at the files."""
+    names = [str(p.relative_to(path)) if p.is_relative_to(path) else str(p) for p in sorted(unreadable)]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    files = "its only Parquet file" if len(names) == 1 else f"all {len(names)} of its Parquet files"
+    return DatasetError(
+        f"{path}: nothing left to diagnose: {files} could not be read ({shown}; said above: torn or corrupt) and it "
+        "holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+    )
+
+
+def _load_kind(
+    root: Path,
+    kind: SignalKind,
+    skip: frozenset[Path] = frozenset(),
+    unreadable: dict[Path, DatasetError] | None = None,
+) -> TableLike | LazyTable:
+    """The kind's table, loaded (read_table records parts whose data it cannot read in `unreadable` and leaves
+    them out) or, past LAZY_ROWS, lazy: footers read, data not."""
     # Every footer is read once: schema check + row count.
     if kind in _READ_BY_DUCKDB:
         lazy: TableLike | LazyTable = dataset.open_lazy(root, kind, skip)
@@ -122,7 +154,9 @@ def _load_kind(root: Path, kind: SignalKind, skip: frozenset[Path] = frozenset()
     else:
         lazy = dataset.open_dataset(root, kind, skip)
         rows = dataset.dataset_rows(lazy)
-    return lazy if rows > LAZY_ROWS else dataset.read_table(root, kind, validate=False, skip=skip)
+    if rows > LAZY_ROWS:
+        return lazy
+    return dataset.read_table(root, kind, validate=False, skip=skip, unreadable=unreadable)
 
 
 def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
@@ -141,7 +175,7 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
         tables, run = hang_inputs.load_debug_dump_dir(path)
         return Signals(run, dict(tables), str(path))
     run = read_run_info(path)
-    tables = _load_tables(path)
+    tables, unreadable = _load_tables(path)
     raw: dict[SignalKind, list[pa.Table]] = {}
     for parse in RAW_PARSERS:
         try:
@@ -162,6 +196,8 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
                 raw.setdefault(k, []).append(t)
     for k, ts in raw.items():
         tables[k] = ts[0] if len(ts) == 1 else pa.concat_tables(ts, promote_options="default")
+    if not tables and unreadable:
+        raise _all_unreadable(path, unreadable)
     if not tables:
         raise InputError(f"{path}: holds no signals yet (no tables, dumps or logs); did the run start? see {path}/logs")
     return Signals(run, tables, str(path))
@@ -192,26 +228,19 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     root = logging.getLogger("trainctl")
     root.addHandler(recorder)
     try:
-        signals = load_signals(p, kind)
-        kept = None
-        kept_rows = timed_rows = 0
-        if window:
-            whole = dict(signals.tables)
-            signals = Signals(signals.run, apply_window(whole, window), signals.origin)
-            kept_rows, timed_rows = timed_rows_kept(whole, signals.tables)
-            kept = window_note(kept_rows, timed_rows, window)
-        # None of the run's records lies in the window: what is left is rows without a time, which cannot be
-        # placed in it either; read alone they make other verdicts than the run's (an exit without the error file
-        # that explains it), so nothing is analysed and the window's note says why.
-        missed = timed_rows > 0 and kept_rows == 0  # both 0 without a window
-        analysis = Analysis(()) if missed else run_analysis(signals)
-        summary = _throughput(p, signals)  # inside: a rank report it cannot read is said and listed too
+        # ranks/ is read for the run events' hosts and again for the throughput summary: one read, one warning.
+        with run_events.rank_reports_read_once():
+            done = _analysed_without_unreadable_parts(p, load_signals(p, kind), window)
     finally:
         root.removeHandler(recorder)
+    signals, analysis = done.signals, done.analysis
     skipped = (
-        recorder.lines + ([f"... and {recorder.dropped} more"] if recorder.dropped else []) + list(analysis.skipped)
+        recorder.lines
+        + ([f"... and {recorder.dropped} more"] if recorder.dropped else [])
+        + list(analysis.skipped)
+        + list(done.skipped)
     )
-    notes = analysis.notes if kept is None else (*analysis.notes, kept)
+    notes = analysis.notes if done.kept is None else (*analysis.notes, done.kept)
     if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
         notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
     return Report(
@@ -221,8 +250,136 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         source_kind=kind.value,
         notes=notes,
         skipped=tuple(dict.fromkeys(skipped)),
-        summary=summary,
+        summary=done.summary,
     )
+
+
+# What a Parquet reader raises on a file whose footer reads but whose data pages do not (pyarrow: OSError,
+# ArrowInvalid; DuckDB: duckdb.Error), wherever a lazy table is first read.
+_READ_ERRORS = (OSError, pa.ArrowException, duckdb.Error)
+
+
+@dataclass(frozen=True)
+class _Analysed:
+    signals: Signals  # as analysed: windowed where a window was given
+    analysis: Analysis
+    summary: dict
+    kept: str | None  # the window's note (None: no window)
+    skipped: tuple[str, ...] = ()  # what failed outside the analyzers (the throughput summary)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.analysis.failed or self.skipped)
+
+
+def _analysed(p: Path, signals: Signals, window: TimeWindow | None) -> _Analysed:
+    """Window, analysers and throughput summary over `signals`: where a lazy table's data is first read."""
+    kept = None
+    kept_rows = timed_rows = 0
+    if window:
+        whole = dict(signals.tables)
+        signals = Signals(signals.run, apply_window(whole, window), signals.origin)
+        kept_rows, timed_rows = timed_rows_kept(whole, signals.tables)
+        kept = window_note(kept_rows, timed_rows, window)
+    # None of the run's records lies in the window: what is left is rows without a time, which cannot be
+    # placed in it either; read alone they make other verdicts than the run's (an exit without the error file
+    # that explains it), so nothing is analysed and the window's note says why.
+    missed = timed_rows > 0 and kept_rows == 0  # both 0 without a window
+    analysis = Analysis(()) if missed else run_analysis(signals)
+    try:
+        summary = _throughput(p, signals)  # inside: a rank report it cannot read is said and listed too
+    except _READ_ERRORS as exc:  # a summary it cannot read costs the summary, never the findings
+        logger.debug("throughput summary failed", exc_info=True)
+        why = _why(exc)[:200]
+        return _Analysed(
+            signals, analysis, {}, kept, (f"throughput summary: failed on this input ({why}); the findings stand",)
+        )
+    return _Analysed(signals, analysis, summary, kept)
+
+
+def _analysed_without_unreadable_parts(p: Path, signals: Signals, window: TimeWindow | None) -> _Analysed:
+    """`_analysed`, and again without the parts of a lazy table whose data turned out unreadable, if any did.
+
+    A part whose footer reads but whose data pages are corrupt passes every footer check. A loaded table met it
+    as read_table read it (_load_tables left it out); a lazy one (past LAZY_ROWS: the straggler analysis gives its
+    files to DuckDB, 49M rows in the benchmarks) is first read here, by the window or an analyzer. Decoding every
+    page up front to rule corruption out would read the whole table twice on every diagnosis, and nothing
+    cheaper (footers, page headers) can see a corrupt compressed page. So the read is attempted where it is
+    made; only when something failed are the lazy tables' files decoded one by one (in threads) to find which
+    parts are unreadable, and, if some are, they are said, left out, and everything is analysed once more (the
+    decode found them all, so once is enough). A failure that no part explains stands as it failed.
+    """
+    try:
+        done: _Analysed | None = _analysed(p, signals, window)
+    except _READ_ERRORS as exc:  # the window read a lazy table
+        done, error = None, exc
+    if done is not None and not done.failed:
+        return done
+    bad = _unreadable_lazy_parts(signals)
+    if not bad:
+        if done is None:
+            raise _read_failed(p, error) from error
+        return done
+    for exc in bad.values():
+        logger.warning("%s", exc)
+    try:
+        return _analysed(p, _without_parts(p, signals, bad), window)
+    except _READ_ERRORS as exc:
+        raise _read_failed(p, exc) from exc
+
+
+def _why(exc: BaseException) -> str:
+    # A reader's message may span lines and quote the corrupt bytes: one line of printable text.
+    text = f"{type(exc).__name__}: {exc}"
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def _read_failed(p: Path, exc: BaseException) -> DatasetError:
+    why = _why(exc)[:300]
+    return DatasetError(
+        f"{p}: its tables could not be read ({why}) and no single part was found unreadable; "
+        "re-collect the run's data (trainctl -vv diagnose shows where)"
+    )
+
+
+def _lazy_files(t: TableLike | LazyTable | None) -> tuple[str, ...]:
+    if t is None or isinstance(t, pa.Table):
+        return ()
+    if isinstance(t, LazyTable):
+        return t.files
+    import pyarrow.dataset as pads  # imported already: t is a Dataset
+
+    return tuple(t.files) if isinstance(t, pads.FileSystemDataset) else ()
+
+
+def _unreadable_lazy_parts(signals: Signals) -> dict[Path, DatasetError]:
+    """Every part of the lazy tables whose data cannot be decoded (a full read of each: only after a failure)."""
+    files = [f for k in signals.tables for f in _lazy_files(signals.source(k))]
+    if not files:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:  # pyarrow decodes without the GIL
+        found = list(pool.map(dataset.check_data, files))
+    return {Path(f): e for f, e in zip(files, found, strict=True) if e is not None}
+
+
+def _without_parts(root: Path, signals: Signals, bad: Mapping[Path, DatasetError]) -> Signals:
+    """`signals` with the lazy tables that held a part in `bad` opened again without it (a kind left with no
+    part is left out, as one whose every part is torn)."""
+    tables: dict[SignalKind, TableLike | LazyTable] = {}
+    for kind in signals.tables:
+        t = signals.source(kind)
+        assert t is not None
+        files = {Path(f) for f in _lazy_files(t)}
+        if files.isdisjoint(bad):
+            tables[kind] = t
+        elif kept := files - bad.keys():
+            # The parts open before, less the bad ones: the torn ones _load_tables left out stay out.
+            skip = frozenset(part.path for part in dataset.list_parts(root, kind) if part.path not in kept)
+            tables[kind] = _load_kind(root, kind, skip)
+    if not tables:  # as load_signals says it when the loaded tables were all unreadable (their footers read again)
+        torn = {p: e for k in dataset.kinds_present(root) for p, e in dataset.unreadable_parts(root, k).items()}
+        raise _all_unreadable(root, {**torn, **bad})
+    return Signals(signals.run, tables, signals.origin)
 
 
 def _throughput(p: Path, signals: Signals) -> dict:

@@ -22,10 +22,12 @@ Every file is read with a size cap: a run dir is input we did not write.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,7 +39,13 @@ from trainctl.findings import Category
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind, empty_table, schema_for
 
-__all__ = ["parse_run_dir_events", "MAX_EVENT_FILE_BYTES", "TRACEBACK_LINES"]
+__all__ = [
+    "parse_run_dir_events",
+    "read_rank_reports",
+    "rank_reports_read_once",
+    "MAX_EVENT_FILE_BYTES",
+    "TRACEBACK_LINES",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -167,10 +175,31 @@ def _hang_rows(root: Path) -> list[dict[str, Any]]:
     ]
 
 
+# The rank reports already read by this diagnosis, by run dir (rank_reports_read_once); None outside one.
+_READ_ONCE: ContextVar[dict[Path, dict[int, Mapping[str, Any]]] | None] = ContextVar("rank_reports", default=None)
+
+
+@contextlib.contextmanager
+def rank_reports_read_once() -> Iterator[None]:
+    """Within: read_rank_reports reads each run dir's ranks/ once and hands the same reports to every later
+    caller. One diagnosis reads them for the run events' hosts and again for the throughput summary; read twice,
+    a malformed report was warned about twice on stderr (listed once in `skipped`). Scoped to one diagnosis, not a
+    process-wide cache: a supervisor or a test diagnosing the same run dir again must read (and warn) afresh."""
+    token = _READ_ONCE.set({})
+    try:
+        yield
+    finally:
+        _READ_ONCE.reset(token)
+
+
 def read_rank_reports(root: Path) -> dict[int, Mapping[str, Any]]:
     """ranks/rank-R.json by rank, read as the other structured files are (their size cap) and a malformed one
     said (skipped): rundir.read_rank_files skips it quietly, as a file mid-write is for a live run's supervisor,
-    and a diagnosed run's reports are what its hosts (run events) and its MFU (the throughput summary) rest on."""
+    and a diagnosed run's reports are what its hosts (run events) and its MFU (the throughput summary) rest on.
+    Inside rank_reports_read_once, a run dir's reports are read (and a bad one said) once."""
+    memo = _READ_ONCE.get()
+    if memo is not None and root in memo:
+        return dict(memo[root])
     reports: dict[int, Mapping[str, Any]] = {}
     for path in sorted((root / "ranks").glob("rank-*.json")):
         info = _read_json(path)
@@ -178,6 +207,8 @@ def read_rank_reports(root: Path) -> dict[int, Mapping[str, Any]]:
             reports[info["rank"]] = info
         elif info is not None:
             logger.warning("%s: not a rank report (no integer rank), skipped", path)
+    if memo is not None:
+        memo[root] = dict(reports)
     return reports
 
 
