@@ -35,6 +35,7 @@ from enum import Enum
 from typing import Any
 
 from trainctl.findings import Category, Finding, FindingKind
+from trainctl.inventory import host_key
 
 __all__ = ["ActionKind", "Trigger", "Action", "decide", "USER_CODE_ERROR_RE"]
 
@@ -152,12 +153,15 @@ def decide(
         restarts_used: in-place restarts already spent in this run.
         max_restarts: the run's --max-restarts budget for in-place restarts.
         trigger: what the supervisor observed; CONTINUE is only possible for FAIL_SLOW / PERIODIC.
-        host_fault_counts: earlier faults (crash or hang) blamed on each host in this run.
+        host_fault_counts: earlier faults (crash or hang) blamed on each host in this run, by any
+            spelling of the host (counted by `host_key`: NODE02 and node02 are one machine).
         evict_min_confidence: a hardware finding below this confidence does not evict.
         repeat_evict_after: the number of faults on one host (this one included) that evicts it.
     """
     findings = tuple(findings)
-    counts = dict(host_fault_counts or {})
+    counts: dict[str, int] = {}
+    for h, n in (host_fault_counts or {}).items():
+        counts[host_key(h)] = counts.get(host_key(h), 0) + n
     budget = dict(restarts_used=restarts_used, max_restarts=max_restarts)
 
     user = tuple(f for f in findings if _is_user_code_error(f))
@@ -199,7 +203,7 @@ def decide(
         if f.kind in (FindingKind.HUNG_COLLECTIVE, FindingKind.CRASH)
         and f.hosts
         and f.confidence >= evict_min_confidence
-        and all(counts.get(h, 0) + 1 >= repeat_evict_after for h in f.hosts)
+        and all(counts.get(host_key(h), 0) + 1 >= repeat_evict_after for h in f.hosts)
     )
     if repeat:
         hosts = _hosts_of(repeat)

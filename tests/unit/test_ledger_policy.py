@@ -143,6 +143,27 @@ CASES = [
         "repeat_offender",
     ),
     (
+        # The earlier fault's finding spelled the host otherwise (a banner's NODE03, a run's node03:2222): one machine.
+        "second_hang_same_host_other_spelling_evicts",
+        [HANG],
+        1,
+        3,
+        {"trigger": T.HANG, "host_fault_counts": {"NODE03:2222": 1}},
+        A.EVICT_AND_RELAUNCH,
+        ("node03",),
+        "repeat_offender",
+    ),
+    (
+        "two_spellings_add_up_to_the_threshold",
+        [SEGV],
+        2,
+        3,
+        {"host_fault_counts": {"node02": 1, "NODE02": 1}, "repeat_evict_after": 3},
+        A.EVICT_AND_RELAUNCH,
+        ("node02",),
+        "repeat_offender",
+    ),
+    (
         "repeat_threshold_3",
         [SEGV],
         1,
