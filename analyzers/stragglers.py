@@ -700,7 +700,7 @@ def find_stragglers(
         brief_min_step_share: the floor for a slowdown that lasts under `sustained_s` and covers
             less than `whole_run_share` of the run (0.10 = 10% of a step, GREYHOUND's slow
             iteration; research/seeds.md). Seconds of a rank 1.3x slower in one small phase, 3% of
-            a step, is what scheduling gives a healthy rank on shared cores: 2 of 16 clean 4-rank
+            a step, is what scheduling gives a healthy rank on shared cores: 2 of 24 clean 4-rank
             reference runs on 2 idle cores named one so (forward, steps 0-23 and 8-31), and CI's
             full suite another (optimizer, steps 56-79); BENCHMARKS.md, "Brief stragglers".
         sustained_s: wall seconds (steps x the typical step) from which a slowdown is sustained.
