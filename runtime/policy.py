@@ -161,7 +161,8 @@ def decide(
     findings = tuple(findings)
     counts: dict[str, int] = {}
     for h, n in (host_fault_counts or {}).items():
-        counts[host_key(h)] = counts.get(host_key(h), 0) + n
+        key = host_key(h)
+        counts[key] = counts.get(key, 0) + n
     budget = dict(restarts_used=restarts_used, max_restarts=max_restarts)
 
     user = tuple(f for f in findings if _is_user_code_error(f))

@@ -37,6 +37,7 @@ __all__ = [
     "hosts_present",
     "validate_part",
     "unreadable_data",
+    "one_line",
     "check_data",
     "read_table",
     "open_dataset",
@@ -198,10 +199,10 @@ def _checked_footer(part: PartFile) -> pq.FileMetaData:
     return footer
 
 
-def _one_line(exc: BaseException) -> str:
-    # pyarrow's messages span lines ("Couldn't deserialize thrift: ...\nDeserializing page header failed.") and
-    # may quote the corrupt bytes themselves: an error or a warning is one line of printable text.
-    return " ".join("".join(c if c.isprintable() else " " for c in str(exc)).split())
+def one_line(what: object) -> str:
+    """`what` (a reader's exception) as one line of printable text: pyarrow's messages span lines ("Couldn't
+    deserialize thrift: ...\nDeserializing page header failed.") and may quote the corrupt bytes themselves."""
+    return " ".join("".join(c if c.isprintable() else " " for c in str(what)).split())
 
 
 def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:
@@ -209,7 +210,7 @@ def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.File
         return read()
     except (pa.ArrowInvalid, OSError) as exc:
         raise DatasetError(
-            f"{part.path}: not a readable Parquet file ({_one_line(exc)}); it may be truncated: "
+            f"{part.path}: not a readable Parquet file ({one_line(exc)}); it may be truncated: "
             "re-run collect for this host or delete the file"
         ) from exc
 
@@ -217,7 +218,7 @@ def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.File
 def unreadable_data(path: str | os.PathLike[str], exc: BaseException) -> DatasetError:
     """The error for a part whose footer reads but whose data does not (a corrupt page), as one line."""
     return DatasetError(
-        f"{path}: cannot read Parquet data ({_one_line(exc)}); its footer reads but its data is corrupt: "
+        f"{path}: cannot read Parquet data ({one_line(exc)}); its footer reads but its data is corrupt: "
         "re-run collect for this host or delete the file"
     )
 

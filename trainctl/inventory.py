@@ -87,6 +87,17 @@ class HostAddress:
             return None
 
     @property
+    def port_ok(self) -> bool:
+        """No port, or one in 1..65535 written in ASCII digits (`²` is a digit to str.isdigit)."""
+        p = self.port
+        return p is None or (p.isascii() and p.isdigit() and 1 <= int(p) <= 65535)
+
+    @property
+    def is_bracketed_ip(self) -> bool:
+        """`[2001:db8::1]` or `[2001:db8::1]:22`: one host, never a Slurm range."""
+        return self.bracketed and self.ip is not None
+
+    @property
     def key(self) -> str:
         """The machine: user and port dropped (they say how to log in, not which host), a name
         lower-cased (DNS names are case-insensitive, RFC 4343), an address in its one canonical
@@ -120,20 +131,17 @@ def split_top_level(expr: str) -> list[str]:
     return pieces
 
 
-def _is_bracketed_ip(piece: str) -> bool:
-    addr = HostAddress.split(piece)
-    return addr.bracketed and addr.ip is not None
-
-
 def expand_host_terms(expr: str) -> list[str]:
     """python-hostlist's expansion (duplicates kept), except that a bracketed IP address
     (`[2001:db8::1]:22`) is one host, not a range; raises hostlist.BadHostlist."""
     pieces = split_top_level(expr)
-    if not any(_is_bracketed_ip(p) for p in pieces):
+    if not any(HostAddress.split(p).is_bracketed_ip for p in pieces):
         return hostlist.expand_hostlist(expr, allow_duplicates=True)
     names: list[str] = []
     for p in pieces:
-        names.extend([p] if _is_bracketed_ip(p) else hostlist.expand_hostlist(p, allow_duplicates=True))
+        names.extend(
+            [p] if HostAddress.split(p).is_bracketed_ip else hostlist.expand_hostlist(p, allow_duplicates=True)
+        )
     return names
 
 
@@ -165,9 +173,8 @@ def check_host(name: str, *, where: str = "--hosts") -> str:
             f"{where}: {name!r} names a login user; write the host alone ({addr.host}) and set "
             f"`User {addr.user}` for it in the ssh config (--ssh-config)"
         )
-    port = addr.port
-    if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-        raise InventoryError(f"{where}: {name!r} has port {port!r}; a port is a number in 1..65535 (node01:2222)")
+    if not addr.port_ok:
+        raise InventoryError(f"{where}: {name!r} has port {addr.port!r}; a port is a number in 1..65535 (node01:2222)")
     if addr.bracketed:
         if addr.ip is None:
             raise InventoryError(

@@ -329,9 +329,7 @@ def _analysed_without_unreadable_parts(p: Path, signals: Signals, window: TimeWi
 
 
 def _why(exc: BaseException) -> str:
-    # A reader's message may span lines and quote the corrupt bytes: one line of printable text.
-    text = f"{type(exc).__name__}: {exc}"
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return dataset.one_line(f"{type(exc).__name__}: {exc}")
 
 
 def _read_failed(p: Path, exc: BaseException) -> DatasetError:

@@ -81,9 +81,8 @@ def check_host_name(name: str) -> str:
     if addr.port is not None or addr.bracketed:
         # A run's host with its sshd port (launch --hosts node07:2222): the host part must pass
         # every check above too (ALL:22 is still ALL); resolve_targets drops the port.
-        port = addr.port
-        if port is not None and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-            raise TargetError(f"host {name!r} has port {port!r}; a port is a number in 1..65535 (node07:2222)")
+        if not addr.port_ok:
+            raise TargetError(f"host {name!r} has port {addr.port!r}; a port is a number in 1..65535 (node07:2222)")
         if addr.bracketed and addr.ip is None:
             raise TargetError(
                 f"host {name!r}: brackets hold an IP address ([2001:db8::1]:22); name the host without them"
@@ -101,8 +100,7 @@ def check_host_name(name: str) -> str:
 
 
 def _is_list(spec: str) -> bool:
-    addr = HostAddress.split(spec)
-    if addr.bracketed and addr.ip is not None:
+    if HostAddress.split(spec).is_bracketed_ip:
         return False  # [2001:db8::1]:22 is one host, not a range
     return "[" in spec or "]" in spec or "," in spec
 
