@@ -470,7 +470,10 @@ class AsyncCheckpointer:
             snapshot_s,
             res.write_s,
         )
-        self._prune()
+        try:
+            self._prune()
+        except OSError as exc:  # housekeeping: the step is committed, a failed prune must not fail the save
+            logger.warning("checkpoint prune after step=%d rank=%d failed: %s", step, self.rank, exc)
         return res
 
     def _prune(self) -> None:
@@ -478,6 +481,8 @@ class AsyncCheckpointer:
 
         Counting complete steps (not this rank's own) matters: a slower rank may not have
         committed the newest step yet, and the step before it must survive until it has.
+        Every rank prunes the same shared directory at about the same time, so the directories
+        it reads here may vanish under it (the readers below take that as "not complete").
         """
         complete = [s for s, d in _step_dirs(self.directory) if _is_complete(d, verify=False) is None]
         if len(complete) < self.keep_last:
@@ -501,10 +506,18 @@ def _drop_foreign_ranks(step_dir: Path, world_size: int) -> None:
     ranks that disagree on world_size and never count as complete. Only rank 0 calls it, after its
     own commit; the larger world's processes are gone by then (a relaunch stops the run first).
     """
-    for d in step_dir.iterdir() if step_dir.is_dir() else ():
-        m = _RANK_RE.match(d.name)
-        if m and int(m.group(1)) >= world_size:
+    for r, d in _rank_dirs(step_dir).items():
+        if r >= world_size:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def _rank_dirs(step_dir: Path) -> dict[int, Path]:
+    """rank -> rank-R directory; empty when the step directory is gone, even mid-listing
+    (another rank's prune removes it while this one reads)."""
+    try:
+        return {int(m.group(1)): d for d in step_dir.iterdir() if (m := _RANK_RE.match(d.name))}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -569,15 +582,21 @@ def verify_rank_dir(rank_dir: str | os.PathLike[str], *, verify_checksums: bool 
     m = _read_manifest(rank_dir)
     for name, rec in m["files"].items():
         p = rank_dir / name
-        if not p.is_file():
+        try:  # stat, not is_file() then stat(): another rank's prune may remove it in between
+            size = p.stat().st_size
+        except FileNotFoundError:
+            size = None
+        if size is None or not p.is_file():
             raise CheckpointError(f"{p}: listed in the manifest but missing; the checkpoint is damaged")
-        size = p.stat().st_size
         if size != rec["size_bytes"]:
             raise CheckpointError(
                 f"{p}: {size} bytes, manifest says {rec['size_bytes']}; the file is truncated or damaged"
             )
         if verify_checksums:
-            got = _hash_file(p, m["checksum_algo"])
+            try:
+                got = _hash_file(p, m["checksum_algo"])
+            except FileNotFoundError as exc:
+                raise CheckpointError(f"{p}: removed while being verified; the checkpoint is gone") from exc
             if got != rec["checksum"]:
                 raise CheckpointError(
                     f"{p}: {m['checksum_algo']} {got} does not match the manifest's {rec['checksum']}"
@@ -587,9 +606,7 @@ def verify_rank_dir(rank_dir: str | os.PathLike[str], *, verify_checksums: bool 
 
 def _is_complete(step_dir: Path, *, verify: bool) -> str | None:
     """None if complete, else why not (for the log)."""
-    ranks = (
-        {int(m.group(1)): d for d in step_dir.iterdir() if (m := _RANK_RE.match(d.name))} if step_dir.is_dir() else {}
-    )
+    ranks = _rank_dirs(step_dir)
     if not ranks:
         return "no committed rank directories"
     world = None

@@ -82,6 +82,44 @@ def test_retention_keeps_last_complete(tmp_path) -> None:
     assert latest_complete(tmp_path).step == 40
 
 
+def test_ranks_pruning_one_directory_at_once_never_fail_a_save(tmp_path) -> None:
+    """Every rank prunes the shared directory right after its own commit, so one rank reads a step
+    (listing, stat, manifest) while another removes it. That race failed a CI run: rank 0's save
+    raised FileNotFoundError on rank-1/skeleton.pt and torchrun exited 1. Three real writers in
+    three threads, 200 steps each; before the fix this failed in each of six runs."""
+    import logging
+    import threading
+
+    errors: list[str] = []
+    warned: list[str] = []
+    # Straight on the module's logger: the CLI's logging set-up stops propagation to pytest's caplog.
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warned.append(record.getMessage())
+
+    def rank_loop(rank: int) -> None:
+        with AsyncCheckpointer(tmp_path, rank=rank, world_size=3, keep_last=1, overlap=False) as ck:
+            try:
+                for step in range(1, 201):
+                    ck.save(step, {"w": torch.full((4,), float(step))}).result(60)
+            except Exception as exc:  # noqa: BLE001 - the test reports whatever a rank raised
+                errors.append(f"rank {rank}: {exc!r}")
+
+    log = logging.getLogger("trainctl.runtime.checkpoint")
+    log.addHandler(handler)
+    try:
+        threads = [threading.Thread(target=rank_loop, args=(r,)) for r in (0, 1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(100)
+    finally:
+        log.removeHandler(handler)
+    assert errors == []
+    assert warned == []  # a failed prune is logged, not raised: the readers must not fail at all
+    info = latest_complete(tmp_path)
+    assert info is not None and info.step == 200
+
+
 def test_truncated_or_flipped_file_falls_back(tmp_path) -> None:
     model, opt = make(3)
     with AsyncCheckpointer(tmp_path, keep_last=3) as ck:
