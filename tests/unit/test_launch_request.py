@@ -111,3 +111,21 @@ def test_bad_launch_options_are_one_line_errors(cli, args, message) -> None:
     assert r.code == 1, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_the_supervisor_checks_drill_targets_as_the_cli_does(tmp_path) -> None:
+    """A spec from a file (not from the CLI) is checked by the same rule: a spare may take an xid drill,
+    a host outside the run may not, and a rank past the world size gets the same hint as on the CLI."""
+    from trainctl.ops.launch.supervisor import HostsSpec, validate
+
+    def spec(*inject: str) -> HostsSpec:
+        return HostsSpec(
+            run_dir=tmp_path / "r", remote_run_dir="/tmp/r", run_id="r", hosts=("node01", "node02"),
+            spares=("node03",), nproc_per_node=2, inject=inject, ledger_home=tmp_path / "home",
+        )  # fmt: skip
+
+    validate(spec("xid:host=node03,code=79,step=5"))  # a spare stands in for an evicted host
+    with pytest.raises(InputError, match=r"host 'node09' is not in this run \(node01, node02, node03\)"):
+        validate(spec("xid:host=node09,code=79,step=5"))
+    with pytest.raises(InputError, match=r"rank 4 does not exist \(world size 4\); pick a rank below 4"):
+        validate(spec("crash:rank=4,step=3"))

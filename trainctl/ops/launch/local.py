@@ -31,6 +31,7 @@ from trainctl.ops.launch.placement import gpu_placement, visible_gpus
 from trainctl.ops.launch.request import (
     TRAINER_MODULE,
     LaunchRequest,
+    check_drill_targets,
     reference_layout,
     simulated_hosts,
     torchrun_argv,
@@ -337,15 +338,7 @@ def validate(spec: LaunchSpec) -> None:
         raise InputError(f"--nproc-per-node {spec.nproc_per_node}: must be >= 1")
     if not spec.hosts:
         raise InputError("--hosts-local must be >= 1")
-    drills = inject.parse_specs(spec.inject)
-    for d in drills:
-        r = getattr(d, "rank", None)
-        if r is not None and r >= spec.world_size:
-            raise InputError(
-                f"--inject {d.spec()!r}: rank {r} does not exist (world size {spec.world_size}); pick a rank below {spec.world_size}"
-            )
-        if isinstance(d, inject.Xid) and d.host not in spec.hosts:
-            raise InputError(f"--inject {d.spec()!r}: host {d.host!r} is not in this run ({', '.join(spec.hosts)})")
+    check_drill_targets(inject.parse_specs(spec.inject), world=spec.world_size, hosts=spec.hosts)
     if spec.script is not None and not Path(spec.script).is_file():
         raise InputError(
             f"{spec.script}: no such training script; pass a path to a .py file, or no SCRIPT for the reference trainer"

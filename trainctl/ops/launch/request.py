@@ -21,7 +21,7 @@ import math
 import re
 import sys
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
@@ -77,6 +77,22 @@ def _opt(default: Any, flag: str | None, help: str, *, modes: frozenset[Mode] = 
 
 _LOCAL = frozenset({Mode.LOCAL})
 _HOSTS = frozenset({Mode.HOSTS})
+
+
+def check_drill_targets(drills: Iterable[Any], *, world: int, hosts: Sequence[str]) -> None:
+    """Every --inject drill aims at something in this run: a rank below the world size, a host of the run
+    (or a spare, which may stand in for it). Checked when the request is parsed, again by the local launcher
+    and the supervisor on their own specs (a spec may come from a file, not from the CLI)."""
+    from trainctl.runtime import inject
+
+    for d in drills:
+        r = getattr(d, "rank", None)
+        if r is not None and r >= world:
+            raise InputError(
+                f"--inject {d.spec()!r}: rank {r} does not exist (world size {world}); pick a rank below {world}"
+            )
+        if isinstance(d, inject.Xid) and d.host not in hosts:
+            raise InputError(f"--inject {d.spec()!r}: host {d.host!r} is not in this run ({', '.join(hosts)})")
 
 
 @dataclass(frozen=True)
@@ -314,14 +330,7 @@ class LaunchRequest:
         drills = inject.parse_specs(self.inject)  # InputError names the bad spec
         hosts = (*self.host_names(), *self.spare_names()) if self.hosts else simulated_hosts(self.hosts_local)
         world = self.nproc_per_node * (len(self.host_names()) if self.hosts else self.hosts_local)
-        for d in drills:
-            r = getattr(d, "rank", None)
-            if r is not None and r >= world:
-                raise InputError(
-                    f"--inject {d.spec()!r}: rank {r} does not exist (world size {world}); pick a rank below {world}"
-                )
-            if isinstance(d, inject.Xid) and d.host not in hosts:
-                raise InputError(f"--inject {d.spec()!r}: host {d.host!r} is not in this run ({', '.join(hosts)})")
+        check_drill_targets(drills, world=world, hosts=hosts)
 
     # ------------------------------------------------------------------ launch.json
 

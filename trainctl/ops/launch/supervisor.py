@@ -58,7 +58,14 @@ from trainctl.ops.evict.relaunch_plan import PlanKind
 from trainctl.ops.launch import local
 from trainctl.ops.launch.fail_slow import FailSlowDetector, FailSlowVerdict, job_progress
 from trainctl.ops.launch.host_commands import hang_dump_command, rank_sweep_command
-from trainctl.ops.launch.request import LaunchRequest, host_plan, reference_layout, torchrun_argv, trainer_tp
+from trainctl.ops.launch.request import (
+    LaunchRequest,
+    check_drill_targets,
+    host_plan,
+    reference_layout,
+    torchrun_argv,
+    trainer_tp,
+)
 from trainctl.ops.remote import RemoteHosts, RemoteProcess
 from trainctl.rundir import HostRanks, RunInfo, write_run_info
 from trainctl.runtime import inject, nccl_env, policy
@@ -180,12 +187,7 @@ def validate(spec: HostsSpec) -> None:
     if spec.script is not None and not Path(spec.script).is_absolute():
         raise InputError(f"{spec.script}: pass the training script as an absolute path that exists on every host")
     world = spec.nproc_per_node * len(spec.hosts)
-    for d in inject.parse_specs(spec.inject):
-        if isinstance(d, inject.Xid) and d.host not in spec.hosts + spec.spares:
-            raise InputError(f"--inject {d.spec()!r}: host {d.host!r} is not in this run ({', '.join(spec.hosts)})")
-        r = getattr(d, "rank", None)
-        if r is not None and r >= world:
-            raise InputError(f"--inject {d.spec()!r}: rank {r} does not exist (world size {world})")
+    check_drill_targets(inject.parse_specs(spec.inject), world=world, hosts=(*spec.hosts, *spec.spares))
     if not spec.allow_quarantined:
         refuse_quarantined(list(spec.hosts), home=spec.ledger_home)
 
