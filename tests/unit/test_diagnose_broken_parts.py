@@ -4,15 +4,13 @@ on stderr, listed in `skipped`, exit 6; what it would have given is said missing
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-from broken_parquet import corrupt_pages
+from broken_parquet import WIDE, corrupt_pages, trainctl
 from straggler_timelines import make_timeline
 
 from trainctl import dataset
@@ -20,7 +18,6 @@ from trainctl.schemas import SignalKind
 
 TRAINER_RUN = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
 CRASH_RUN = TRAINER_RUN.with_name("crash_drill_run")  # a timeline and an error file: ranks/ is read twice
-WIDE = {**os.environ, "COLUMNS": "1000"}  # one warning, one stderr line: nothing wrapped mid-path
 
 
 @pytest.fixture
@@ -83,14 +80,7 @@ def test_a_bad_rank_report_of_a_crash_run_is_said_once_on_stderr(cli, tmp_path: 
 
 def _diagnose_as(run: Path, lazy: bool) -> subprocess.CompletedProcess:
     """`trainctl diagnose RUN --json`; `lazy`: every table stays lazy, read by the analyzers as a big one is."""
-    code = "from trainctl.cli.app import main; main()"
-    if lazy:
-        code = "from trainctl.ops.diagnose import diagnosis; diagnosis.LAZY_ROWS = 0; " + code
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "diagnose", str(run), "--json"], capture_output=True, text=True, env=WIDE
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return trainctl("diagnose", run, "--json", lazy=lazy)
 
 
 def _diagnose_loaded_or_lazy(run: Path, lazy: bool) -> tuple[int, str, dict]:
