@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -226,6 +228,43 @@ class _SkipRecorder(logging.Handler):
         return (*self.lines, *([f"... and {self.dropped} more"] if self.dropped else []))
 
 
+class _Once(logging.Filter):
+    """Lets each message of this thread through once, on every handler it is given to: a lazy table's corrupt part
+    makes the work run twice (_without_unreadable_parts), and what the first run said (an analyzer's warning) would
+    be said again. Other threads' records (a supervisor's own) pass as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._thread = threading.get_ident()
+        self._first: dict[tuple[int, str], logging.LogRecord] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread != self._thread:
+            return True
+        # The same record passes each handler: it goes on to all of them, a later one with its message to none.
+        return self._first.setdefault((record.levelno, record.getMessage()), record) is record
+
+
+@contextmanager
+def _each_message_once(name: str = "trainctl") -> Iterator[None]:
+    """Inside: each message logged under `name` reaches each handler it would reach (stderr, _SkipRecorder) once."""
+    handlers: list[logging.Handler] = []
+    log: logging.Logger | None = logging.getLogger(name)
+    while log is not None:
+        handlers += log.handlers
+        log = log.parent if log.propagate else None
+    if not handlers and logging.lastResort is not None:  # what logging prints to when nothing is configured
+        handlers = [logging.lastResort]
+    once = _Once()
+    for h in handlers:
+        h.addFilter(once)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(once)
+
+
 @dataclass(frozen=True)
 class PathRead(Generic[T]):
     """What `read_path` gives: the work's result, and the warnings said on stderr while the path was read (each an
@@ -257,7 +296,7 @@ def read_path(
     root.addHandler(recorder)
     try:
         # ranks/ is read for the run events' hosts and again for the throughput summary: one read, one warning.
-        with run_events.rank_reports_read_once():
+        with run_events.rank_reports_read_once(), _each_message_once():
             result = _without_unreadable_parts(p, load_signals(p, kind), work, failed)
     finally:
         root.removeHandler(recorder)
