@@ -30,9 +30,11 @@ __all__ = [
     "FindingChange",
     "PhaseChange",
     "RunComparison",
+    "RunProfile",
     "compare_runs",
     "finding_changes",
     "phase_stats",
+    "run_profile",
 ]
 
 
@@ -129,6 +131,20 @@ def _hosts(signals: Signals) -> set[str]:
     return hosts
 
 
+@dataclass(frozen=True)
+class RunProfile:
+    """What one run brings to a comparison besides its findings: its step times by phase and its hosts."""
+
+    phases: dict[str, PhaseStats]
+    hosts: frozenset[str]
+
+
+def run_profile(signals: Signals) -> RunProfile:
+    """One run's side of a comparison: every read of its tables a comparison makes (its timeline, its metrics'
+    hosts), so that a loader can read each run on its own and retry it without a part it could not read."""
+    return RunProfile(phase_stats(signals.tables.get(SignalKind.TIMELINE)), frozenset(_hosts(signals)))
+
+
 def _key(f: Finding) -> tuple[str, str | None, tuple[str, ...], tuple[int, ...]]:
     return (f.kind.value, f.category.value if f.category else None, tuple(sorted(f.hosts)), tuple(sorted(f.ranks)))
 
@@ -166,16 +182,18 @@ def _pct(a: float | None, b: float | None) -> float | None:
 
 
 def compare_runs(
-    a: Signals,
+    a: Signals | RunProfile,
     a_findings: list[Finding],
-    b: Signals,
+    b: Signals | RunProfile,
     b_findings: list[Finding],
     *,
     a_name: str = "A",
     b_name: str = "B",
     b_not_judged: frozenset[FindingKind] = frozenset(),
 ) -> RunComparison:
-    pa_, pb_ = phase_stats(a.tables.get(SignalKind.TIMELINE)), phase_stats(b.tables.get(SignalKind.TIMELINE))
+    """A against B, from each run's Signals or its `run_profile` (read already)."""
+    a, b = (r if isinstance(r, RunProfile) else run_profile(r) for r in (a, b))
+    pa_, pb_ = a.phases, b.phases
     phases = []
     for phase in sorted(set(pa_) | set(pb_), key=lambda p: (p != "step", p)):  # the whole step first
         sa, sb = pa_.get(phase), pb_.get(phase)
@@ -191,7 +209,7 @@ def compare_runs(
                 _pct(sa.median_ms if sa else None, sb.median_ms if sb else None),
             )
         )
-    ha, hb = _hosts(a), _hosts(b)
+    ha, hb = a.hosts, b.hosts
     changes = finding_changes(a_findings, b_findings, b_not_judged)
     return RunComparison(
         a_name,

@@ -91,11 +91,12 @@ def test_compare_reads_b_without_a_timeline_as_not_judged_and_refuses_a_log(cli,
     from pathlib import Path
 
     from trainctl.ops.diagnose import compare as ops_compare
+    from trainctl.ops.diagnose.diagnosis import load_signals
 
     run = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
     b = Path(shutil.copytree(run, tmp_path / "b"))
     shutil.rmtree(b / "timeline")
-    analysis_b = ops_compare.run_analysis(ops_compare.load_signals(b))
+    analysis_b = ops_compare.run_analysis(load_signals(b))
     assert ops_compare._not_judged(analysis_b) == frozenset({FindingKind.STRAGGLER})
     log = tmp_path / "train.log"
     log.write_text("RuntimeError: CUDA error: an illegal memory access was encountered\n")
@@ -104,3 +105,37 @@ def test_compare_reads_b_without_a_timeline_as_not_judged_and_refuses_a_log(cli,
     assert f"{log}: log file, not a run; compare takes two runs" in " ".join(r.stderr.split()), r.stderr
     ok = cli("compare", run, b, "--json")
     assert ok.code == 0 and json.loads(ok.stdout)["findings"] == [], ok
+
+
+def test_a_corrupt_part_of_a_lazy_table_is_skipped_and_said_and_the_rest_compared(tmp_path) -> None:
+    # Every table lazy, as a big run's timeline is: the corrupt parts are met as the analyzers and the phase
+    # statistics read them, not as the tables load. A's gpu_metrics part and B's only timeline part are corrupt.
+    import json
+    import shutil
+    from pathlib import Path
+
+    from broken_parquet import corrupt_pages, trainctl
+
+    run = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
+    bad = {
+        "a": "gpu_metrics/host=node01/part-agent-497-000001.parquet",
+        "b": "timeline/host=node01/part-rank0-00000.parquet",
+    }
+    broken, without = tmp_path / "broken", tmp_path / "without"
+    for side, part in bad.items():
+        shutil.copytree(run, broken / side)
+        shutil.copytree(run, without / side)
+        corrupt_pages(broken / side / part)
+        (without / side / part).unlink()
+    expected = trainctl("compare", without / "a", without / "b", "--json")
+    assert expected.returncode == 0 and expected.stderr == "", expected
+    r = trainctl("compare", broken / "a", broken / "b", "--json")
+    assert r.returncode == 0, r.stderr
+    for side, part in bad.items():
+        assert r.stderr.count(str(broken / side / part)) == 1, r.stderr
+    assert r.stderr.count("cannot read Parquet data") == 2, r.stderr
+    got, want = json.loads(r.stdout), json.loads(expected.stdout)
+    assert {k: v for k, v in got.items() if k not in ("a", "b")} == {
+        k: v for k, v in want.items() if k not in ("a", "b")
+    }
+    assert [p["phase"] for p in got["phases"]][:1] == ["step"] and got["phases"][0]["b_steps"] == 0  # A's timeline read

@@ -4,15 +4,14 @@ on stderr, listed in `skipped`, exit 6; what it would have given is said missing
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from broken_parquet import corrupt_pages
+from broken_parquet import WIDE, corrupt_pages, trainctl
 from straggler_timelines import make_timeline
 
 from trainctl import dataset
@@ -20,7 +19,6 @@ from trainctl.schemas import SignalKind
 
 TRAINER_RUN = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
 CRASH_RUN = TRAINER_RUN.with_name("crash_drill_run")  # a timeline and an error file: ranks/ is read twice
-WIDE = {**os.environ, "COLUMNS": "1000"}  # one warning, one stderr line: nothing wrapped mid-path
 
 
 @pytest.fixture
@@ -83,14 +81,7 @@ def test_a_bad_rank_report_of_a_crash_run_is_said_once_on_stderr(cli, tmp_path: 
 
 def _diagnose_as(run: Path, lazy: bool) -> subprocess.CompletedProcess:
     """`trainctl diagnose RUN --json`; `lazy`: every table stays lazy, read by the analyzers as a big one is."""
-    code = "from trainctl.cli.app import main; main()"
-    if lazy:
-        code = "from trainctl.ops.diagnose import diagnosis; diagnosis.LAZY_ROWS = 0; " + code
-    proc = subprocess.run(
-        [sys.executable, "-c", code, "diagnose", str(run), "--json"], capture_output=True, text=True, env=WIDE
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return trainctl("diagnose", run, "--json", lazy=lazy)
 
 
 def _diagnose_loaded_or_lazy(run: Path, lazy: bool) -> tuple[int, str, dict]:
@@ -163,4 +154,28 @@ def test_a_dataset_whose_every_part_is_unreadable_says_so_not_did_the_run_start(
     assert error == (
         f"error: {data}: nothing left to diagnose: all 3 of its Parquet files could not be read ({names}; said above: "
         "torn or corrupt) and it holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+    )
+
+
+@pytest.mark.parametrize("command", ["diagnose", "report"])
+def test_an_analyzer_warning_is_said_once_when_a_corrupt_lazy_part_makes_the_analysis_run_again(
+    tmp_path: Path, command: str
+) -> None:
+    # The straggler analysis warns of (rank, phase, window) groups with tokens on only some rows; the faulty-host
+    # analysis then fails on the corrupt gpu_metrics part, which is left out, and every analyzer runs again.
+    data = tmp_path / "dataset"
+    t = make_timeline(ranks=4, per_host=2, tokens=lambda rng, ranks, steps: rng.integers(2048, 8192, (ranks, steps)))
+    rank0_even_steps = pc.and_(pc.equal(t["rank"], 0), pc.equal(pc.bit_wise_and(t["step"], 1), 0))
+    tokens = pc.if_else(rank0_even_steps, pa.scalar(None, t["tokens"].type), t["tokens"])
+    t = t.set_column(t.schema.get_field_index("tokens"), "tokens", tokens)
+    for host in sorted(set(t["host"].to_pylist())):
+        dataset.write_table(data, SignalKind.TIMELINE, host, t.filter(pc.equal(t["host"], host)))
+    shutil.copytree(TRAINER_RUN / "gpu_metrics", data / "gpu_metrics")
+    part = data / "gpu_metrics" / "host=node01" / "part-agent-497-000001.parquet"
+    corrupt_pages(part)
+    r = trainctl(command, data, *(["--json"] if command == "diagnose" else []))
+    assert r.returncode == (6 if command == "diagnose" else 0), r.stderr
+    assert r.stderr.count(f"{part}: cannot read Parquet data") == 1, r.stderr
+    assert r.stderr.count("timeline: 30 (rank, phase, window) groups have tokens on only some rows; skipped") == 1, (
+        r.stderr
     )

@@ -5,8 +5,11 @@ cannot; the test checks the format's rules (ph, ts/dur in us, pid/tid, metadata 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pyarrow.compute as pc
+from broken_parquet import corrupt_pages, trainctl
 from straggler_timelines import make_timeline
 
 from trainctl import dataset
@@ -38,6 +41,33 @@ def test_one_track_per_rank_by_host_with_phases_and_findings(cli, tmp_path) -> N
     marks = [e for e in ev if e["ph"] == "i" and e.get("s") == "g"]
     assert any("straggler" in e["name"] and e["args"]["ranks"] == [3] for e in marks)
     assert doc["metadata"]["events"] == len(ev)
+
+
+def test_a_corrupt_part_of_a_lazy_table_is_skipped_and_said_and_the_rest_drawn(tmp_path) -> None:
+    # A run dir's tables left lazy, as a big one is: the corrupt gpu_metrics part is met as the analysis and the
+    # trace stream it. The trace is the one of the run without that part, and the part is said once.
+    fixture = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
+    part = "gpu_metrics/host=node01/part-agent-497-000001.parquet"
+    run, without = (
+        Path(shutil.copytree(fixture, tmp_path / "run")),
+        Path(shutil.copytree(fixture, tmp_path / "without")),
+    )
+    corrupt_pages(run / part)
+    (without / part).unlink()
+    expected = trainctl("export", without, "--perfetto", tmp_path / "expected.json")
+    assert expected.returncode == 0, expected.stderr
+    r = trainctl("export", run, "--perfetto", tmp_path / "trace.json")
+    assert r.returncode == 0 and r.stdout == f"{tmp_path / 'trace.json'}\n", r
+    assert r.stderr.count(str(run / part)) == 1 and "cannot read Parquet data" in r.stderr, r.stderr
+    doc = json.loads((tmp_path / "trace.json").read_text())
+    assert doc == json.loads((tmp_path / "expected.json").read_text())
+    assert any(e["ph"] == "C" for e in doc["traceEvents"])  # the other parts' GPU counters are drawn
+    # A trace that cannot be written is said as such, not as tables that could not be read.
+    r = trainctl("export", run, "--perfetto", tmp_path / "no-such-folder" / "trace.json")
+    assert r.returncode == 1 and r.stderr.splitlines()[-1] == (
+        f"error: {tmp_path / 'no-such-folder' / 'trace.json'}: No such file or directory; check the path, its folder "
+        "and its permissions (-vv: traceback)"
+    ), r.stderr
 
 
 def test_nothing_to_draw_is_an_error_not_a_blank_trace(cli, tmp_path) -> None:

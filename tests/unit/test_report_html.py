@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+from broken_parquet import corrupt_pages, trainctl
 from straggler_timelines import make_timeline
 
 from trainctl import dataset
@@ -48,6 +49,31 @@ def test_report_has_findings_heatmaps_and_a_png(cli, tmp_path) -> None:
     assert "straggler" in page and page.count("<svg") >= 2 and "rank 5" in page
     assert "<script" not in page and not re.search(r"(?:src|href)\s*=\s*[\"']?https?:", page)  # nothing fetched
     assert (tmp_path / "heat.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_corrupt_part_of_a_lazy_timeline_is_skipped_said_and_listed_and_the_rest_drawn(tmp_path) -> None:
+    # The timeline left lazy, as a big one is: node01's corrupt part is met as the analysis and the heat-maps read
+    # it. The report is the one of the run without that part, plus the part said once and listed as skipped.
+    run, without = _run(tmp_path / "run"), _run(tmp_path / "without")
+    (part,) = (run / "timeline" / "host=node01").glob("*.parquet")
+    corrupt_pages(part)
+    (without / "timeline" / "host=node01" / part.name).unlink()
+    expected = trainctl("report", without)
+    assert expected.returncode == 0, expected.stderr
+    r = trainctl("report", run)
+    assert r.returncode == 0 and r.stdout == f"{run / 'report.html'}\n", r
+    assert r.stderr.count(str(part)) == 1, r.stderr
+    assert r.stderr.splitlines()[-1] == expected.stderr.splitlines()[-1] == "1 finding(s), 6 heat-map(s)"
+    page, want = (run / "report.html").read_text(), (without / "report.html").read_text()
+    (skipped,) = re.findall(r"<p class='warning'>skipped: ([^<]*)</p>", page)
+    assert skipped.startswith(f"{part}: cannot read Parquet data ("), skipped
+    assert _body(page).replace(str(run), str(without)) == _body(want)
+
+
+def _body(page: str) -> str:
+    """The page but its time of writing and its skipped inputs."""
+    page = re.sub(r"<p class='warning'>skipped: [^<]*</p>", "", page)
+    return re.sub(r"generated [^ ]+ by trainctl report", "", page)
 
 
 @needs_chromium

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from trainctl.cli.console import err, out
 from trainctl.cli.outputs import refuse_onto_input
 from trainctl.errors import InputError
+
+if TYPE_CHECKING:
+    from trainctl.analyzers import Analysis
+    from trainctl.signals import Signals
 
 
 def export(
@@ -18,20 +23,26 @@ def export(
 ) -> None:
     """One track per rank (by host) with each step's phases, Flight Recorder collectives, findings, GPU counters."""
     from trainctl.analyzers import run_analysis
-    from trainctl.ops.diagnose.diagnosis import load_signals
+    from trainctl.ops.diagnose.diagnosis import read_path
     from trainctl.ops.export.perfetto import trace_events, write_trace
 
     refuse_onto_input("--perfetto", perfetto, path)
-    with err.status("exporting ...", spinner="dots"):
-        signals = load_signals(path)
-        findings = run_analysis(signals).findings
-        events = trace_events(signals.tables, signals.rank_to_host(), findings)
+
+    def drawn(signals: Signals) -> tuple[Analysis, int]:
+        """Every read of the data the trace makes (the analysis, the tables streamed into the file)."""
+        analysis = run_analysis(signals)
+        events = trace_events(signals.tables, signals.rank_to_host(), analysis.findings)
         first = next(events, None)
         if first is None:  # an empty trace would open as a blank page, with no word why
             raise InputError(
                 f"{path}: nothing to draw (no ranks, timeline, Flight Recorder collectives, GPU counters or timed "
                 "findings); export draws a run dir or a collected dataset"
             )
-        n = write_trace(perfetto, itertools.chain([first], events))
+        return analysis, write_trace(perfetto, itertools.chain([first], events))
+
+    with err.status("exporting ...", spinner="dots"):
+        # Read as diagnose reads it: a torn or corrupt part is said on stderr and the rest drawn (a corrupt part
+        # of a lazy table is met as the trace streams it: the trace is then written again without it).
+        _, n = read_path(path, drawn, failed=lambda done: bool(done[0].failed)).result
     out.print(str(perfetto), highlight=False)
     err.print(f"{n} trace events; open it at https://ui.perfetto.dev", highlight=False)

@@ -6,10 +6,11 @@ import os
 from pathlib import Path
 
 from trainctl.analyzers import Analysis, run_analysis
-from trainctl.analyzers.compare import RunComparison, compare_runs
+from trainctl.analyzers.compare import RunComparison, RunProfile, compare_runs, run_profile
 from trainctl.errors import InputError
 from trainctl.findings import FindingKind
-from trainctl.ops.diagnose.diagnosis import InputKind, detect_input, load_signals
+from trainctl.ops.diagnose.diagnosis import InputKind, detect_input, read_path
+from trainctl.signals import Signals
 
 # what compare compares: a run's step times, hosts and findings, which a log or a dump folder alone does not hold
 _RUNS = (InputKind.RUN_DIR, InputKind.DATASET)
@@ -18,12 +19,20 @@ _RUNS = (InputKind.RUN_DIR, InputKind.DATASET)
 def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> RunComparison:
     paths = (Path(a), Path(b))
     kinds = [_run_kind(p) for p in paths]  # both checked before either is read
-    sa, sb = (load_signals(p, k) for p, k in zip(paths, kinds, strict=True))
-    analysis_b = run_analysis(sb)
+    # Each run read as diagnose reads it: a torn or corrupt part is said on stderr and the rest compared.
+    (analysis_a, profile_a), (analysis_b, profile_b) = (
+        read_path(p, _analysed, kind=k, failed=lambda done: bool(done[0].failed)).result
+        for p, k in zip(paths, kinds, strict=True)
+    )
     return compare_runs(
-        sa, run_analysis(sa).findings, sb, analysis_b.findings, a_name=str(a), b_name=str(b),
+        profile_a, list(analysis_a.findings), profile_b, list(analysis_b.findings), a_name=str(a), b_name=str(b),
         b_not_judged=_not_judged(analysis_b),
     )  # fmt: skip
+
+
+def _analysed(signals: Signals) -> tuple[Analysis, RunProfile]:
+    """Every read compare makes of one run: its analysis, its step times and hosts."""
+    return run_analysis(signals), run_profile(signals)
 
 
 def _run_kind(p: Path) -> InputKind:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Generic, NoReturn, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -30,7 +33,9 @@ from trainctl.signals import LazyTable, Signals, TableLike
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["InputKind", "detect_input", "load_signals", "diagnose_path", "RAW_PARSERS"]
+__all__ = ["InputKind", "detect_input", "load_signals", "read_path", "PathRead", "diagnose_path", "RAW_PARSERS"]
+
+T = TypeVar("T")
 
 
 class InputKind(str, Enum):
@@ -106,7 +111,7 @@ def _load_tables(root: Path) -> tuple[dict[SignalKind, TableLike | LazyTable], d
     for kind in dataset.kinds_present(root):
         # A part whose footer reads but whose data does not (a corrupt page) is found by read_table as it reads
         # the kind, and left out in passing; a kind too big to load is read later, by the analyzers, and its
-        # corrupt parts are found there (_analysed_without_unreadable_parts).
+        # corrupt parts are found there (_without_unreadable_parts).
         bad: dict[Path, DatasetError] = {}
         try:
             table: TableLike | LazyTable | None = _load_kind(root, kind, unreadable=bad)
@@ -219,27 +224,93 @@ class _SkipRecorder(logging.Handler):
         else:
             self.dropped += 1
 
+    def skipped(self) -> tuple[str, ...]:
+        return (*self.lines, *([f"... and {self.dropped} more"] if self.dropped else []))
 
-def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None) -> Report:
-    """Diagnose PATH; `window` keeps only the rows of a time range (diagnose --since/--until)."""
+
+class _Once(logging.Filter):
+    """Lets each message of this thread through once, on every handler it is given to: a lazy table's corrupt part
+    makes the work run twice (_without_unreadable_parts), and what the first run said (an analyzer's warning) would
+    be said again. Other threads' records (a supervisor's own) pass as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._thread = threading.get_ident()
+        self._first: dict[tuple[int, str], logging.LogRecord] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread != self._thread:
+            return True
+        # The same record passes each handler: it goes on to all of them, a later one with its message to none.
+        return self._first.setdefault((record.levelno, record.getMessage()), record) is record
+
+
+@contextmanager
+def _each_message_once(name: str = "trainctl") -> Iterator[None]:
+    """Inside: each message logged under `name` reaches each handler it would reach (stderr, _SkipRecorder) once."""
+    handlers: list[logging.Handler] = []
+    log: logging.Logger | None = logging.getLogger(name)
+    while log is not None:
+        handlers += log.handlers
+        log = log.parent if log.propagate else None
+    if not handlers and logging.lastResort is not None:  # what logging prints to when nothing is configured
+        handlers = [logging.lastResort]
+    once = _Once()
+    for h in handlers:
+        h.addFilter(once)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(once)
+
+
+@dataclass(frozen=True)
+class PathRead(Generic[T]):
+    """What `read_path` gives: the work's result, and the warnings said on stderr while the path was read (each an
+    input skipped or only partly read: a torn or corrupt Parquet part, a rank report that does not parse)."""
+
+    result: T
+    skipped: tuple[str, ...]
+
+
+def read_path(
+    path: str | os.PathLike[str],
+    work: Callable[[Signals], T],
+    *,
+    kind: InputKind | None = None,
+    failed: Callable[[T], bool] = lambda _: False,
+) -> PathRead[T]:
+    """Load PATH's signals and run `work` over them, the one way every command that reads a run or dataset reads it
+    (diagnose, report, export, compare): a torn or corrupt Parquet part is said on stderr and left out, and the rest
+    is read; when nothing is left, one error says so (`_all_unreadable`).
+
+    `work` makes every read of the data (analysis, heat-maps, the trace): a lazy table's corrupt part is met only
+    there, and `work` is then run once more without it (_without_unreadable_parts). `failed`: whether its result
+    shows a read that failed inside it (an analyzer that raised, caught by run_analysis), which is retried too.
+    """
     p = Path(path)
-    kind = detect_input(p)
+    kind = kind or detect_input(p)
     recorder = _SkipRecorder()
     root = logging.getLogger("trainctl")
     root.addHandler(recorder)
     try:
         # ranks/ is read for the run events' hosts and again for the throughput summary: one read, one warning.
-        with run_events.rank_reports_read_once():
-            done = _analysed_without_unreadable_parts(p, load_signals(p, kind), window)
+        with run_events.rank_reports_read_once(), _each_message_once():
+            result = _without_unreadable_parts(p, load_signals(p, kind), work, failed)
     finally:
         root.removeHandler(recorder)
+    return PathRead(result, recorder.skipped())
+
+
+def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None) -> Report:
+    """Diagnose PATH; `window` keeps only the rows of a time range (diagnose --since/--until)."""
+    p = Path(path)
+    kind = detect_input(p)
+    read = read_path(p, lambda signals: _analysed(p, signals, window), kind=kind, failed=lambda done: done.failed)
+    done = read.result
     signals, analysis = done.signals, done.analysis
-    skipped = (
-        recorder.lines
-        + ([f"... and {recorder.dropped} more"] if recorder.dropped else [])
-        + list(analysis.skipped)
-        + list(done.skipped)
-    )
+    skipped = read.skipped + analysis.skipped + done.skipped
     notes = analysis.notes if done.kept is None else (*analysis.notes, done.kept)
     if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
         notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
@@ -297,47 +368,53 @@ def _analysed(p: Path, signals: Signals, window: TimeWindow | None) -> _Analysed
     return _Analysed(signals, analysis, summary, kept)
 
 
-def _analysed_without_unreadable_parts(p: Path, signals: Signals, window: TimeWindow | None) -> _Analysed:
-    """`_analysed`, and again without the parts of a lazy table whose data turned out unreadable, if any did.
+def _without_unreadable_parts(
+    p: Path, signals: Signals, work: Callable[[Signals], T], failed: Callable[[T], bool]
+) -> T:
+    """`work(signals)`, and again without the parts of a lazy table whose data turned out unreadable, if any did.
 
     A part whose footer reads but whose data pages are corrupt passes every footer check. A loaded table met it
     as read_table read it (_load_tables left it out); a lazy one (past LAZY_ROWS: the straggler analysis gives its
-    files to DuckDB, 49M rows in the benchmarks) is first read here, by the window or an analyzer. Decoding every
-    page up front to rule corruption out would read the whole table twice on every diagnosis, and nothing
-    cheaper (footers, page headers) can see a corrupt compressed page. So the read is attempted where it is
-    made; only when something failed are the lazy tables' files decoded one by one (in threads) to find which
-    parts are unreadable, and, if some are, they are said, left out, and everything is analysed once more (the
-    decode found them all, so once is enough). A failure that no part explains stands as it failed.
+    files to DuckDB, 49M rows in the benchmarks) is first read here, by the window, an analyzer, the heat-maps or
+    the trace. Decoding every page up front to rule corruption out would read the whole table twice on every
+    read, and nothing cheaper (footers, page headers) can see a corrupt compressed page. So the read is attempted
+    where it is made; only when something failed are the lazy tables' files decoded one by one (in threads) to
+    find which parts are unreadable, and, if some are, they are said, left out, and the work is done once more
+    (the decode found them all, so once is enough). A failure that no part explains stands as it failed.
     """
+    error: BaseException | None = None
     try:
-        done: _Analysed | None = _analysed(p, signals, window)
-    except _READ_ERRORS as exc:  # the window read a lazy table
-        done, error = None, exc
-    if done is not None and not done.failed:
+        done = work(signals)
+    except _READ_ERRORS as exc:  # the work read a lazy table outside an analyzer
+        error = exc
+    if error is None and not failed(done):
         return done
     bad = _unreadable_lazy_parts(signals)
     if not bad:
-        if done is None:
-            raise _read_failed(p, error) from error
-        return done
+        if error is None:
+            return done
+        _read_failed(p, error)
     for exc in bad.values():
         logger.warning("%s", exc)
     try:
-        return _analysed(p, _without_parts(p, signals, bad), window)
+        return work(_without_parts(p, signals, bad))
     except _READ_ERRORS as exc:
-        raise _read_failed(p, exc) from exc
+        _read_failed(p, exc)
 
 
 def _why(exc: BaseException) -> str:
     return dataset.one_line(f"{type(exc).__name__}: {exc}")
 
 
-def _read_failed(p: Path, exc: BaseException) -> DatasetError:
+def _read_failed(p: Path, exc: BaseException) -> NoReturn:
+    """Raise what `exc` means, met by a read that no unreadable part explains."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        raise exc  # the system refused a file (a full disk, an output folder missing): trainctl.cli.app names it
     why = _why(exc)[:300]
-    return DatasetError(
+    raise DatasetError(
         f"{p}: its tables could not be read ({why}) and no single part was found unreadable; "
-        "re-collect the run's data (trainctl -vv diagnose shows where)"
-    )
+        "re-collect the run's data (-vv shows where)"
+    ) from exc
 
 
 def _lazy_files(t: TableLike | LazyTable | None) -> tuple[str, ...]:

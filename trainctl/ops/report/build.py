@@ -6,12 +6,13 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from trainctl.analyzers import run_analysis
+from trainctl.analyzers import Analysis, run_analysis
 from trainctl.findings import Report
-from trainctl.ops.diagnose.diagnosis import detect_input, load_signals
+from trainctl.ops.diagnose.diagnosis import detect_input, read_path
 from trainctl.ops.report.heatmap import Grid, phases_of, step_grid
 from trainctl.ops.report.html import render_html
 from trainctl.schemas import SignalKind
+from trainctl.signals import Signals
 
 __all__ = ["build_report", "timeline_grids"]
 
@@ -30,21 +31,26 @@ def timeline_grids(signals, *, max_cols: int = 200) -> list[Grid]:
 
 
 def build_report(path: str | os.PathLike[str]) -> tuple[str, Report, list[Grid]]:
-    """(html, report, grids) of PATH (run dir, dataset, Flight Recorder dir or log file)."""
+    """(html, report, grids) of PATH (run dir, dataset, Flight Recorder dir or log file), read as diagnose reads
+    it: a torn or corrupt part is said on stderr, listed among the report's skipped inputs, and the rest drawn."""
     p = Path(path)
     kind = detect_input(p)
-    signals = load_signals(p, kind)
-    analysis = run_analysis(signals)
+    read = read_path(p, _drawn, kind=kind, failed=lambda done: bool(done[1].failed))
+    signals, analysis, grids, coverage = read.result
     report = Report(
         signals.run.run_id if signals.run else None,
         analysis.findings,
         str(p),
         kind.value,
         analysis.notes,
-        analysis.skipped,
+        tuple(dict.fromkeys(read.skipped + analysis.skipped)),
     )
-    grids = timeline_grids(signals)
-    status = signals.tables.get(SignalKind.COLLECTION_STATUS)
-    coverage = status.to_pylist() if status is not None and hasattr(status, "to_pylist") else []
     generated = f"generated {datetime.now(UTC).isoformat(timespec='seconds')} by trainctl report"
     return render_html(report, grids, coverage, generated=generated), report, grids
+
+
+def _drawn(signals: Signals) -> tuple[Signals, Analysis, list[Grid], list[dict]]:
+    """Every read the report makes of the data: the analysis, the heat-maps, the coverage table."""
+    status = signals.table(SignalKind.COLLECTION_STATUS)
+    coverage = status.to_pylist() if status is not None else []
+    return signals, run_analysis(signals), timeline_grids(signals), coverage
