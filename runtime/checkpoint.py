@@ -38,6 +38,7 @@ import os
 import random
 import re
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -582,12 +583,13 @@ def verify_rank_dir(rank_dir: str | os.PathLike[str], *, verify_checksums: bool 
     m = _read_manifest(rank_dir)
     for name, rec in m["files"].items():
         p = rank_dir / name
-        try:  # stat, not is_file() then stat(): another rank's prune may remove it in between
-            size = p.stat().st_size
+        try:  # one stat, not is_file() then stat(): another rank's prune may remove it in between
+            st = p.stat()
         except FileNotFoundError:
-            size = None
-        if size is None or not p.is_file():
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
             raise CheckpointError(f"{p}: listed in the manifest but missing; the checkpoint is damaged")
+        size = st.st_size
         if size != rec["size_bytes"]:
             raise CheckpointError(
                 f"{p}: {size} bytes, manifest says {rec['size_bytes']}; the file is truncated or damaged"
