@@ -93,17 +93,24 @@ class Signals:
         t = self.source(kind)
         if t is None:
             return False
-        if isinstance(t, LazyTable):
-            return bool(t.files)
         if isinstance(t, pa.Table):
             return t.num_rows > 0
+        # A lazy table is a big one (trainctl.ops.diagnose.diagnosis.LAZY_ROWS): counting its rows would read every
+        # footer again just to learn it is not empty.
+        files = self.files(kind)
+        return bool(files) if files is not None else t.count_rows() > 0
+
+    def files(self, kind: SignalKind) -> tuple[str, ...] | None:
+        """The Parquet files a lazy table of `kind` reads (a LazyTable, a Dataset over files), unopened; None for a
+        table in memory or no table."""
+        t = self.source(kind)
+        if t is None or isinstance(t, pa.Table):
+            return None
+        if isinstance(t, LazyTable):
+            return t.files
         import pyarrow.dataset as pads  # already imported: t is a Dataset
 
-        if isinstance(t, pads.FileSystemDataset):
-            # Lazy datasets are the big ones (trainctl.ops.diagnose.diagnosis.LAZY_ROWS); counting their rows
-            # would read every footer again just to learn they are not empty.
-            return bool(t.files)
-        return t.count_rows() > 0
+        return tuple(t.files) if isinstance(t, pads.FileSystemDataset) else None
 
     def table(self, kind: SignalKind) -> pa.Table | None:
         t = self.tables.get(kind)

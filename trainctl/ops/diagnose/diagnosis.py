@@ -417,19 +417,9 @@ def _read_failed(p: Path, exc: BaseException) -> NoReturn:
     ) from exc
 
 
-def _lazy_files(t: TableLike | LazyTable | None) -> tuple[str, ...]:
-    if t is None or isinstance(t, pa.Table):
-        return ()
-    if isinstance(t, LazyTable):
-        return t.files
-    import pyarrow.dataset as pads  # imported already: t is a Dataset
-
-    return tuple(t.files) if isinstance(t, pads.FileSystemDataset) else ()
-
-
 def _unreadable_lazy_parts(signals: Signals) -> dict[Path, DatasetError]:
     """Every part of the lazy tables whose data cannot be decoded (a full read of each: only after a failure)."""
-    files = [f for k in signals.tables for f in _lazy_files(signals.source(k))]
+    files = [f for k in signals.tables for f in signals.files(k) or ()]
     if not files:
         return {}
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:  # pyarrow decodes without the GIL
@@ -444,7 +434,7 @@ def _without_parts(root: Path, signals: Signals, bad: Mapping[Path, DatasetError
     for kind in signals.tables:
         t = signals.source(kind)
         assert t is not None
-        files = {Path(f) for f in _lazy_files(t)}
+        files = {Path(f) for f in signals.files(kind) or ()}
         if files.isdisjoint(bad):
             tables[kind] = t
         elif kept := files - bad.keys():
