@@ -622,13 +622,22 @@ def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
 #   not known (a dataset of unknown length); tf.keras 2.x put " - " before the time and "[==>...]" as bar
 #   (not anchored at the line's start: a launcher's or CI runner's prefix may come before it);
 # - Megatron-LM (megatron/training/training.py training_log): " iteration {:8d}/{:8d} |".
+# - OpenMMLab: mmcv 1.x TextLoggerHook (mmcv/runner/hooks/logger/text.py _log_info) "Epoch [{epoch}][{iter}/{len}]"
+#   and "Iter [{iter}/{max_iters}]"; mmengine LogProcessor (mmengine/runner/log_processor.py get_log_after_iter)
+#   "Epoch({mode}) [{epoch}][{iter}/{len}]" (epoch and iter right-aligned with spaces) and "Iter({mode}) [{iter}/{max}]":
+#   the iteration within the epoch (or of the run) and its total;
+# - Chainer's ProgressBar (chainer/training/extensions/util.py, 4.x to 7.x; pytorch-pfn-extras' copy): "{:10} iter,
+#   {} epoch / {} epochs" (training length in epochs) or "... / {} iterations" (in iterations), redrawn in place.
 _TQDM_COUNTER = re.compile(r"(?<![\d.])(\d+)/(\d+) \[[\d:]{4,9}<[\d:?]{1,9},")
 _KERAS_COUNTER = re.compile(
     r"(?<![\w/.:-])(\d+)/(\d+|Unknown)\s(?:[\s\u2501=>.\[\]-]|\x1b\[[\d;]*m){0,200}?"
     r"(?:ETA: [\d:]+s?|\d+s)\b[^\n]{0,40}?(?:\d+(?:s|ms|us)/(?:step|sample)|\s-\s\w+:|$)"
 )
 _MEGATRON_COUNTER = re.compile(r"\biteration\s+(\d+)/\s*(\d+)\s*\|")
-_COUNTERS = (_TQDM_COUNTER, _KERAS_COUNTER, _MEGATRON_COUNTER)
+_OPENMMLAB_COUNTER = re.compile(r"\b(?:Epoch|Iter)(?:\((?:train|val|test)\))?\s*(?:\[\s*\d+\]\s*)?\[\s*(\d+)/(\d+)\]")
+_CHAINER_EPOCHS = re.compile(r"\b\d+ iter, (\d+) epoch / (\d+) epochs\b")
+_CHAINER_ITERATIONS = re.compile(r"\b(\d+) iter, \d+ epoch / (\d+) iterations\b")
+_COUNTERS = (_TQDM_COUNTER, _KERAS_COUNTER, _MEGATRON_COUNTER, _OPENMMLAB_COUNTER, _CHAINER_EPOCHS, _CHAINER_ITERATIONS)
 
 
 # A log's end, where the readings of a log on its own look (a counter, a wait, the ^C echo, set-up lines, failure
@@ -760,7 +769,10 @@ def _interrupted_at_end(lines: list[tuple[int, str]]) -> Reading | None:
 #   "  Total optimization steps = ", "  Number of trainable parameters = " lines; torch/nn/parallel/
 #   distributed.py DistributedDataParallel._pre_forward (1.7+; mmcv's MMDistributedDataParallel the same through
 #   its logger) "Reducer buckets have been rebuilt in this iteration." (once, in the second iteration's forward:
-#   the first steps began and none was printed after it).
+#   the first steps began and none was printed after it); OpenMMLab's runners right before their loop: mmcv 1.x
+#   EpochBasedRunner/IterBasedRunner.run "workflow: %s, max: %d epochs" ("... iters"), mmengine CheckpointHook
+#   .before_train "Checkpoints will be saved to {}."; detectron2 engine/train_loop.py TrainerBase.train "Starting
+#   training from iteration {}".
 # NCCL_DEBUG_SUBSYS=COLL's "NCCL INFO AllReduce: opCount ..." lines are collectives called, not set-up.
 _JOINING = re.compile(
     r"\[c10d(?: - \w+)?\] The (?:client|server) socket (?:has connected to|will attempt to connect|is attempting to"
@@ -778,6 +790,7 @@ _JOINED = re.compile(
     r"|\[before the start of training step\] datetime:"
     r"|\*{5} Running training \*{5}|\b(?:Num Epochs|Total optimization steps|Number of trainable parameters) = [\d,]+"
     r"|Reducer buckets have been rebuilt in this iteration"
+    r"|\bworkflow: \[.{0,200}\], max: \d+ (?:epochs|iters)\b|\bCheckpoints will be saved to \S|Starting training from iteration \d+"
 )
 # A line that says a step, an iteration, an epoch or a loss: the run got past its set-up.
 _STEPPED = re.compile(

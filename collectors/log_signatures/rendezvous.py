@@ -343,6 +343,36 @@ STORE: tuple[Signature, ...] = (
         "The multi-node launcher's ssh could not connect to a node (refused, timed out, no route).",
     ),
     sig(
+        "deepspeed_host_unreachable",
+        # deepspeed/launcher/runner.py main() (0.5 to 0.16): before launching on a hostfile it runs
+        # "ssh -o PasswordAuthentication=no HOST hostname" on the first host and, when that fails, raises
+        # RuntimeError(f"Using hostfile at {args.hostfile} but host={first_host} was not reachable via ssh. ...").
+        # The line names the one host the launcher could not reach: that host is where to look (down, no sshd,
+        # no key), named with the endpoint's confidence (below the runbooks' gate: it informs, never evicts).
+        r"Using hostfile at \S+ but host=(?P<peer>[^\s]+?) was not reachable via ssh",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.PEER,
+        ["was not reachable via ssh"],
+        "DeepSpeed's launcher could not ssh to the first host of its hostfile: the job never started.",
+    ),
+    sig(
+        "paddle_endpoints_not_ready",
+        # PaddlePaddle wait_server_ready (python/paddle/distributed/utils/launch_utils.py, fluid/transpiler/
+        # collective.py, 1.x to 2.6): every 3 s while a peer's port refuses a connection it writes "server not
+        # ready, wait 3 sec to retry..." then "not ready endpoints:" + str(list). A retry (the peer may still be
+        # starting); where the log ends in it, the named endpoints never came up.
+        r"not ready endpoints:\s*\[(?P<endpoints>[^\]]{0,2000})\]",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["not ready endpoints"],
+        "PaddlePaddle's launcher is still waiting for peers' endpoints to accept connections (a retry).",
+        generic=True,
+    ),
+    sig(
         "trl_vllm_server_wait",
         # huggingface/trl trl/extras/vllm_client.py VLLMClient.check_server: logger.info(f"Server is not up yet.
         # Retrying in {retry_interval} seconds...") until its total timeout: the trainer waits for the generation

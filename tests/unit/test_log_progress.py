@@ -379,6 +379,30 @@ MEGATRON = "".join(
     f" [2024-05-01 10:0{n}:00] iteration      {n}0/  500000 | consumed samples: {n * 1280} | lm loss: 7.1{n} |\n"
     for n in range(1, 6)
 )
+# mmcv 1.x TextLoggerHook._log_info: "Epoch [{epoch}][{iter}/{len}]\tlr: ..." (by epoch), "Iter [{iter}/{max}]" (by iter)
+MMCV_EPOCH = "".join(
+    f"2019-02-25 07:3{n}:23,255 - INFO - Epoch [2][{n}00/7330]\tlr: 0.02000, eta: 0:56:27, time: 1.403, loss: 0.5194\n"
+    for n in range(1, 4)
+)
+MMCV_ITER = "2022-05-22 03:39:14,809 - mmseg - INFO - Iter [50/320000]\tlr: 9.997e-05, loss: 5.6491\n"
+# mmengine LogProcessor.get_log_after_iter: "Epoch(train) [{epoch}][{iter}/{len}]  " with the epoch right-aligned to the
+# width of max_epochs and the iteration to the width of the length; "Iter(train) [{iter}/{max_iters}]  "
+MMENGINE_EPOCH = "".join(
+    f"2023/03/01 10:0{n}:00 - mmengine - INFO - Epoch(train)  [1][{n * 50:4d}/7330]  lr: 2.0000e-02  eta: 1 day\n"
+    for n in range(1, 4)
+)
+MMENGINE_ITER = "2023/03/01 10:00:00 - mmengine - INFO - Iter(train) [ 50/90000]  lr: 2.0000e-02  eta: 1 day\n"
+# Chainer's ProgressBar (chainer/training/extensions/util.py): a report row, then the bar block it redraws in place
+
+
+def chainer_bar(iteration: int, epoch: int, length: int, unit: str) -> str:
+    return (
+        f"0           {iteration}         288.4       324.985        251.815\n"
+        "     total [#.................................................]  3.62%\n"
+        "this epoch [###########################.......................] 54.35%\n"
+        f"{iteration:10} iter, {epoch} epoch / {length} {unit}\n"
+        "   0.69902 iters/sec. Estimated time to finish: 3:10:15.971187.\n"
+    )
 
 
 def test_a_counter_short_of_its_total_at_the_end_of_a_log_on_its_own_is_progress_that_stopped():
@@ -388,6 +412,12 @@ def test_a_counter_short_of_its_total_at_the_end_of_a_log_on_its_own_is_progress
         (KERAS_UNKNOWN, 8, None),
         (KERAS3, 5, 120),
         (MEGATRON, 50, 500000),
+        (MMCV_EPOCH, 300, 7330),
+        (MMCV_ITER, 50, 320000),
+        (MMENGINE_EPOCH, 150, 7330),
+        (MMENGINE_ITER, 50, 90000),
+        (chainer_bar(300, 0, 15, "epochs"), 0, 15),
+        (chainer_bar(300, 0, 90000, "iterations"), 300, 90000),
     ):
         f = only_alone(text)
         assert f.evidence["signatures"] == ["progress_stopped_short"], text
@@ -400,6 +430,8 @@ def test_a_counter_is_not_read_from_a_rank_log_of_a_run_dir_nor_when_it_reached_
     done = TQDM_MIDWAY + " 100%|██████████| 64146/64146 [4:40:00<00:00,  3.81it/s]\n"
     assert alone(done) == []
     assert alone(TQDM_MIDWAY + "Training completed. Do not forget to share your model\n") == []
+    assert alone(chainer_bar(6000, 20, 20, "epochs")) == []  # the bar's last state at the end of its training
+    assert alone(chainer_bar(90000, 7, 90000, "iterations")) == []
     # a run that went on printing after its last counter (a checkpoint save) stopped in that, not in the loop
     saved = TQDM_MIDWAY + "".join(f"12:45:1{i}.224 [I] Saving checkpoint at step 10 part {i}\n" for i in range(3))
     assert alone(saved) == []
@@ -550,6 +582,11 @@ def test_a_log_on_its_own_that_ends_after_its_set_up_with_no_step_is_a_first_ste
         ("All distributed processes registered. Starting with 4 processes\n" + "-" * 100 + "\n", "registered"),
         # DDP's _pre_forward in the second iteration (here through mmcv's logger)
         ("2022-05-12 22:06:13,674 - mmcv - INFO - Reducer buckets have been rebuilt in this iteration.\n", "Reducer"),
+        # the OpenMMLab runners' and detectron2's last line before their loop
+        ("2020-01-14 09:01:53,683 - INFO - workflow: [('train', 1)], max: 12 epochs\n", "max: 12 epochs"),
+        ("2021-06-01 10:00:00,000 - mmseg - INFO - workflow: [('train', 1)], max: 160000 iters\n", "160000 iters"),
+        ("2023/03/01 10:00:00 - mmengine - INFO - Checkpoints will be saved to /work_dirs/rtm.\n", "Checkpoints"),
+        ("[03/08 10:00:00 d2.engine.train_loop]: Starting training from iteration 0\n", "from iteration 0"),
     ):
         f = only_alone(text)
         assert f.evidence["signatures"] == ["log_ends_in_set_up"] and f.evidence["stage"] == "joined"
@@ -561,9 +598,12 @@ def test_set_up_followed_by_steps_or_many_lines_or_in_a_run_dirs_rank_log_is_not
         assert findings(text) == []  # a rank log of a live run ends in its set-up while it starts
     assert alone(HF_TRAINER + "{'loss': 1.7172, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n") == []
     rebuilt = "INFO:root:Reducer buckets have been rebuilt in this iteration.\n"
-    assert alone(rebuilt + "2022-05-22 03:39:14,809 - mmseg - INFO - Iter [50/320000]\tloss: 5.6491\n") == []
-    stepped = alone(MEGATRON_START + " [2025-04-13 23:41:12] iteration       10/    1000 | lm loss: 7.1 |\n")
-    assert [f.evidence["signatures"] for f in stepped] == [["progress_stopped_short"]]  # the counter's reading
+    assert alone(rebuilt + "2022-05-22 03:39:14,809 - mmseg - INFO - loss: 5.6491\n") == []
+    for stepped in (
+        alone(MEGATRON_START + " [2025-04-13 23:41:12] iteration       10/    1000 | lm loss: 7.1 |\n"),
+        alone(rebuilt + MMCV_ITER),
+    ):
+        assert [f.evidence["signatures"] for f in stepped] == [["progress_stopped_short"]]  # the counter's reading
     assert alone(DEEPSPEED_INIT + "".join(f"Loading shard {i} of the model from disk\n" for i in range(3))) == []
     # the collectives NCCL's COLL subsystem traces are the run's work, not its set-up
     coll = "node1:100:100 [0] NCCL INFO AllReduce: opCount 5 sendbuff 0x7f sendbuff 0x7e count 3 datatype 7 op 0\n"
