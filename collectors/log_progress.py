@@ -598,9 +598,15 @@ def _first_step_pending(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
     )
 
 
+# nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv (nvidia-smi(1)): the header "pid,
+# process_name, used_gpu_memory [MiB]", then a row per process, "12345, /usr/bin/python3, 40000 MiB" (no GPU index).
+_SMI_APPS_CSV = re.compile(r"^\s*(\d{2,8}),\s*([^,\n]*[A-Za-z][^,\n]*?),\s*(\d+) MiB\s*$")
+
+
 def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
     """A GPU process table with no error: the training processes are alive and hold their memory."""
-    rows = [(n, m) for n, t in lines for m in _GPU_PROC.finditer(t)]
+    rows = [(n, m.groups()) for n, t in lines for m in _GPU_PROC.finditer(t)]
+    rows += [(n, ("?", *m.groups())) for n, t in lines if (m := _SMI_APPS_CSV.match(t))]
     if len(rows) < 2:
         return None
     return Reading(
@@ -608,9 +614,7 @@ def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
         f"{len(rows)} processes still hold GPU memory and no error was printed: the job is stuck (or left"
         " orphans), not crashed",
         rows[0][0],
-        evidence={
-            "gpu_processes": [f"GPU {m.group(1)} pid {m.group(2)} {m.group(3)} {m.group(4)} MiB" for _, m in rows[:16]]
-        },
+        evidence={"gpu_processes": [f"GPU {gpu} pid {pid} {name} {mib} MiB" for _, (gpu, pid, name, mib) in rows[:16]]},
     )
 
 
@@ -852,6 +856,12 @@ _PS_AUX_ROW = re.compile(
     rf"^\S+\s+(?P<pid>\d+)\s+(?P<cpu>[\d.]+)\s+[\d.]+\s+\d+\s+\d+\s+\S+\s+(?P<state>[RSDTtIZ]\S*)\s+\S+\s+\S+\s+"
     rf"(?:\S*/)?(?P<cmd>{_TRAINER})\b"
 )
+# procps-ng ps -ef (ps/output.c, the "-f" full format): UID PID PPID C STIME TTY TIME CMD (no state column; C is the
+# CPU use, an integer percent)
+_PS_EF_ROW = re.compile(
+    rf"^\S+\s+(?P<pid>\d+)\s+\d+\s+(?P<cpu>\d{{1,4}})\s+[\w:.]+\s+(?:\?|pts/\d+|tty\w*)\s+(?:\d+-)?[\d:]+\s+"
+    rf"(?:\S*/)?(?P<cmd>{_TRAINER})\b"
+)
 _PSTREE_NODE = re.compile(rf"(?:[\u2500-\u257f]|[-+|`]-)(?P<cmd>{_TRAINER})\((?P<pid>\d+)\)")
 
 
@@ -860,14 +870,9 @@ def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
     alive (stuck, or not finished when it was taken), not crashed."""
     rows: list[tuple[int, str, str]] = []  # line_no, pid, what the listing says of it
     for n, t in lines:
-        if m := _TOP_ROW.match(t) or _PS_AUX_ROW.match(t):
-            rows.append(
-                (
-                    n,
-                    m.group("pid"),
-                    f"{m.group('cmd')} pid {m.group('pid')} state {m.group('state')} {m.group('cpu')}% CPU",
-                )
-            )
+        if m := _TOP_ROW.match(t) or _PS_AUX_ROW.match(t) or _PS_EF_ROW.match(t):
+            state = f" state {m.group('state')}" if "state" in m.groupdict() else ""
+            rows.append((n, m.group("pid"), f"{m.group('cmd')} pid {m.group('pid')}{state} {m.group('cpu')}% CPU"))
         else:
             rows += [(n, m.group("pid"), f"{m.group('cmd')} pid {m.group('pid')}") for m in _PSTREE_NODE.finditer(t)]
     if len({pid for _, pid, _ in rows}) < 2:

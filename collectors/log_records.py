@@ -35,7 +35,9 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 # /var/log/messages reads "#033[2m#033[33m(raylet)#033[0m"), or in caret notation ("^[[0m", what `cat -v` and
 # less print). A terminal shows them as characters, so they count in its wraps: removed after wraps are joined.
 _ESCAPED_ANSI_RE = re.compile(r"(?:#033|\^\[)\[[0-9;?]*[ -/]*[@-~]")
-_PROGRESS_RE = re.compile(r"[^\r\n|]{0,80}?\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[(?P<r_bar>[^\]\n]{0,400})\])?")
+_PROGRESS_RE = re.compile(
+    r"(?P<desc>[^\r\n|]{0,80}?)\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[(?P<r_bar>[^\]\n]{0,400})\])?"
+)
 # tqdm's r_bar is "[{elapsed}<{remaining}, {rate_fmt}{postfix}]" (tqdm/std.py format_meter): the
 # postfix holds the metrics a trainer sets on its bar (Lightning's "loss=nan, v_num=3"), kept as text.
 _TQDM_POSTFIX = re.compile(r"^[^,]*,\s*[^,]*?(?:it/s|s/it|/s)\s*,\s*(?P<postfix>.+)$")
@@ -45,7 +47,11 @@ def _progress_postfix(m: re.Match[str]) -> str:
     """A tqdm bar removed, its postfix metrics kept."""
     r_bar = m.group("r_bar") or ""
     pm = _TQDM_POSTFIX.match(r_bar)
-    return f" {pm.group('postfix')} " if pm else " "
+    # tqdm's l_bar is "{desc}: {percentage:3.0f}%|": a description some trainers fill with their metrics (the YOLO
+    # trainers' epoch, memory and loss columns, ultralytics engine/trainer.py), kept as text like the postfix
+    desc = m.group("desc")
+    kept = desc[:-2] if desc.endswith(": ") and any(c.isalnum() for c in desc) else ""
+    return f" {kept} {pm.group('postfix')} " if pm else f" {kept} "
 
 
 _MD_QUOTE_RE = re.compile(r"^\s{0,3}(?:[+-]?\s?>\s?)+")

@@ -81,7 +81,14 @@ LOSS: tuple[Signature, ...] = (
         # darknet examples/detector.c train_detector: printf("%ld: %f, %f avg, %f rate, ...") (AlexeyAB's fork "avg
         # loss"), the batch, its loss and the running mean; glibc prints a NaN's %f as "nan" or "-nan"
         # (srun --label's "N: " is peeled off such a line as if it were a task's label: the batch number may be gone)
-        r"|(?:^\s*|\d: )-?nan, -?(?:nan|[\d.]+) avg(?: loss)?, -?[\d.]+ rate\b)",
+        r"|(?:^\s*|\d: )-?nan, -?(?:nan|[\d.]+) avg(?: loss)?, -?[\d.]+ rate\b"
+        # mmdet engine/hooks/checkloss_hook.py CheckInvalidLossHook (mmdet 2.x core/hook/checkloss_hook.py):
+        # runner.logger.info('loss become infinite or NaN!') as its assert on torch.isfinite(loss) fails
+        r"|\bloss become infinite or NaN\b"
+        # the YOLO trainers' progress row, ultralytics engine/trainer.py _do_train (YOLOv5/v7 train.py the same):
+        # ("%11s" * 2 + "%11.4g" * (2 + n_losses)) % (f"{epoch}/{epochs}", f"{mem:.3g}G", *losses, instances, imgsz):
+        # a loss column printed by "%11.4g" as "nan"/"inf"
+        r"|^\s*\d+/\d+\s+\d+(?:\.\d+)?G\s+(?:-?[\d.]+(?:e[-+]?\d+)?\s+)*-?(?:nan|inf)\b)",
         K.NUMERICAL,
         C.NAN_LOSS,
         S.WARNING,
@@ -108,6 +115,8 @@ LOSS: tuple[Signature, ...] = (
             "grad_scale is too small",
             "is not finite",
             "nan,",
+            "infinite or nan",
+            "nan",  # a YOLO progress row's loss column
             "inf,",
             "[nan",
             "[inf",

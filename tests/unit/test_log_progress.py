@@ -130,6 +130,16 @@ def test_gpu_processes_still_resident_with_no_error_are_a_stuck_job():
     f = only(smi)
     assert f.evidence["signatures"] == ["gpu_processes_resident"]
     assert f.evidence["gpu_processes"][2] == "GPU 2 pid 1802 /usr/bin/python3 13195 MiB"
+    # nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv: no GPU index
+    apps = "pid, process_name, used_gpu_memory [MiB]\n" + "".join(
+        f"{3456700 + i}, /usr/bin/python3, 40213 MiB\n" for i in (1, 2)
+    )
+    f = only(apps)
+    assert f.evidence["gpu_processes"] == [
+        "GPU ? pid 3456701 /usr/bin/python3 40213 MiB",
+        "GPU ? pid 3456702 /usr/bin/python3 40213 MiB",
+    ]
+    assert findings(apps.splitlines()[0] + "\n" + apps.splitlines()[1]) == []  # one process proves nothing
 
 
 def test_a_normal_end_or_an_error_line_leaves_no_reading_of_absence():
@@ -477,9 +487,17 @@ PSTREE = """           ├─sge_shepherd(15966)───python3(16362)───
 """
 
 
+# procps-ng ps -ef (UID PID PPID C STIME TTY TIME CMD), as a user greps it
+PS_EF = """$ ps -ef | grep python
+root      123456       1 99 10:02 ?        05:12:33 /opt/conda/bin/python -u train.py --local_rank=0
+root      123457       1 99 Nov27 ?        1-05:12:30 /opt/conda/bin/python -u train.py --local_rank=1
+root      123460  120000  0 15:00 pts/0    00:00:00 grep --color=auto python
+"""
+
+
 def test_a_listing_of_the_trainings_processes_alive_is_a_job_stuck_not_crashed():
     for text, first in ((TOP, "python pid 549 state R 87.0% CPU"), (PS_AUX, "python pid 4711 state Rl 99.8% CPU"),
-                        (PSTREE, "python3 pid 16362")):  # fmt: skip
+                        (PSTREE, "python3 pid 16362"), (PS_EF, "python pid 123456 99% CPU")):  # fmt: skip
         f = only(text)
         assert f.evidence["signatures"] == ["training_processes_listed"]
         assert f.evidence["processes"][0] == first and f.ranks == () and f.hosts == ()

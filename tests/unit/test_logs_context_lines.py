@@ -162,3 +162,17 @@ def test_the_keep_alive_warnings_tail_cut_onto_its_own_line_is_not_a_rendezvous_
     assert [(r["signature"], r["severity"]) for r in rows] == [("elastic_keepalive_failed", "warning")]
     assert [r["signature"] for r in parse_log_text("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError")
             .to_pylist()] == ["rendezvous_timeout"]  # fmt: skip
+
+
+def test_a_progress_bars_description_is_kept_as_text_and_its_bar_dropped() -> None:
+    """tqdm's l_bar is "{desc}: {percentage}%|": the YOLO trainers print their epoch, memory and loss columns there
+    (ultralytics engine/trainer.py), so a NaN loss column must reach the signatures; the bar itself is noise."""
+    row = "      1/100      3.21G        nan        nan        nan         24        640: 100%|██████████| 10/10 [00:01<00:00]"
+    (rec,) = clean_lines(row)
+    assert "3.21G        nan" in rec.text and "%|" not in rec.text and "██" not in rec.text
+    (f,) = analyze_log_events(parse_log_text("      Epoch    GPU_mem   box_loss   cls_loss\n" + row + "\n"))
+    assert f.kind is FindingKind.NUMERICAL and f.ranks == () and f.hosts == ()
+    healthy = row.replace("nan", "1.234")
+    assert analyze_log_events(parse_log_text(healthy + "\n")) == []
+    # a bare bar, or one whose description is only a label, leaves no text of its own
+    assert [r.text for r in clean_lines(" 45%|████▌     | 450/1000 [01:00<01:13, 7.5it/s]\nnext")] == ["next"]
