@@ -454,8 +454,9 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         )
     if k is FindingKind.CRASH:
         if g.category is Category.CUDA_ERROR:
-            errs = ev.get("cuda_errors") or ["CUDA error"]
-            return f"CUDA error '{errs[0]}'{on}"
+            if errs := ev.get("cuda_errors"):
+                return f"CUDA error '{errs[0]}'{on}"
+            return f"CUDA error{on}: {first.message[:200]}"  # the line names no error string: it says what failed
         codes = ev.get("exit_codes") or []
         sig = ev.get("signals") or []
         what = f"exit code {codes[0]}" if codes else "a failure"

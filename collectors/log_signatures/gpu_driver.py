@@ -214,9 +214,14 @@ def _amd_page_fault_post(ev: Event) -> None:
 
 
 def _slowdown_post(ev: Event) -> None:
-    """A power brake or a plain HW slowdown is power, the thermal ones thermal."""
-    if "Thermal" not in str(ev.fields.get("slowdown", "")):
+    """A power brake or a plain HW slowdown is power, the thermal ones thermal. The plain "HW Slowdown" is the sum of
+    the others (nvidia-smi(1): "engaged due to high temperature, power brake assertion, or high power draw"): generic,
+    so that where the block also says which one is active (R450+), that line is the finding, not a second one."""
+    slowdown = str(ev.fields.get("slowdown", ""))
+    if "Thermal" not in slowdown:
         ev.category = C.POWER
+    if slowdown == "HW Slowdown":
+        ev.generic = True
 
 
 def _board_fault_post(ev: Event) -> None:
@@ -592,5 +597,20 @@ DRIVER: tuple[Signature, ...] = (
         Blame.SELF,
         [" d "],
         "dcgmi nvlink --link-status shows NVLinks down (D) on a GPU of this host.",
+    ),
+    sig(
+        "nvlink_error_counters",
+        # nvidia-smi nvlink -e (--errorcounters; nvidia-smi(1), NVML nvmlDeviceGetNvLinkErrorCounter): per GPU
+        # "GPU %d: <name> (UUID: ...)" then per link "Link %d: Replay Errors: %llu", "Link %d: Recovery Errors: %llu",
+        # "Link %d: CRC Errors: %llu" (NVML_NVLINK_ERROR_DL_REPLAY / _DL_RECOVERY / _DL_CRC_FLIT; "CRC Flit"/"CRC Data"
+        # on some drivers). Counted since the driver loaded. A CRC error corrupts a flit (then replayed); a recovery is
+        # the link retrained: a marginal NVLink of this host. Replays alone are the correction working, not read.
+        r"^\s*Link (?P<nvlink>\d+): (?P<nvlink_counter>Recovery|CRC(?: Flit| Data)?) Errors: (?P<count>[1-9]\d*)\s*$",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.WARNING,
+        Blame.SELF,
+        ["recovery errors:", "crc errors:", "crc flit errors:", "crc data errors:"],
+        "nvidia-smi nvlink -e shows NVLink CRC or recovery errors on a GPU of this host (a marginal link).",
     ),
 )

@@ -318,3 +318,27 @@ def test_nvidia_smi_q_of_a_healthy_gpu_is_silent_and_its_faults_are_not() -> Non
     hot = NVIDIA_SMI_Q_HEALTHY.replace("HW Slowdown                       : Not Active", "HW Slowdown : Active")
     (g,) = analyze_log_events(parse_log_text(hot, "x.log"))
     assert (g.kind, g.category) == (FindingKind.FAULTY_HOST, Category.POWER)
+    # R450+ also says which slowdown: the plain "HW Slowdown" is their sum, not a second (power) fault
+    for which, category in (("HW Thermal Slowdown", Category.THERMAL), ("HW Power Brake Slowdown", Category.POWER)):
+        named = hot.replace("HW Slowdown : Active", f"HW Slowdown : Active\n            {which} : Active")
+        (h,) = analyze_log_events(parse_log_text(named, "x.log"))
+        assert (h.kind, h.category) == (FindingKind.FAULTY_HOST, category), which
+
+
+def test_nvlink_crc_and_recovery_errors_are_a_marginal_link_and_replays_alone_are_not() -> None:
+    """nvidia-smi nvlink -e (NVML nvmlDeviceGetNvLinkErrorCounter): CRC and recovery counts are a link of this host
+    going bad; replays are the link correcting itself."""
+    head = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-8a1c2f3e-0000-1111-2222-333344445555)\n"
+    rows = "\t Link {n}: Replay Errors: {r}\n\t Link {n}: Recovery Errors: {v}\n\t Link {n}: CRC Errors: {c}\n"
+    bad = head + rows.format(n=0, r=0, v=0, c=0) + rows.format(n=3, r=40, v=2, c=3456)
+    (f,) = analyze_log_events(parse_log_text(bad, "x.log"))
+    assert (f.kind, f.category, f.severity) == (FindingKind.FAULTY_HOST, Category.NVLINK, Severity.WARNING)
+    assert all("Link 3" in line for line in f.evidence["lines"])
+    assert analyze_log_events(parse_log_text(head + rows.format(n=0, r=0, v=0, c=0), "x.log")) == []
+    replays = analyze_log_events(parse_log_text(head + rows.format(n=0, r=7, v=0, c=0), "x.log"))
+    assert all(g.kind is not FindingKind.FAULTY_HOST for g in replays)
+
+
+def test_a_cuda_error_finding_without_an_error_string_quotes_its_line() -> None:
+    (f,) = analyze_log_events(parse_log_text("Failed to initialize NVML: Unknown Error\n", "x.log"))
+    assert f.kind is FindingKind.CRASH and f.summary == "CUDA error: Failed to initialize NVML: Unknown Error"
