@@ -11,6 +11,7 @@ import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -32,13 +33,16 @@ class Analyzer:
     run: Callable[[Signals], list[Finding]]
     # Why it gave no verdict where one might be expected (Report.notes), e.g. a run too short.
     notes: Callable[[Signals], list[str]] | None = None
+    # Used instead of `run` where given: the findings and, from the same pass, what it saw but did not name
+    # (reported, before `notes`, only when there is no finding), so the notes cost no second pass over the input.
+    run_noted: Callable[[Signals], tuple[list[Finding], list[str]]] | None = None
 
 
-def _on_call(module: str, function: str) -> Callable[[Signals], list]:
+def _on_call(module: str, function: str) -> Callable[[Signals], Any]:
     """`trainctl.analyzers.<module>.<function>`, imported at its first call: importing one analyzer
     (the straggler analysis alone imports DuckDB and numpy) does not import them all (pandas)."""
 
-    def call(signals: Signals) -> list:
+    def call(signals: Signals) -> Any:
         return getattr(importlib.import_module(f"trainctl.analyzers.{module}"), function)(signals)
 
     call.__qualname__ = f"{module}.{function}"
@@ -46,7 +50,13 @@ def _on_call(module: str, function: str) -> Callable[[Signals], list]:
 
 
 ANALYZERS: list[Analyzer] = [
-    Analyzer("stragglers", (SignalKind.TIMELINE,), _on_call("stragglers", "analyze"), _on_call("stragglers", "notes")),
+    Analyzer(
+        "stragglers",
+        (SignalKind.TIMELINE,),
+        _on_call("stragglers", "analyze"),
+        _on_call("stragglers", "notes"),
+        _on_call("stragglers", "analyze_with_notes"),
+    ),
     Analyzer("logs", (SignalKind.LOG_EVENTS,), _on_call("logs", "analyze")),
     Analyzer("hangs", (SignalKind.COLLECTIVES,), _on_call("hangs", "analyze")),
     Analyzer("stack_hangs", (SignalKind.STACKS,), _on_call("stack_hangs", "analyze")),
@@ -78,9 +88,11 @@ def run_analysis(signals: Signals, analyzers: list[Analyzer] | None = None) -> A
     for a in ANALYZERS if analyzers is None else analyzers:
         if any(signals.has(k) for k in a.requires):
             try:
-                got = a.run(signals)
-                if not got and a.notes is not None:
-                    notes.extend(a.notes(signals))
+                got, seen = a.run_noted(signals) if a.run_noted is not None else (a.run(signals), [])
+                if not got:
+                    notes.extend(seen)
+                    if a.notes is not None:
+                        notes.extend(a.notes(signals))
             except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, ArithmeticError,
                     AttributeError, LookupError, UnicodeError, pa.ArrowException, duckdb.Error) as exc:  # fmt: skip
                 # Input no analyzer was written for (values out of range, wrong types): the other

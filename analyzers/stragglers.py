@@ -57,6 +57,8 @@ __all__ = [
     "window_stats",
     "find_stragglers",
     "analyze",
+    "analyze_with_notes",
+    "BELOW_FLOOR",
     "register_timeline",
     "timeline_extent",
 ]
@@ -677,6 +679,7 @@ def find_stragglers(
     samples_per_window: int | None = 12,
     quantile: float = 0.25,
     min_steps: int = MIN_STEPS,
+    notes: list[str] | None = None,
 ) -> list[Finding]:
     """Find ranks that are persistently slower than their peers in their own work.
 
@@ -729,6 +732,10 @@ def find_stragglers(
             forward read 1.30x (median) vs 1.53x (p25), and a clean run's worst rank 2.27x vs 1.13x.
         min_steps: a timeline spanning fewer steps yields no finding (see MIN_STEPS; `notes`
             gives the reason to the report).
+        notes: when given and no straggler is named, the largest work-phase episode seen under
+            its floor (`min_step_share`, or `brief_min_step_share` when brief) is described in one
+            line appended here (starting with BELOW_FLOOR), from the episodes this call computed:
+            no second pass. It changes no finding.
 
     Returns:
         One Finding per straggling rank, kind `straggler`, category compute/data/communication.
@@ -858,7 +865,80 @@ def find_stragglers(
                 paired_ms={e.phase: paired_ms[e] for e in eps},
             )
         )
+    if notes is not None and not findings:
+        # Work episodes only: one in communication under its floor is mostly a rank waiting for another.
+        named = set(work)
+        under = [e for e in episodes if e.phase in WORK_PHASES and e not in named and e.rank_ms > e.peer_ms]
+        if under:
+            e = max(under, key=lambda e: e.rank_ms - e.peer_ms)
+            host = (rank_to_host or {}).get(e.rank) or _host_without_scan(timeline, e.rank)
+            notes.append(
+                _below_floor_note(
+                    e,
+                    host,
+                    typical_ms[e],
+                    brief=not sustained(e),
+                    min_step_share=min_step_share,
+                    brief_min_step_share=brief_min_step_share,
+                    sustained_s=sustained_s,
+                )
+            )
     return findings
+
+
+# How find_stragglers' note on a slowdown it saw but did not name begins (distinct from NOT_JUDGED:
+# the run was judged, and nothing reached the floor).
+BELOW_FLOOR = "stragglers: none named, largest slowdown under the floor"
+
+
+def _below_floor_note(
+    e: _Episode,
+    host: str | None,
+    typical_ms: float,
+    *,
+    brief: bool,
+    min_step_share: float,
+    brief_min_step_share: float,
+    sustained_s: float,
+) -> str:
+    """One line on an episode under its floor: who, which phase, how much, and why it is not named."""
+    extra_ms = e.rank_ms - e.peer_ms
+    share = extra_ms / typical_ms if typical_ms > 0 else 0.0
+    where = f"rank {e.rank}" + (f" on {host}" if host else "")
+    extra = f"{extra_ms:.2f}" if extra_ms < 10 else f"{extra_ms:.1f}"
+    line = (
+        f"{BELOW_FLOOR}: {where}, {e.phase} {e.ratio:.2f}x its peers (steps {e.first_step}-{e.last_step}): "
+        f"{extra} ms more per step, {share:.1%} of a typical {typical_ms:.1f} ms step, "
+    )
+    if not brief:
+        return line + f"under the {min_step_share * 100:g}% floor (min_step_share)"
+    lasted_s = (e.last_step - e.first_step + 1) * typical_ms / 1e3
+    return line + (
+        f"brief (about {lasted_s:.2g} s, under sustained_s {sustained_s:g} s): a brief slowdown needs "
+        f"{max(min_step_share, brief_min_step_share) * 100:g}% (brief_min_step_share)"
+    )
+
+
+def _host_without_scan(timeline: TableLike | LazyTable, rank: int) -> str | None:
+    """The rank's host where it is known without reading the timeline again: a table in memory's
+    `host` column, or a LazyTable's folders whose footers' rank range holds the rank (when they
+    agree); None otherwise (a pyarrow Dataset, or several hosts' files span the rank)."""
+    if isinstance(timeline, pa.Table):
+        return _hosts_of(timeline, {rank}).get(rank)
+    if not isinstance(timeline, LazyTable):
+        return None
+    found = set()
+    for host, meta in zip(timeline.hosts, timeline.footers):
+        if "rank" not in meta.schema.names:
+            continue
+        col = meta.schema.names.index("rank")
+        for i in range(meta.num_row_groups):
+            st = meta.row_group(i).column(col).statistics
+            if st is None or not st.has_min_max:
+                return None  # a part without statistics could hold the rank
+            if st.min <= rank <= st.max:
+                found.add(host)
+    return found.pop() if len(found) == 1 else None
 
 
 def _paired_excess_ms(
@@ -1141,10 +1221,17 @@ def _hosts_of_files(timeline: LazyTable, ranks: set[int]) -> dict[int, str]:
 
 
 def analyze(signals: Signals) -> list[Finding]:
+    return analyze_with_notes(signals)[0]
+
+
+def analyze_with_notes(signals: Signals) -> tuple[list[Finding], list[str]]:
+    """`analyze`, and from the same pass the note on a slowdown seen under the floor (BELOW_FLOOR)
+    when no straggler is named (run_analysis reports it with `notes`)."""
     timeline = signals.source(SignalKind.TIMELINE)
     if timeline is None:
-        return []
-    return find_stragglers(timeline, rank_to_host=signals.rank_to_host())
+        return [], []
+    seen: list[str] = []
+    return find_stragglers(timeline, rank_to_host=signals.rank_to_host(), notes=seen), seen
 
 
 def step_span(timeline: TableLike | LazyTable) -> int:
