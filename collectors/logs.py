@@ -148,8 +148,11 @@ def _printer(
         if rec.rank is not None
         else (default_rank, "path" if default_rank is not None else None)
     )
-    host, host_basis = (rec.host, rec.host_basis) if rec.host else (default_host, "path" if default_host else None)
-    return rank, rank_basis, host, host_basis
+    # A host read off the text must name a machine: a redacted or loopback name ("Apr 12 00:54:42 hostname kernel:",
+    # "localhost:4242:4250 [0] NCCL ...") says nothing of which one, and a finding must not name it as a host.
+    if rec.host and plausible_host(rec.host):
+        return rank, rank_basis, rec.host, rec.host_basis
+    return rank, rank_basis, default_host, "path" if default_host else None
 
 
 def classify_line(rec: Record, default_rank: int | None = None, default_host: str | None = None) -> list[Event]:

@@ -176,3 +176,22 @@ def test_a_progress_bars_description_is_kept_as_text_and_its_bar_dropped() -> No
     assert analyze_log_events(parse_log_text(healthy + "\n")) == []
     # a bare bar, or one whose description is only a label, leaves no text of its own
     assert [r.text for r in clean_lines(" 45%|████▌     | 450/1000 [01:00<01:13, 7.5it/s]\nnext")] == ["next"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # syslog's host field redacted by the person who pasted it; NCCL's host:pid:tid prefix on a loopback name
+        "Apr 12 00:54:42 hostname kernel: amdgpu 0000:2f:00.0: [drm:amdgpu_ring_test_helper [amdgpu]] *ERROR* ring kiq_2.1.0 test failed (-110)",
+        "localhost:4242:4250 [0] NCCL WARN Cuda failure 'an illegal memory access was encountered'",
+        "Apr 12 00:54:42 hostname python[123]: FooBarError: something weird",
+    ],
+)
+def test_a_host_name_that_names_no_machine_is_never_blamed_and_the_run_dirs_host_stands(line: str) -> None:
+    fs = analyze_log_events(parse_log_text(line + "\n", source="t.log"))
+    assert fs and all(not f.hosts for f in fs), [(f.summary, f.hosts) for f in fs]
+    # in a run dir's rank log the path names the host: a loopback name in the text does not replace it
+    fs = analyze_log_events(parse_log_text(line + "\n", source="logs/node07/rank-3.log", rank=3, host="node07"))
+    assert fs and all(set(f.hosts) <= {"node07"} for f in fs)
+    named = line.replace("hostname", "gpu-node-17").replace("localhost", "gpu-node-17")
+    assert any("gpu-node-17" in f.hosts for f in analyze_log_events(parse_log_text(named + "\n", source="t.log")))
