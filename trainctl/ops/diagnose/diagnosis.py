@@ -134,13 +134,14 @@ def _load_tables(root: Path) -> tuple[dict[SignalKind, TableLike | LazyTable], d
 
 def _all_unreadable(path: Path, unreadable: Mapping[Path, DatasetError]) -> DatasetError:
     """The error for a run dir or dataset whose every table file was unreadable (each said above it): not
-    "did the run start?", which sends the user to look at the run instead of at the files."""
+    "did the run start?", which sends the user to look at the run instead of at the files. Said the same under
+    every command that reads a run (diagnose, report, export, compare), so the fix names none of them."""
     names = [str(p.relative_to(path)) if p.is_relative_to(path) else str(p) for p in sorted(unreadable)]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     files = "its only Parquet file" if len(names) == 1 else f"all {len(names)} of its Parquet files"
     return DatasetError(
-        f"{path}: nothing left to diagnose: {files} could not be read ({shown}; said above: torn or corrupt) and it "
-        "holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+        f"{path}: nothing left to read: {files} could not be read ({shown}; said above: torn or corrupt) and it holds "
+        "no dumps or logs; re-run trainctl collect and run this command again on the new copy"
     )
 
 
