@@ -20,10 +20,10 @@ def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple
     """The comparison of run A with run B, and the inputs of either that were skipped (each said on stderr)."""
     paths = (Path(a), Path(b))
     kinds = [_run_kind(p) for p in paths]  # both checked before either is read
-    # Each run read as diagnose reads it: a torn or corrupt part is said on stderr and the rest compared.
+    # Each run read as diagnose reads it: a torn or corrupt part, or an analyzer that fails on its values, is said
+    # on stderr and the rest compared.
     read_a, read_b = (
-        read_path(p, _analysed, kind=k, failed=lambda done: bool(done[0].failed))
-        for p, k in zip(paths, kinds, strict=True)
+        read_path(p, _analysed, kind=k, analysis=lambda done: done[0]) for p, k in zip(paths, kinds, strict=True)
     )
     (analysis_a, profile_a), (analysis_b, profile_b) = read_a.result, read_b.result
     cmp = compare_runs(
