@@ -44,7 +44,7 @@ def build_report(path: str | os.PathLike[str]) -> tuple[str, Report, list[Grid]]
         str(p),
         kind.value,
         analysis.notes,
-        tuple(dict.fromkeys(read.skipped)),
+        read.skipped,
     )
     generated = f"generated {datetime.now(UTC).isoformat(timespec='seconds')} by trainctl report"
     return render_html(report, grids, coverage, generated=generated), report, grids
