@@ -18,7 +18,7 @@ class ExitCode(IntEnum):
     FINDINGS = 3  # diagnose: at least one finding at or above --fail-on
     RUN_FAILED = 4  # a training run that trainctl started or relaunched failed or was stopped by its supervisor
     RUN_HUNG = 5  # launch --local: the run hung; its dumps were saved before it was stopped
-    PARTIAL = 6  # diagnose: no finding at or above --fail-on, but some input was skipped (listed)
+    PARTIAL = 6  # done, but some input was skipped (listed); diagnose: and no finding at or above --fail-on
 
     @property
     def meaning(self) -> str:
@@ -33,8 +33,8 @@ _MEANING = {
     ExitCode.FINDINGS: "diagnose found something at or above --fail-on",
     ExitCode.RUN_FAILED: "the run trainctl started or relaunched failed (launch, demo, evict-node --relaunch)",
     ExitCode.RUN_HUNG: "the run hung (launch --local); dumps saved, then stopped",
-    ExitCode.PARTIAL: "diagnose: no finding at or above --fail-on, but some input could not be read (listed on "
-    "stderr and in the JSON's skipped)",
+    ExitCode.PARTIAL: "done, but some input was skipped, each listed on stderr (diagnose: no finding at or above "
+    "--fail-on; the skipped also in the JSON's skipped)",
 }
 
 

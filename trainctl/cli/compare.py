@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, exit_if_skipped, out
+
+if TYPE_CHECKING:
+    from trainctl.analyzers.compare import RunComparison
 
 
 def _ms(v: float | None) -> Text:
@@ -22,15 +26,21 @@ def compare(
     json_out: bool = typer.Option(False, "--json", help="The comparison as JSON on stdout."),
 ) -> None:
     """What changed from RUN_A to RUN_B: step time by phase, the hosts used, findings new/resolved/persisting."""
-    from trainctl.analyzers.compare import ChangeStatus
     from trainctl.ops.diagnose.compare import compare_paths
 
     with err.status(Text(f"comparing {run_a} with {run_b} ..."), spinner="dots"):
-        cmp = compare_paths(run_a, run_b)
+        cmp, skipped = compare_paths(run_a, run_b)
     if json_out:
         doc = json.dumps(cmp.to_dict(), indent=2)
         out.print_json(doc) if out.is_terminal else print(doc)
-        return
+    else:
+        _print_tables(cmp, run_a, run_b)
+    exit_if_skipped(skipped)  # each said on stderr as it was met
+
+
+def _print_tables(cmp: RunComparison, run_a: Path, run_b: Path) -> None:
+    from trainctl.analyzers.compare import ChangeStatus
+
     phases = Table(title=Text(f"step time by phase (ms per rank and step): A = {run_a}, B = {run_b}"))
     for col in ("phase", "A median", "B median", "change", "A p90", "B p90", "steps A/B"):
         phases.add_column(col, overflow="fold", justify="left" if col == "phase" else "right")

@@ -8,10 +8,14 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Sequence
 
+import typer
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.text import Text
+
+from trainctl.exit_codes import ExitCode
 
 
 def _width() -> int | None:
@@ -29,6 +33,13 @@ err = Console(stderr=True, width=_width(), markup=False)
 def styled(head: str, style: str, rest: str = "") -> Text:
     """`head` in `style`, then `rest` as plain text (no markup is ever parsed)."""
     return Text.assemble((head, style), rest)
+
+
+def exit_if_skipped(skipped: Sequence[str]) -> None:
+    """Exit 6 (ExitCode.PARTIAL) when the command did its work but some input was skipped (each said on stderr as it
+    was met): automation must tell a report, trace or comparison of part of a run from one of all of it."""
+    if skipped:
+        raise typer.Exit(ExitCode.PARTIAL)
 
 
 def setup_logging(verbosity: int) -> None:

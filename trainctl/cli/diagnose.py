@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, exit_if_skipped, out
 from trainctl.cli.hangmap import hang_maps
 from trainctl.cli.render import findings_table
 from trainctl.errors import TrainctlError
@@ -108,9 +108,7 @@ def _exit_code(report: Report, fail_on: FailOn) -> None:
     worst = report.max_severity()
     if fail_on is not FailOn.NEVER and worst is not None and worst.rank >= Severity(fail_on.value).rank:
         raise typer.Exit(ExitCode.FINDINGS)
-    if report.skipped:
-        # Nothing at or above --fail-on in what could be read, but not everything could: say so.
-        raise typer.Exit(ExitCode.PARTIAL)
+    exit_if_skipped(report.skipped)  # nothing at or above --fail-on in what could be read, but not all could be
 
 
 def _watch(path: Path, window: TimeWindow, json_out: bool, interval_s: float, rounds: int | None) -> Report:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, exit_if_skipped, out
 from trainctl.cli.outputs import refuse_onto_input
 from trainctl.errors import InputError
 
@@ -41,8 +41,10 @@ def export(
         return analysis, write_trace(perfetto, itertools.chain([first], events))
 
     with err.status("exporting ...", spinner="dots"):
-        # Read as diagnose reads it: a torn or corrupt part is said on stderr and the rest drawn (a corrupt part
-        # of a lazy table is met as the trace streams it: the trace is then written again without it).
-        _, n = read_path(path, drawn, failed=lambda done: bool(done[0].failed)).result
+        # Read as diagnose reads it: a torn or corrupt part, or an analyzer that fails on its values, is said on
+        # stderr and the rest drawn (a corrupt part of a lazy table is met as the trace streams it: the trace is then
+        # written again without it).
+        read = read_path(path, drawn, analysis=lambda done: done[0])
     out.print(str(perfetto), highlight=False)
-    err.print(f"{n} trace events; open it at https://ui.perfetto.dev", highlight=False)
+    err.print(f"{read.result[1]} trace events; open it at https://ui.perfetto.dev", highlight=False)
+    exit_if_skipped(read.skipped)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from trainctl.cli.console import err, out
+from trainctl.cli.console import err, exit_if_skipped, out
 from trainctl.cli.outputs import refuse_onto_input, same_path
 from trainctl.errors import InputError, UsageError
 
@@ -49,6 +49,7 @@ def report(
         out.print(str(png), highlight=False)
     out.print(str(target), highlight=False)
     err.print(f"{len(rep.findings)} finding(s), {len(grids)} heat-map(s)", highlight=False)
+    exit_if_skipped(rep.skipped)
 
 
 def _pick(rep, grids):

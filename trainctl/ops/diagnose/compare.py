@@ -16,18 +16,21 @@ from trainctl.signals import Signals
 _RUNS = (InputKind.RUN_DIR, InputKind.DATASET)
 
 
-def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> RunComparison:
+def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple[RunComparison, tuple[str, ...]]:
+    """The comparison of run A with run B, and the inputs of either that were skipped (each said on stderr)."""
     paths = (Path(a), Path(b))
     kinds = [_run_kind(p) for p in paths]  # both checked before either is read
-    # Each run read as diagnose reads it: a torn or corrupt part is said on stderr and the rest compared.
-    (analysis_a, profile_a), (analysis_b, profile_b) = (
-        read_path(p, _analysed, kind=k, failed=lambda done: bool(done[0].failed)).result
-        for p, k in zip(paths, kinds, strict=True)
+    # Each run read as diagnose reads it: a torn or corrupt part, or an analyzer that fails on its values, is said
+    # on stderr and the rest compared.
+    read_a, read_b = (
+        read_path(p, _analysed, kind=k, analysis=lambda done: done[0]) for p, k in zip(paths, kinds, strict=True)
     )
-    return compare_runs(
+    (analysis_a, profile_a), (analysis_b, profile_b) = read_a.result, read_b.result
+    cmp = compare_runs(
         profile_a, list(analysis_a.findings), profile_b, list(analysis_b.findings), a_name=str(a), b_name=str(b),
         b_not_judged=_not_judged(analysis_b),
     )  # fmt: skip
+    return cmp, read_a.skipped + read_b.skipped
 
 
 def _analysed(signals: Signals) -> tuple[Analysis, RunProfile]:

@@ -134,13 +134,14 @@ def _load_tables(root: Path) -> tuple[dict[SignalKind, TableLike | LazyTable], d
 
 def _all_unreadable(path: Path, unreadable: Mapping[Path, DatasetError]) -> DatasetError:
     """The error for a run dir or dataset whose every table file was unreadable (each said above it): not
-    "did the run start?", which sends the user to look at the run instead of at the files."""
+    "did the run start?", which sends the user to look at the run instead of at the files. Said the same under
+    every command that reads a run (diagnose, report, export, compare), so the fix names none of them."""
     names = [str(p.relative_to(path)) if p.is_relative_to(path) else str(p) for p in sorted(unreadable)]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     files = "its only Parquet file" if len(names) == 1 else f"all {len(names)} of its Parquet files"
     return DatasetError(
-        f"{path}: nothing left to diagnose: {files} could not be read ({shown}; said above: torn or corrupt) and it "
-        "holds no dumps or logs; re-run trainctl collect and diagnose the new copy"
+        f"{path}: nothing left to read: {files} could not be read ({shown}; said above: torn or corrupt) and it holds "
+        "no dumps or logs; re-run trainctl collect and run this command again on the new copy"
     )
 
 
@@ -268,7 +269,8 @@ def _each_message_once(name: str = "trainctl") -> Iterator[None]:
 @dataclass(frozen=True)
 class PathRead(Generic[T]):
     """What `read_path` gives: the work's result, and the warnings said on stderr while the path was read (each an
-    input skipped or only partly read: a torn or corrupt Parquet part, a rank report that does not parse)."""
+    input skipped or only partly read: a torn or corrupt Parquet part, a rank report that does not parse, an analyzer
+    that failed on its values)."""
 
     result: T
     skipped: tuple[str, ...]
@@ -279,6 +281,7 @@ def read_path(
     work: Callable[[Signals], T],
     *,
     kind: InputKind | None = None,
+    analysis: Callable[[T], Analysis] | None = None,
     failed: Callable[[T], bool] = lambda _: False,
 ) -> PathRead[T]:
     """Load PATH's signals and run `work` over them, the one way every command that reads a run or dataset reads it
@@ -286,18 +289,27 @@ def read_path(
     is read; when nothing is left, one error says so (`_all_unreadable`).
 
     `work` makes every read of the data (analysis, heat-maps, the trace): a lazy table's corrupt part is met only
-    there, and `work` is then run once more without it (_without_unreadable_parts). `failed`: whether its result
-    shows a read that failed inside it (an analyzer that raised, caught by run_analysis), which is retried too.
+    there, and `work` is then run once more without it (_without_unreadable_parts). `analysis`: where its result
+    holds run_analysis's Analysis. An analyzer that raised (caught by run_analysis) may have met such a part, so the
+    work is retried too; one that still fails is said on stderr after PATH's name, once, and is among the skipped.
+    `failed`: whether the result shows some other read that failed inside the work (diagnose's throughput summary),
+    retried the same way.
     """
     p = Path(path)
     kind = kind or detect_input(p)
     recorder = _SkipRecorder()
     root = logging.getLogger("trainctl")
     root.addHandler(recorder)
+
+    def failed_inside(done: T) -> bool:
+        return bool(analysis is not None and analysis(done).failed) or failed(done)
+
     try:
         # ranks/ is read for the run events' hosts and again for the throughput summary: one read, one warning.
         with run_events.rank_reports_read_once(), _each_message_once():
-            result = _without_unreadable_parts(p, load_signals(p, kind), work, failed)
+            result = _without_unreadable_parts(p, load_signals(p, kind), work, failed_inside)
+            for line in analysis(result).skipped if analysis is not None else ():
+                logger.warning("%s: %s", p, line)
     finally:
         root.removeHandler(recorder)
     return PathRead(result, recorder.skipped())
@@ -307,10 +319,16 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     """Diagnose PATH; `window` keeps only the rows of a time range (diagnose --since/--until)."""
     p = Path(path)
     kind = detect_input(p)
-    read = read_path(p, lambda signals: _analysed(p, signals, window), kind=kind, failed=lambda done: done.failed)
+    read = read_path(
+        p,
+        lambda signals: _analysed(p, signals, window),
+        kind=kind,
+        analysis=lambda done: done.analysis,
+        failed=lambda done: bool(done.skipped),
+    )
     done = read.result
     signals, analysis = done.signals, done.analysis
-    skipped = read.skipped + analysis.skipped + done.skipped
+    skipped = read.skipped + done.skipped
     notes = analysis.notes if done.kept is None else (*analysis.notes, done.kept)
     if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
         notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
@@ -337,10 +355,6 @@ class _Analysed:
     summary: dict
     kept: str | None  # the window's note (None: no window)
     skipped: tuple[str, ...] = ()  # what failed outside the analyzers (the throughput summary)
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.analysis.failed or self.skipped)
 
 
 def _analysed(p: Path, signals: Signals, window: TimeWindow | None) -> _Analysed:

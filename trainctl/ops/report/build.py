@@ -32,10 +32,11 @@ def timeline_grids(signals, *, max_cols: int = 200) -> list[Grid]:
 
 def build_report(path: str | os.PathLike[str]) -> tuple[str, Report, list[Grid]]:
     """(html, report, grids) of PATH (run dir, dataset, Flight Recorder dir or log file), read as diagnose reads
-    it: a torn or corrupt part is said on stderr, listed among the report's skipped inputs, and the rest drawn."""
+    it: a torn or corrupt part, or an analyzer that fails on its values, is said on stderr, listed among the report's
+    skipped inputs, and the rest drawn."""
     p = Path(path)
     kind = detect_input(p)
-    read = read_path(p, _drawn, kind=kind, failed=lambda done: bool(done[1].failed))
+    read = read_path(p, _drawn, kind=kind, analysis=lambda done: done[1])
     signals, analysis, grids, coverage = read.result
     report = Report(
         signals.run.run_id if signals.run else None,
@@ -43,7 +44,7 @@ def build_report(path: str | os.PathLike[str]) -> tuple[str, Report, list[Grid]]
         str(p),
         kind.value,
         analysis.notes,
-        tuple(dict.fromkeys(read.skipped + analysis.skipped)),
+        read.skipped,
     )
     generated = f"generated {datetime.now(UTC).isoformat(timespec='seconds')} by trainctl report"
     return render_html(report, grids, coverage, generated=generated), report, grids

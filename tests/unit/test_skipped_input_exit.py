@@ -1,0 +1,92 @@
+"""`report`, `export` and `compare` that skipped some input: the output is written, what was skipped is said on
+stderr, and the exit code is 6 (ExitCode.PARTIAL), as under diagnose, so that automation can tell a report, trace
+or comparison of part of a run from one of all of it (README "Hostile and broken input")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from broken_parquet import WIDE
+
+from trainctl import dataset
+from trainctl.exit_codes import ExitCode
+
+TRAINER_RUN = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
+COMMANDS = ["report", "export", "compare"]
+
+
+def _run(cli, command: str, path: Path, tmp_path: Path):
+    """`trainctl COMMAND PATH ...` (compare: PATH against a clean copy of the trainer run) and what it wrote."""
+    if command == "report":
+        r = cli("report", path, env=WIDE)
+        return r, (path / "report.html").read_text() if r.code in (0, 6) else None
+    if command == "export":
+        r = cli("export", path, "--perfetto", tmp_path / "trace.json", env=WIDE)
+        return r, json.loads((tmp_path / "trace.json").read_text()) if r.code in (0, 6) else None
+    r = cli("compare", path, TRAINER_RUN, "--json", env=WIDE)
+    return r, json.loads(r.stdout) if r.code in (0, 6) else None
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_torn_part_is_said_the_rest_written_and_the_exit_code_is_partial(cli, tmp_path: Path, command: str) -> None:
+    run = Path(shutil.copytree(TRAINER_RUN, tmp_path / "run"))
+    torn = sorted((run / "gpu_metrics" / "host=node01").glob("part-*.parquet"))[1]
+    torn.write_bytes(b"PAR1 torn")
+    r, written = _run(cli, command, run, tmp_path)
+    assert r.code == ExitCode.PARTIAL and "Traceback" not in r.stderr, r
+    assert written, r  # the report, the trace, the comparison: all written from the rest
+    assert r.stderr.count(f"{torn}: not a readable Parquet file") == 1, r.stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_same_run_whole_exits_0(cli, tmp_path: Path, command: str) -> None:
+    # The control of the test above: 6 comes from the torn part, not from the run.
+    run = Path(shutil.copytree(TRAINER_RUN, tmp_path / "run"))
+    r, written = _run(cli, command, run, tmp_path)
+    assert r.code == ExitCode.OK and written and "WARNING" not in r.stderr, r
+
+
+def _years_off(root: Path) -> Path:
+    """A dataset whose GPU metrics span years (one host's clock off): the faulty-host analyzer fails on it."""
+    for host, ts in (("n1", 1_795_000_000 * 10**9), ("n2", 2 * 10**18)):  # 2026 and 2033
+        t = pa.table({"ts": pa.array([ts], pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+                      "gpu": pa.array([0], pa.int16()), "power_w": pa.array([300.0], pa.float32())})  # fmt: skip
+        dataset.write_table(root, "gpu_metrics", host, t)
+    return root
+
+
+FAILED = "analyzer faulty_hosts: failed on this input (ValueError: metrics span"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_analyzer_that_fails_on_odd_values_is_said_once_and_the_exit_code_is_partial(
+    cli, tmp_path: Path, command: str
+) -> None:
+    data = _years_off(tmp_path / "ds")
+    r, written = _run(cli, command, data, tmp_path)
+    assert r.code == ExitCode.PARTIAL and "Traceback" not in r.stderr, r
+    assert written, r
+    assert r.stderr.count(FAILED) == 1 and f"{data}: {FAILED}" in r.stderr, r.stderr  # named by the run it met
+    if command == "report":  # and listed among the page's skipped inputs, once
+        assert written.count(f"<p class='warning'>skipped: {data}: {FAILED}") == 1, written
+
+
+def test_compare_says_a_failed_analyzer_for_each_run_it_failed_on(cli, tmp_path: Path) -> None:
+    a, b = _years_off(tmp_path / "a"), _years_off(tmp_path / "b")
+    r = cli("compare", a, b, env=WIDE)
+    assert r.code == ExitCode.PARTIAL and "no findings in either run" in r.stdout, r
+    assert r.stderr.count(FAILED) == 2 and f"{a}: {FAILED}" in r.stderr and f"{b}: {FAILED}" in r.stderr, r.stderr
+
+
+def test_diagnose_says_a_failed_analyzer_the_same_way_and_lists_it_once(cli, tmp_path: Path) -> None:
+    # One reader says it for all four commands: on stderr also under --json, and once in the JSON's skipped.
+    data = _years_off(tmp_path / "ds")
+    r = cli("diagnose", data, "--json", env=WIDE)
+    assert r.code == ExitCode.PARTIAL, r
+    assert r.stderr.count(FAILED) == 1 and f"{data}: {FAILED}" in r.stderr, r.stderr
+    (skipped,) = json.loads(r.stdout)["skipped"]
+    assert skipped.startswith(f"{data}: {FAILED}"), skipped
