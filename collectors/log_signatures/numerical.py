@@ -217,7 +217,8 @@ FRAMEWORK_CHECKS: tuple[Signature, ...] = (
         # "found NaN in local forward loss calculation". The rank and node are the checking process's own.
         # validate_result's first report (core 0.10+, logger.error) is f"Unexpected result {result} on
         # rank {rank} at iteration #{it} invocation #{n} (message='{message}')".
-        r"(?:Rank (?P<self_rank>\d+)(?:, node (?P<self_node>[\w.-]+), device \d+, iteration #?\d+)?: )?"
+        # (the iteration is -1 before the state machine is told one: "iteration -1")
+        r"(?:Rank (?P<self_rank>\d+)(?:, node (?P<self_node>[\w.-]+), device \d+, iteration #?-?\d+)?: )?"
         r"(?:Unexpected result (?:nan|inf)\b(?: on rank (?P<self_rank__c>\d+))?[^\n]*?)?"
         r"found (?:NaN|Inf) in local (?P<what>grad norm|forward loss)"
         r"(?:[^\n]*?node: (?P<self_node__b>[\w.-]+))?",
