@@ -18,7 +18,8 @@ level:
 - One finding per distinct (kind, category, culprit); lines that blame nobody join the blamed
   finding of the same kind and category, or form one finding with no culprit.
 - Order: the first failure first (torchelastic's root cause when it settles the culprit, then by
-  time/position), each incident's first finding marked `first_failure`; a torchelastic banner for
+  time/position; a network error that only names the peer its reporter lost goes after another
+  process's own crash or OOM), each incident's first finding marked `first_failure`; a torchelastic banner for
   exit code 1 (an exception it quotes) goes after a specific non-crash finding of its incident (the
   exception's own line: an OOM, a mismatch, an NCCL error).
 """
@@ -610,6 +611,11 @@ def _name_sole_reporter(incident: list[_Ev], groups: list[_Group]) -> list[_Grou
     return groups
 
 
+def _printer_of(e: _Ev) -> tuple[str | None, int | None, int | None]:
+    """The process that printed a line, as far as the line says: its host, NCCL's pid on it, its rank."""
+    return e.host, e.fields.get("nccl_pid"), e.rank
+
+
 def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mapping[int, str], max_lines: int) -> Finding:
     evs = g.events
     allv = evs + g.context
@@ -757,7 +763,37 @@ def analyze_log_events(
         specific = any(
             not wrapper(g) and not all(e.generic for e in g.events) and g.kind is not FindingKind.CRASH for g in groups
         )
-        groups.sort(key=lambda g: (not settled_root(g), specific and wrapper(g), min(pos[id(e)] for e in g.events)))
+        # A process's own crash or out-of-memory, blamed on its printer (not on a peer it named): who printed it.
+        failed_printers = {
+            _printer_of(e)
+            for g in groups
+            if g.kind in _FAILS_WHERE_PRINTED
+            for e in g.events
+            if (e.culprit_rank is not None or e.culprit_host) and e.basis not in ("peer", "endpoint")
+        }
+
+        def peer_went_away(g: _Group) -> bool:
+            # a network error whose only culprit is the remote end its reporter named ("Connection reset by peer",
+            # an IB completion error from a peer): what a process that died looks like from its peers. Where another
+            # process of the same incident reports its own failure, that failure is the cause, whatever order the
+            # hosts' interleaved output put them in (the peer's address cannot be mapped to that process's host
+            # name). A failure of the reporter itself after it lost its peer may be the loss's consequence: not moved.
+            blamed = [e for e in g.events if e.culprit_rank is not None or e.culprit_host]
+            return (
+                g.kind is FindingKind.NETWORK_ERROR
+                and bool(blamed)
+                and all(e.basis == "peer" for e in blamed)
+                and bool(failed_printers - {_printer_of(e) for e in g.events})
+            )
+
+        groups.sort(
+            key=lambda g: (
+                not settled_root(g),
+                specific and wrapper(g),
+                peer_went_away(g),
+                min(pos[id(e)] for e in g.events),
+            )
+        )
         # after the order is settled: naming the one reporter changes whom a finding names, not which comes first
         for j, g in enumerate(_name_sole_reporter(in_incident, groups)):
             findings.append(_finding(g, incident, j == 0, rank_to_host or {}, max_evidence_lines))

@@ -195,3 +195,18 @@ def test_a_host_name_that_names_no_machine_is_never_blamed_and_the_run_dirs_host
     assert fs and all(set(f.hosts) <= {"node07"} for f in fs)
     named = line.replace("hostname", "gpu-node-17").replace("localhost", "gpu-node-17")
     assert any("gpu-node-17" in f.hosts for f in analyze_log_events(parse_log_text(named + "\n", source="t.log")))
+
+
+# NCCL's "%s:%d:%d [%d] " host:pid:tid [dev] prefix (src/debug.cc), socket.h's recv failure, init.cc's CUDACHECK
+RESET_SEEN_BY_B = "nodeb:46841:46987 [0] include/socket.h:428 NCCL WARN Net : Call to recv from 10.1.0.7<36048> failed : Connection reset by peer\n"
+A_FAILED = "nodea:104934:104934 [1] init.cc:204 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n"
+
+
+def test_a_peers_connection_reset_is_the_echo_of_another_processs_own_failure_in_either_order() -> None:
+    for text in (RESET_SEEN_BY_B + A_FAILED, A_FAILED + RESET_SEEN_BY_B):
+        fs = analyze_log_events(parse_log_text(text, source="t.log"))
+        assert fs[0].kind is FindingKind.CRASH and fs[0].hosts == ("nodea",), text
+        assert fs[0].evidence["first_failure"] and any(f.kind is FindingKind.NETWORK_ERROR for f in fs[1:])
+    # the reporter's own failure after it lost its peer may be the loss's consequence: the order stands
+    same = RESET_SEEN_BY_B + A_FAILED.replace("nodea:104934:104934", "nodeb:46841:46987")
+    assert analyze_log_events(parse_log_text(same, source="t.log"))[0].kind is FindingKind.NETWORK_ERROR
