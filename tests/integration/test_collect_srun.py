@@ -84,3 +84,34 @@ def test_srun_outside_an_allocation_is_a_clear_error(cli, tmp_path) -> None:
         r = cli("collect", "/runs/x", "--srun", "--hosts", "node01", "--srun-jobid", "999", "--out", tmp_path / "ds",
                 "--json", env=slurm.env())  # fmt: skip
     assert r.code == 1 and "Invalid job id specified" in r.stderr + r.stdout, (r.stdout, r.stderr)
+
+
+@pytest.mark.timeout(360)
+def test_nodes_still_collecting_when_a_lost_node_aborts_the_step_are_collected_again(
+    launched: Path, tmp_path, monkeypatch
+) -> None:
+    """Slurm aborts the whole step when one node's task launch fails (step_launch.c _fail_step_tasks) and cancels the
+    others after KillWait (30 s): a node whose collect takes longer (a big run dir, a busy node) lost its collect with
+    the lost node's. Here node01's interpreter starts 40 s late (a wrapper around the real one), the rest is real."""
+    import sys
+
+    from trainctl.ops.collect.collection import CollectOptions
+    from trainctl.ops.collect.in_allocation import SrunOptions, collect_in_allocation
+
+    slow = tmp_path / "python-slow-on-node01"
+    slow.write_text(f'#!/bin/sh\n[ "$SLURMD_NODENAME" = node01 ] && [ ! -e "$0.slept" ] && : > "$0.slept" && sleep 40\n'
+                    f'exec {sys.executable} "$@"\n')  # fmt: skip
+    slow.chmod(0o755)
+    with SlurmCluster(tmp_path / "slurm", ["node01", "node02", "node03"]) as slurm:
+        remote_run = slurm.remote_root / "runs" / "llm"
+        split_by_host(launched, slurm, remote_run)
+        job = slurm.allocate()
+        slurm.stop_node("node03")
+        for k, v in slurm.env().items():
+            monkeypatch.setenv(k, v)
+        out = tmp_path / "ds"
+        opts = CollectOptions(str(remote_run), out, ("node01", "node02", "node03"), timeout_s=60)
+        res = collect_in_allocation(opts, SrunOptions(str(slow), out, job))
+    assert (slow.parent / (slow.name + ".slept")).exists()  # node01 did start late the first time
+    assert res.failed_hosts == ["node03"]
+    assert _rows(out) == _rows(launched)  # node01's rows are there: collected in the second step

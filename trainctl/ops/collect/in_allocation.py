@@ -8,6 +8,12 @@ dataset there. The scratch folder is on the file system every node and the clien
 inside --out, which must then be shared). Slurm does the fan-out (slurmd's tree), each node spends
 its own CPU, and the client only unpacks one archive per node.
 
+A node that cannot take the step (its slurmd gone while slurmctld still counts it allocated) aborts the whole
+step in Slurm: srun's step_launch.c `_fail_step_tasks` sets the launch state's `abort` on any node's failed task
+launch ("Task launch for %ps failed on node %s"), and srun then cancels the step on every node, killing the
+healthy nodes' collects if they have not finished. So the client runs the step again on the nodes that left no
+archive and were not named as failed launches (`hosts_to_retry`, at most MAX_ROUNDS steps in all).
+
 What the client checks, as for a gateway: each archive is taken only for paths about its own node
 (trainctl.ops.collect.gateways.extract_archive; others refused and recorded as foreign_paths), capped
 at the node's byte cap; a node that left no archive (its task failed or was killed, srun could not
@@ -19,7 +25,10 @@ runs as the same user, as the training job does, and attribution is by folder na
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
+import re
 import shlex
 import shutil
 import subprocess
@@ -41,11 +50,25 @@ from trainctl.ops.collect.collection import (
 )
 from trainctl.ops.collect.gateways import extract_archive, reports_from_summary
 
-__all__ = ["SrunOptions", "srun_argv", "node_script", "collect_in_allocation"]
+__all__ = ["SrunOptions", "srun_argv", "node_script", "collect_in_allocation", "hosts_to_retry", "MAX_ROUNDS"]
 
 ARCHIVE = "dataset.tar"  # what each task leaves in <scratch>/<node>/
 SUMMARY = "summary.json"  # its collect's --json summary
 _STDERR_TAIL = 4000
+logger = logging.getLogger(__name__)
+MAX_ROUNDS = 3  # srun steps per collect: the first, then again on the nodes a lost node's abort took down
+# Slurm src/api/step_launch.c _launch_tasks: error("Task launch for %ps failed on node %s: %m") (older: "%u.%u")
+_LAUNCH_FAILED = re.compile(r"Task launch for \S+ failed on node (?P<node>[^\s:]+):")
+
+
+def hosts_to_retry(todo: list[str], has_archive: set[str], srun_stderr: str) -> list[str]:
+    """The nodes to run the step on again (pure): those of `todo` that left no archive, when the step was aborted
+    by nodes srun names as failed launches, less those nodes. Nothing when no launch failed (a node's own failure
+    is its answer) or when every node without an archive is one that failed to launch."""
+    lost = {m.group("node") for m in _LAUNCH_FAILED.finditer(srun_stderr)}
+    if not lost:
+        return []
+    return [h for h in todo if h not in has_archive and h not in lost]
 
 
 @dataclass(frozen=True)
@@ -93,7 +116,8 @@ def _failed(host: str, why: str, started: datetime, out: Path) -> HostReport:
 
 
 def collect_in_allocation(opts: CollectOptions, s: SrunOptions, *, progress: Progress | None = None) -> CollectResult:
-    """Collect every node of `opts.hosts` through one srun step; never raises for a bad node."""
+    """Collect every node of `opts.hosts` through one srun step (again on the nodes a lost node's abort took
+    down); never raises for a bad node."""
     if not opts.run_dir.startswith("/"):
         raise InputError(f"run dir {opts.run_dir!r} must be an absolute path (as on the nodes)")
     exe = shutil.which(s.srun)
@@ -110,22 +134,43 @@ def collect_in_allocation(opts: CollectOptions, s: SrunOptions, *, progress: Pro
     t0 = time.monotonic()
     scratch.mkdir(parents=True)
     try:
-        try:
-            proc = subprocess.run(
-                srun_argv(opts, s), capture_output=True, timeout=opts.timeout_s * 4 + 120, stdin=subprocess.DEVNULL
+        todo, tails, rc_of = list(opts.hosts), [], {}
+        for _ in range(MAX_ROUNDS):
+            rc, tail = _step(dataclasses.replace(opts, hosts=tuple(todo)), s)
+            tails.append(tail)
+            rc_of.update(dict.fromkeys(todo, rc))  # the exit of the last step each node was in
+            retry = hosts_to_retry(todo, {h for h in todo if (scratch / h / ARCHIVE).is_file()}, tail)
+            if not retry:
+                break
+            logger.warning(
+                "srun: a node that could not take the step aborted it (Slurm cancels every node's task then); "
+                "collecting %s again",
+                ", ".join(retry),
             )
-            rc, tail = proc.returncode, proc.stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
-        except subprocess.TimeoutExpired as exc:
-            rc, tail = None, f"srun did not finish within {exc.timeout:g}s"
+            for h in retry:  # what the cancelled task left half-written
+                shutil.rmtree(scratch / h, ignore_errors=True)
+            todo = retry
+        tail = "\n".join(tails)[-_STDERR_TAIL:]
         reports: list[HostReport] = []
         for host in opts.hosts:
-            rep = _one(opts, scratch / host, host, rc, tail, started)
+            rep = _one(opts, scratch / host, host, rc_of[host], tail, started)
             reports.append(rep)
             if progress is not None:
                 progress(host, rep.bytes_fetched, rep)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return CollectResult(opts.out, tuple(reports), time.monotonic() - t0)
+
+
+def _step(opts: CollectOptions, s: SrunOptions) -> tuple[int | None, str]:
+    """One srun step over opts.hosts: its exit code (None: it did not finish in time) and its stderr's end."""
+    try:
+        proc = subprocess.run(
+            srun_argv(opts, s), capture_output=True, timeout=opts.timeout_s * 4 + 120, stdin=subprocess.DEVNULL
+        )
+        return proc.returncode, proc.stderr.decode(errors="replace")[-_STDERR_TAIL:].strip()
+    except subprocess.TimeoutExpired as exc:
+        return None, f"srun did not finish within {exc.timeout:g}s"
 
 
 def _one(opts: CollectOptions, d: Path, host: str, rc: int | None, tail: str, started: datetime) -> HostReport:
