@@ -772,7 +772,7 @@ def analyze_log_events(
             if (e.culprit_rank is not None or e.culprit_host) and e.basis not in ("peer", "endpoint")
         }
 
-        def peer_went_away(g: _Group) -> bool:
+        def peer_went_away(g: _Group, failed_printers: set = failed_printers) -> bool:
             # a network error whose only culprit is the remote end its reporter named ("Connection reset by peer",
             # an IB completion error from a peer): what a process that died looks like from its peers. Where another
             # process of the same incident reports its own failure, that failure is the cause, whatever order the
