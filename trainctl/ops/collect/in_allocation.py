@@ -150,7 +150,7 @@ def collect_in_allocation(opts: CollectOptions, s: SrunOptions, *, progress: Pro
             for h in retry:  # what the cancelled task left half-written
                 shutil.rmtree(scratch / h, ignore_errors=True)
             todo = retry
-        tail = "\n".join(tails)[-_STDERR_TAIL:]
+        tail = "\n".join(tails)  # each step's end: the first names the lost node, a later one may not
         reports: list[HostReport] = []
         for host in opts.hosts:
             rep = _one(opts, scratch / host, host, rc_of[host], tail, started)
