@@ -921,23 +921,17 @@ def _below_floor_note(
 
 def _host_without_scan(timeline: TableLike | LazyTable, rank: int) -> str | None:
     """The rank's host where it is known without reading the timeline again: a table in memory's
-    `host` column, or a LazyTable's folders whose footers' rank range holds the rank (when they
-    agree); None otherwise (a pyarrow Dataset, or several hosts' files span the rank)."""
+    `host` column, or the folders of a LazyTable's files whose footers' rank range (_footer_extent)
+    holds the rank, when they agree; None otherwise (a pyarrow Dataset, footers without statistics,
+    several hosts' files span the rank)."""
     if isinstance(timeline, pa.Table):
         return _hosts_of(timeline, {rank}).get(rank)
     if not isinstance(timeline, LazyTable):
         return None
-    found = set()
-    for host, meta in zip(timeline.hosts, timeline.footers):
-        if "rank" not in meta.schema.names:
-            continue
-        col = meta.schema.names.index("rank")
-        for i in range(meta.num_row_groups):
-            st = meta.row_group(i).column(col).statistics
-            if st is None or not st.has_min_max:
-                return None  # a part without statistics could hold the rank
-            if st.min <= rank <= st.max:
-                found.add(host)
+    ext = _footer_extent(list(timeline.footers))
+    if ext is None or ext.file_ranks is None:
+        return None
+    found = {host for host, (lo, hi) in zip(timeline.hosts, ext.file_ranks, strict=True) if lo <= rank <= hi}
     return found.pop() if len(found) == 1 else None
 
 
