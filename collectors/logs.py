@@ -41,10 +41,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from trainctl.collectors.log_coll_mismatch import read_coll_mismatch
+from trainctl.collectors.log_coll_mismatch import CollTraceEnd, read_coll_mismatch, read_coll_trace_end
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
-from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, read_progress
+from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, Reading, read_progress
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.process_exits import exit_post
@@ -989,7 +989,7 @@ def _progress_stopped(
     cut = max(0, len(text) - RAW_TAIL_LINES * 400)
     first_line = text.count("\n", 0, cut) + 1
     tail = [(n, ln) for n, ln in enumerate(normalized_lines(text[cut:])[0], first_line) if ln.strip()]
-    r = read_progress(
+    r = (_coll_trace_stopped(records) if ends_where_it_stopped else None) or read_progress(
         ((rec.line_no, rec.text) for rec in records),
         {rec.line_no: rec.rank for rec in records if rec.rank is not None},
         raw_tail=tail[-RAW_TAIL_LINES:],
@@ -1002,6 +1002,44 @@ def _progress_stopped(
                rank=default_rank, host=default_host)  # fmt: skip
     ev.fields.update(r.evidence, progress_reading=True, suspect_ranks=list(r.suspect_ranks))
     return [ev]
+
+
+def _coll_trace_stopped(records: list[Record]) -> Reading | None:
+    """A log on its own that ends in NCCL's COLL trace (collectors/log_coll_mismatch.read_coll_trace_end), as a
+    reading of absence: the processes all in one collective, or a minority that stopped before the others."""
+    end = read_coll_trace_end(
+        (rec.line_no, rec.host, rec.fields.get("nccl_pid"), rec.rank, rec.text) for rec in records
+    )
+    return None if end is None else _coll_trace_reading(end)
+
+
+def _coll_trace_reading(end: CollTraceEnd) -> Reading:
+    k = len(end.last_by_process)
+    of = f"{k} processes of a {end.nranks}-rank communicator" if k < end.nranks else f"all {k} processes"
+    if not end.behind:
+        summary = (
+            f"the log ends in NCCL's collective trace with {of} in {end.op} opCount 0x{end.op_count} (each called it"
+            " last, nothing after): the collective they all entered did not finish (a transfer stuck on a link or a"
+            " GPU), or the excerpt was cut there"
+        )
+    else:
+        named = ", ".join(f"{p} (rank {end.rank_behind[p]})" if p in end.rank_behind else p for p in end.behind)
+        summary = (
+            f"the log ends in NCCL's collective trace with {named} behind: {'its' if len(end.behind) == 1 else 'their'}"
+            f" last call is before {end.op} opCount 0x{end.op_count}, which the other {k - len(end.behind)} of {of}"
+            " called and wait in (stuck before it), or the excerpt was cut there"
+        )
+    return Reading(
+        "nccl_coll_trace_ends",
+        summary,
+        end.line_no,
+        suspect_ranks=tuple(sorted(end.rank_behind.values())),
+        evidence={
+            "last_op_count_by_process": end.last_by_process,
+            "processes_behind": list(end.behind),
+            "nranks": end.nranks,
+        },
+    )
 
 
 MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one log; the rest is cut, said

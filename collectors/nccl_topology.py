@@ -89,6 +89,13 @@ def comm_rank(msg: str) -> tuple[int, int] | None:
     return (int(c["rank"]), int(c["n"])) if c is not None else None
 
 
+def comm_pointer_rank(msg: str) -> tuple[str, int] | None:
+    """(the communicator's pointer as printed, rank) from its init line (src/init.cc, the two formats above): the
+    pointer its COLL lines print (src/enqueue.cc "comm %p"), else None."""
+    c = _COMM.search(msg) or _COMPLETE.search(msg)
+    return (c["comm"], int(c["rank"])) if c is not None else None
+
+
 def channel_own_rank(msg: str) -> int | None:
     """The rank of the process that printed a channel line, else None. The transports print their own rank
     first on the sending side (net.cc sendSetup, p2p.cc, shm.cc: "%d[..] -> %d[..] [send] via", untagged for P2P
