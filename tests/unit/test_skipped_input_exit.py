@@ -42,12 +42,25 @@ def test_a_torn_part_is_said_the_rest_written_and_the_exit_code_is_partial(cli, 
     assert r.stderr.count(f"{torn}: not a readable Parquet file") == 1, r.stderr
 
 
+def test_compare_json_lists_the_skipped_as_diagnose_json_does(cli, tmp_path: Path) -> None:
+    # A script reading compare --json must see what the 6 was for: the same `skipped` list of one-line strings, the
+    # same lines, that diagnose --json gives for the same run (the clean side adds none).
+    run = Path(shutil.copytree(TRAINER_RUN, tmp_path / "run"))
+    sorted((run / "gpu_metrics" / "host=node01").glob("part-*.parquet"))[1].write_bytes(b"PAR1 torn")
+    diagnosed = json.loads(cli("diagnose", run, "--json", env=WIDE).stdout)["skipped"]
+    r, compared = _run(cli, "compare", run, tmp_path)
+    assert r.code == ExitCode.PARTIAL, r
+    assert compared["skipped"] == diagnosed and len(diagnosed) == 1, (compared["skipped"], diagnosed)
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_the_same_run_whole_exits_0(cli, tmp_path: Path, command: str) -> None:
     # The control of the test above: 6 comes from the torn part, not from the run.
     run = Path(shutil.copytree(TRAINER_RUN, tmp_path / "run"))
     r, written = _run(cli, command, run, tmp_path)
     assert r.code == ExitCode.OK and written and "WARNING" not in r.stderr, r
+    if command == "compare":  # nothing skipped: the key is there, empty, as in diagnose's JSON
+        assert written["skipped"] == [], written
 
 
 def _years_off(root: Path) -> Path:
@@ -73,6 +86,9 @@ def test_an_analyzer_that_fails_on_odd_values_is_said_once_and_the_exit_code_is_
     assert r.stderr.count(FAILED) == 1 and f"{data}: {FAILED}" in r.stderr, r.stderr  # named by the run it met
     if command == "report":  # and listed among the page's skipped inputs, once
         assert written.count(f"<p class='warning'>skipped: {data}: {FAILED}") == 1, written
+    if command == "compare":  # and in the JSON's skipped, once for each run it failed on (here: A)
+        (skipped,) = written["skipped"]
+        assert skipped.startswith(f"{data}: {FAILED}"), skipped
 
 
 def test_compare_says_a_failed_analyzer_for_each_run_it_failed_on(cli, tmp_path: Path) -> None:
