@@ -1,11 +1,13 @@
-"""`report`, `export` and `compare` that skipped some input: the output is written, what was skipped is said on
-stderr, and the exit code is 6 (ExitCode.PARTIAL), as under diagnose, so that automation can tell a report, trace
-or comparison of part of a run from one of all of it (README "Hostile and broken input")."""
+"""`diagnose`, `report`, `export` and `compare` that skipped some input: the output is written, what was skipped is
+said on stderr, once, and the exit code is 6 (ExitCode.PARTIAL), so that automation can tell a diagnosis, report,
+trace or comparison of part of a run from one of all of it (README "Hostile and broken input")."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,11 +18,14 @@ from trainctl import dataset
 from trainctl.exit_codes import ExitCode
 
 TRAINER_RUN = Path(__file__).parents[1] / "fixtures" / "gpu_h100" / "trainer_run"
-COMMANDS = ["report", "export", "compare"]
+COMMANDS = ["diagnose", "report", "export", "compare"]  # diagnose: its table form (the JSON has tests of its own)
 
 
 def _run(cli, command: str, path: Path, tmp_path: Path):
     """`trainctl COMMAND PATH ...` (compare: PATH against a clean copy of the trainer run) and what it wrote."""
+    if command == "diagnose":
+        r = cli("diagnose", path, env=WIDE)
+        return r, r.stdout
     if command == "report":
         r = cli("report", path, env=WIDE)
         return r, (path / "report.html").read_text() if r.code in (0, 6) else None
@@ -106,3 +111,26 @@ def test_diagnose_says_a_failed_analyzer_the_same_way_and_lists_it_once(cli, tmp
     assert r.stderr.count(FAILED) == 1 and f"{data}: {FAILED}" in r.stderr, r.stderr
     (skipped,) = json.loads(r.stdout)["skipped"]
     assert skipped.startswith(f"{data}: {FAILED}"), skipped
+
+
+THROUGHPUT_FAILED = "throughput summary: failed on this input"
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_diagnose_says_a_failed_throughput_summary_once_in_either_form(tmp_path: Path, json_out: bool) -> None:
+    # The one skip no loader logs as it meets it (_analysed keeps it until the read is done): said on stderr once,
+    # as every other skip is, in the table form and under --json alike, and listed once in the JSON.
+    code = (
+        "import duckdb; from trainctl.ops.diagnose import diagnosis\n"
+        "def _throughput(p, signals): raise duckdb.IOException('page checksum mismatch')\n"
+        "diagnosis._throughput = _throughput\n"
+        "from trainctl.cli.app import main; main()"
+    )
+    args = ["diagnose", TRAINER_RUN, *(["--json"] if json_out else [])]
+    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=WIDE)
+    assert r.returncode == ExitCode.PARTIAL and "Traceback" not in r.stderr, r
+    assert r.stderr.count(THROUGHPUT_FAILED) == 1, r.stderr
+    if json_out:
+        assert [s for s in json.loads(r.stdout)["skipped"] if THROUGHPUT_FAILED in s] == [
+            f"{THROUGHPUT_FAILED} (IOException: page checksum mismatch); the findings stand"
+        ], r.stdout
