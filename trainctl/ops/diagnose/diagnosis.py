@@ -339,7 +339,9 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         source=str(p),
         source_kind=kind.value,
         notes=notes,
-        skipped=tuple(dict.fromkeys(skipped)),
+        # Not de-duplicated here: read_path's once-only filter (_each_message_once) lists a warning said in both
+        # passes of a retried read once, and the throughput summary's line is never among read_path's.
+        skipped=skipped,
         summary=done.summary,
     )
 
