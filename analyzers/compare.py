@@ -86,11 +86,16 @@ class RunComparison:
     hosts_only_b: tuple[str, ...]
     hosts_both: tuple[str, ...]
     findings: tuple[FindingChange, ...]
+    # The inputs of either run that were skipped (a torn part, an analyzer that failed on odd values), as
+    # Report.skipped lists them for diagnose: each one line, already said on stderr. Set by the reader
+    # (ops/diagnose/compare.py), not here: comparing is pure, reading is not. With them the exit code is 6.
+    skipped: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for f in d["findings"]:
             f["status"] = f["status"].value
+        d["skipped"] = list(self.skipped)  # a list, as in diagnose's JSON
         return d
 
 

@@ -34,7 +34,7 @@ _MEANING = {
     ExitCode.RUN_FAILED: "the run trainctl started or relaunched failed (launch, demo, evict-node --relaunch)",
     ExitCode.RUN_HUNG: "the run hung (launch --local); dumps saved, then stopped",
     ExitCode.PARTIAL: "done, but some input was skipped, each listed on stderr (diagnose: no finding at or above "
-    "--fail-on; the skipped also in the JSON's skipped)",
+    "--fail-on; diagnose and compare: the skipped also in the JSON's skipped)",
 }
 
 

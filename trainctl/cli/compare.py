@@ -29,13 +29,13 @@ def compare(
     from trainctl.ops.diagnose.compare import compare_paths
 
     with err.status(Text(f"comparing {run_a} with {run_b} ..."), spinner="dots"):
-        cmp, skipped = compare_paths(run_a, run_b)
+        cmp = compare_paths(run_a, run_b)
     if json_out:
         doc = json.dumps(cmp.to_dict(), indent=2)
         out.print_json(doc) if out.is_terminal else print(doc)
     else:
         _print_tables(cmp, run_a, run_b)
-    exit_if_skipped(skipped)  # each said on stderr as it was met
+    exit_if_skipped(cmp.skipped)  # each said on stderr as it was met (and in the JSON's skipped)
 
 
 def _print_tables(cmp: RunComparison, run_a: Path, run_b: Path) -> None:

@@ -71,8 +71,7 @@ def diagnose(
             out.print(throughput_line(report.summary), highlight=False, markup=False, soft_wrap=True)
         for note in report.notes:  # why an analysis gave no verdict (e.g. a run too short)
             out.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
-    for line in report.skipped[:20] if not json_out else ():  # (the loaders' warnings said it as it happened)
-        err.print(Text(f"skipped: {line}", style="yellow"), soft_wrap=True)
+    # What was skipped is not printed again here: each line was said on stderr once as it was met (read_path).
     _exit_code(report, fail_on)
 
 

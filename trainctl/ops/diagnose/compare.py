@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from trainctl.analyzers import Analysis, run_analysis
@@ -16,8 +17,9 @@ from trainctl.signals import Signals
 _RUNS = (InputKind.RUN_DIR, InputKind.DATASET)
 
 
-def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple[RunComparison, tuple[str, ...]]:
-    """The comparison of run A with run B, and the inputs of either that were skipped (each said on stderr)."""
+def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> RunComparison:
+    """The comparison of run A with run B, with the inputs of either that were skipped (each said on stderr) in its
+    `skipped`, so that --json carries them as diagnose's JSON does."""
     paths = (Path(a), Path(b))
     kinds = [_run_kind(p) for p in paths]  # both checked before either is read
     # Each run read as diagnose reads it: a torn or corrupt part, or an analyzer that fails on its values, is said
@@ -30,7 +32,7 @@ def compare_paths(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> tuple
         profile_a, list(analysis_a.findings), profile_b, list(analysis_b.findings), a_name=str(a), b_name=str(b),
         b_not_judged=_not_judged(analysis_b),
     )  # fmt: skip
-    return cmp, read_a.skipped + read_b.skipped
+    return replace(cmp, skipped=read_a.skipped + read_b.skipped)
 
 
 def _analysed(signals: Signals) -> tuple[Analysis, RunProfile]:

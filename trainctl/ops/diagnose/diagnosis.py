@@ -327,6 +327,7 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         failed=lambda done: bool(done.skipped),
     )
     done = read.result
+    _say_skipped(done.skipped)
     signals, analysis = done.signals, done.analysis
     skipped = read.skipped + done.skipped
     notes = analysis.notes if done.kept is None else (*analysis.notes, done.kept)
@@ -338,9 +339,19 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         source=str(p),
         source_kind=kind.value,
         notes=notes,
-        skipped=tuple(dict.fromkeys(skipped)),
+        # Not de-duplicated here: read_path's once-only filter (_each_message_once) lists a warning said in both
+        # passes of a retried read once, and the throughput summary's line is never among read_path's.
+        skipped=skipped,
         summary=done.summary,
     )
+
+
+def _say_skipped(lines: tuple[str, ...]) -> None:
+    """Say on stderr what `_analysed` skipped outside the analyzers (the throughput summary), as read_path says every
+    other skip: only once the read is done, since a retry without a corrupt part (_without_unreadable_parts) may
+    have made the summary after all."""
+    for line in lines:
+        logger.warning("%s", line)
 
 
 # What a Parquet reader raises on a file whose footer reads but whose data pages do not (pyarrow: OSError,
