@@ -141,6 +141,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         ("corpus_ext28.jsonl", "heldout28.sha256", 26, 48),
         ("corpus_ext29.jsonl", "heldout29.sha256", 38, 65),
         ("corpus_ext30.jsonl", "heldout30.sha256", 33, 64),
+        ("corpus_ext31.jsonl", "heldout31.sha256", 16, 36),
     ],
     ids=[
         "seventh",
@@ -165,6 +166,7 @@ def test_sixth_heldout_batch_matches_its_frozen_hash() -> None:
         "twenty-sixth",
         "twenty-seventh",
         "twenty-eighth",
+        "twenty-ninth",
     ],
 )
 def test_later_heldout_batch_matches_its_frozen_hash(name: str, hash_file: str, n_held: int, n_rows: int) -> None:
