@@ -165,6 +165,22 @@ LOSS: tuple[Signature, ...] = (
         generic=True,
     ),
     sig(
+        "hf_trainer_log_nan",
+        # Hugging Face Trainer's log dict printed as Python writes it: transformers src/transformers/trainer_callback.py
+        # ProgressCallback.on_log (`self.training_bar.write(str(logs))`) and PrinterCallback.on_log (`print(logs)`),
+        # with the 'epoch' key Trainer.log adds (src/transformers/trainer.py: `logs["epoch"] = self.state.epoch`);
+        # TRL's trainers add their own keys ('rewards/chosen', 'logps/rejected', ...). repr() of a float NaN is
+        # `nan`: a metric the loop computed went non-finite (a loss named as such is loss_nan's, read first).
+        r"^(?=[^\n]*'epoch': [\d.]+)\s*\{'[^\n]{0,2000}?'(?P<metric>[\w./-]{1,60})': (?P<value>[-+]?nan)\b",
+        K.NUMERICAL,
+        C.NAN_LOSS,
+        S.WARNING,
+        Blame.NONE,
+        ["nan"],
+        "A metric of Hugging Face Trainer's (or TRL's) log dict printed as nan.",
+        generic=True,
+    ),
+    sig(
         "fp16_overflow",
         r"\[(?:deepscale|deepspeed)\] OVERFLOW!(?: Rank (?P<ds_rank>\d+))?(?:.*?Attempted loss scale: (?P<loss_scale>[\d.]+))?"
         r"|Gradient overflow\.\s+Skipping step|Current loss scale already at minimum"
