@@ -387,6 +387,28 @@ DEVICE_CHECK: tuple[Signature, ...] = (
         "NCCL's device check: ranks called different collectives (ncclInvalidUsage follows).",
     ),
     sig(
+        "nvrx_rank_monitor_timeout",
+        # NVIDIA/nvidia-resiliency-ext (d8686d9) src/nvidia_resiliency_ext/fault_tolerance/rank_monitor_server.py:
+        # RankMonitorLogger's format "[%(asctime)s] [%(levelname)s] [RankMonServer{pid}@{hostname}:{rank}] %(message)s";
+        # _is_hb_timeout_elapsed warns "[Cycle N] Did not get initial heartbeat. Waited T seconds." (or "subsequent"),
+        # _is_section_timeout_elapsed "[Cycle N] Section 'S' has been open for E seconds. Timeout is T seconds." and
+        # "Was out of section for E seconds. Timeout is T seconds."; then _handle_timeout terminates that rank (the
+        # "[Cycle N] " tag is absent in releases before the launcher counted cycles). The monitored rank made no
+        # progress past its timeout: in a collective hang every rank's monitor says so, so these are the ranks that
+        # noticed, as torch's watchdog lines are, not the one at fault.
+        r"(?:\[RankMonServer\d+@(?P<self_node>[^\s:\]]+):(?P<self_rank>\d+)\]\s+)?(?:\[Cycle \d+\]\s+)?"
+        r"(?:Did not get (?:initial|subsequent) heartbeat\. Waited (?P<waited_s>[\d.]+) seconds"
+        r"|Section '(?P<section>[^'\n]{1,40})' has been open for (?P<open_s>[\d.]+) seconds\. Timeout is [\d.]+ seconds"
+        r"|Was out of section for (?P<out_s>[\d.]+) seconds\. Timeout is [\d.]+ seconds)",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["did not get initial heartbeat", "did not get subsequent heartbeat", "has been open for", "out of section"],
+        "NVRx's rank monitor got no heartbeat or progress from its rank past the timeout and stops it: who noticed.",
+        post=named_self_post,
+    ),
+    sig(
         "hccl_notify_wait_timeout",
         # Huawei CANN's error code EI0002 (HCCL "Communication_Error_Timeout", CANN error-code reference):
         # "The wait execution of the Notify register times out. Reason: The Notify register has not received the
