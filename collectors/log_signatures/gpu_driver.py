@@ -13,6 +13,7 @@ from trainctl.collectors.log_signatures.rule import (
     K,
     S,
     Signature,
+    named_self_post,
     sig,
 )
 
@@ -425,6 +426,13 @@ NVIDIA_SMI: tuple[Signature, ...] = (
 )
 
 
+def _nvrx_check_post(ev: Event) -> None:
+    """A failed NIC link check is the host's own network ports (faulty_host / ib); the node named is the host."""
+    if ev.fields.pop("check", None) == "NIC link state":
+        ev.category = C.IB
+    named_self_post(ev)
+
+
 # the NVIDIA driver, NVML and DCGM beyond Xids (NVIDIA/open-gpu-kernel-modules 595.45.04 / 535.98,
 # NVIDIA/go-nvml gen/nvml/nvml.h, NVIDIA/DCGM dcgmi/Diag.cpp v3.3.9 / v4.6.0)
 DRIVER: tuple[Signature, ...] = (
@@ -612,5 +620,40 @@ DRIVER: tuple[Signature, ...] = (
         Blame.SELF,
         ["recovery errors:", "crc errors:", "crc flit errors:", "crc data errors:"],
         "nvidia-smi nvlink -e shows NVLink CRC or recovery errors on a GPU of this host (a marginal link).",
+    ),
+    sig(
+        "nvrx_node_health_check_failed",
+        # NVIDIA/nvidia-resiliency-ext (d8686d9) src/nvidia_resiliency_ext/fault_tolerance/ft_rendezvous_barrier.py
+        # _run_health_check: log.error(f"{check_name} failed for node {self._this_node}: {failure_message}"), run by
+        # ensure_node_is_healthy before the rendezvous admits the node: "GPU health check" ("Node {n} has an unhealthy
+        # GPU."), "NIC link state health check" ("... has unhealthy NIC link(s)."), "Storage health check", "Storage
+        # path health check", "Node health check" ("Node {n} is unhealthy."). The node is its _NodeDesc, printed
+        # "{addr}_{pid}_{local_id}" (addr: socket.getfqdn()). The node checked itself and failed: that host.
+        r"(?P<check>GPU|NIC link state|Storage|Storage path|Node) health check failed for node "
+        r"(?P<self_node>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)_\d+_\d+\b",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["health check failed for node"],
+        "NVRx's launcher found this node unhealthy (its GPU, NIC links, storage, or an external node check) and keeps"
+        " it out of the rendezvous.",
+        post=_nvrx_check_post,
+    ),
+    sig(
+        "nvrx_gpu_recovery_action",
+        # NVIDIA/nvidia-resiliency-ext (d8686d9) src/nvidia_resiliency_ext/shared_utils/health_check.py
+        # GPUHealthCheck: NVML's recovery action for a GPU (nvmlDeviceGetFieldValues NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)
+        # other than none, logged as "GPU {id}: Requires a reset to recover. ...", "... Requires a node reboot to
+        # recover. ...", "... Requires peer-to-peer traffic to be drained. ...", "... Operating at reduced capacity.
+        # ...". The driver says this host's GPU needs that action: the host that printed it.
+        r"\bGPU (?P<gpu_index>\d{1,3}): (?:Requires (?:a reset|a node reboot) to recover|Requires peer-to-peer traffic"
+        r" to be drained|Operating at reduced capacity)\.",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["to recover.", "to be drained.", "reduced capacity."],
+        "NVML says a GPU of this host needs a reset, a reboot or a drain to recover (NVRx's GPU health check).",
     ),
 )
