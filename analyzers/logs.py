@@ -71,6 +71,9 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace
     "endpoint": 0.6,
     "sole_reporter": 0.6,  # the one process that printed every error line, unclassified ones of a crash or an OOM
+    # Megatron-LM's StragglerDetector names the slowest rank, sustained over its reports: a framework's own timing,
+    # below the runbooks' gate (a straggler is evicted on the timeline's evidence, not on a report's)
+    "megatron_straggler_report": 0.7,
 }
 _NO_CULPRIT_SPECIFIC = 0.8  # classification confidence when nobody is blamed
 _NO_CULPRIT_GENERIC = 0.5
@@ -379,7 +382,17 @@ def _command_not_found_summary(s: _Said) -> str:
 
 # Signatures (and readings across lines) whose evidence says more than their kind's summary would: each speaks
 # for its group in its own words. The rest are summarized by kind in _summary.
+def _megatron_straggler_summary(s: _Said) -> str:
+    f = s.f
+    return (
+        f"straggler{s.on}: Megatron's straggler reports name it the slowest rank in {f.get('reports_slowest')} of"
+        f" {f.get('reports')} reports, {f.get('slowdown_ratio')}x the fastest rank's time per iteration in the traced"
+        " operations (median); the report does not say its host"
+    )
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "megatron_straggler_report": _megatron_straggler_summary,
     "shell_command_not_found": _command_not_found_summary,
     "stack_dump_thread": _stack_dump_summary,
     "gdb_frame_in_cuda": _gdb_frame_summary,

@@ -49,6 +49,7 @@ from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normal
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.process_exits import exit_post
 from trainctl.collectors.log_signatures.rule import Blame, C, Event, K, S, Signature, plausible_host
+from trainctl.collectors.log_straggler_report import StragglerReport, read_megatron_straggler
 from trainctl.collectors.log_vocabulary import kind_from_words
 from trainctl.schemas import PRINTER_RANK_BASES, SignalKind, empty_table, schema_for
 
@@ -883,6 +884,10 @@ def parse_log_text(
         events = events + _progress_stopped(records, rank, host, text, ends_where_it_stopped)
     if ends_where_it_stopped and not any(e.kind is not None for e in events):
         events = events + _failure_words_at_end(records, rank, host)
+    # Megatron's own straggler reports (collectors/log_straggler_report.py): after the fallbacks, so that a straggler
+    # never keeps an unknown error line from being quoted or a stop from being read (either outranks it)
+    if sr := read_megatron_straggler((r.line_no, r.text) for r in records):
+        events = events + [_straggler_event(sr)]
     table = _to_table(events, source)
     if not ends_where_it_stopped:
         return table
@@ -1040,6 +1045,21 @@ def _coll_trace_reading(end: CollTraceEnd) -> Reading:
             "nranks": end.nranks,
         },
     )
+
+
+def _straggler_event(sr: StragglerReport) -> Event:
+    """The rank Megatron's straggler reports keep naming slowest. The report names a rank, not its host (rank 0 prints
+    it for every rank), so no host is taken from the printer."""
+    ev = Event(sr.line_no, sr.text, "megatron_straggler_report", K.STRAGGLER, C.COMPUTE, S.WARNING, Blame.SELF, False,
+               rank=sr.rank, rank_basis="megatron_straggler_report")  # fmt: skip
+    ev.fields.update(
+        slowdown_ratio=round(sr.median_ratio, 3),
+        reports_slowest=sr.reports_slowest,
+        reports_with_gap=sr.reports_with_gap,
+        reports=sr.reports,
+    )
+    _finish(ev)
+    return ev
 
 
 MAX_LOG_BYTES = 1 << 30  # read (after decompression) at most this much of one log; the rest is cut, said
