@@ -71,6 +71,7 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace
     "endpoint": 0.6,
     "sole_reporter": 0.6,  # the one process that printed every error line, unclassified ones of a crash or an OOM
+    "nccl_ras": 0.85,  # NCCL's RAS report names the node of a dead process or of a rank behind its communicator
     # Megatron-LM's StragglerDetector names the slowest rank, sustained over its reports: a framework's own timing,
     # below the runbooks' gate (a straggler is evicted on the timeline's evidence, not on a report's)
     "megatron_straggler_report": 0.7,
@@ -391,7 +392,30 @@ def _megatron_straggler_summary(s: _Said) -> str:
     )
 
 
+def _ras_behind_summary(s: _Said) -> str:
+    f = s.f
+    did = (
+        f"launched {f.get('op')} operations up to {f.get('launched')}"
+        if f.get("launched")
+        else f"launched no {f.get('op')} operation"
+    )
+    return (
+        f"hung collective{s.on}: NCCL's RAS report says rank {f.get('comm_rank')} of communicator {f.get('comm_hash')}"
+        f" (process {f.get('pid')}) {did} while others reached {f.get('most_launched')}: the others wait in the"
+        " collectives it never called"
+    )
+
+
+def _ras_dead_summary(s: _Said) -> str:
+    return (
+        f"process {s.f.get('pid')}{s.on} is dead in NCCL's RAS report (unreachable via the RAS network): it exited"
+        " or its host stopped answering, and its communicators' other ranks wait for it"
+    )
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "nccl_ras_rank_behind": _ras_behind_summary,
+    "nccl_ras_dead_process": _ras_dead_summary,
     "megatron_straggler_report": _megatron_straggler_summary,
     "shell_command_not_found": _command_not_found_summary,
     "stack_dump_thread": _stack_dump_summary,

@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from trainctl.collectors.log_coll_mismatch import CollTraceEnd, read_coll_mismatch, read_coll_trace_end
 from trainctl.collectors.log_identity import complete_culprits, read_identity
+from trainctl.collectors.log_nccl_ras import RasReport, read_nccl_ras
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
 from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, Reading, read_progress
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
@@ -861,6 +862,10 @@ def parse_log_text(
     complete_culprits(events, read_identity(records, events, plausible_host=plausible_host))
     if not any(e.kind is K.OOM for e in events):
         events = events + _oom_task_dump(records, host)
+    # NCCL's RAS report (collectors/log_nccl_ras.py): NCCL's own verdict on dead processes and ranks behind; read
+    # before the fallbacks, whose error words its "Errors" headers would otherwise be
+    if ras := read_nccl_ras((r.line_no, r.text) for r in records):
+        events = events + _ras_events(ras)
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     if not any(e.kind is not None for e in events):
@@ -1045,6 +1050,27 @@ def _coll_trace_reading(end: CollTraceEnd) -> Reading:
             "nranks": end.nranks,
         },
     )
+
+
+def _ras_events(ras: RasReport) -> list[Event]:
+    """A dead process is its host's process gone (a crash, or the host unreachable); a rank behind is the one the
+    others wait for in a collective. Each names the node the report gives (basis `nccl_ras`); the rank it gives is the
+    communicator's, kept as evidence, not taken for the job's rank."""
+    out = []
+    for p in ras.dead:
+        ev = Event(p.line_no, p.text, "nccl_ras_dead_process", K.CRASH, None, S.CRITICAL, Blame.SELF, False,
+                   host=p.node if plausible_host(p.node) else None, host_basis="nccl_ras")  # fmt: skip
+        ev.fields.update(pid=p.pid)
+        _finish(ev)
+        out.append(ev)
+    for p in ras.behind:
+        ev = Event(p.line_no, p.text, "nccl_ras_rank_behind", K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL,
+                   Blame.SELF, False, host=p.node if plausible_host(p.node) else None, host_basis="nccl_ras")  # fmt: skip
+        ev.fields.update(pid=p.pid, comm_rank=p.comm_rank, comm_hash=p.comm, op=p.op, launched=p.launched,
+                         most_launched=p.most_launched)  # fmt: skip
+        _finish(ev)
+        out.append(ev)
+    return out
 
 
 def _straggler_event(sr: StragglerReport) -> Event:
