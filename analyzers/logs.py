@@ -71,6 +71,7 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace
     "endpoint": 0.6,
     "sole_reporter": 0.6,  # the one process that printed every error line, unclassified ones of a crash or an OOM
+    "fr_trace": 0.85,  # torch's Flight Recorder analyzer's "missing ranks" (global ranks of the group) pasted in a log
     "nccl_ras": 0.85,  # NCCL's RAS report names the node of a dead process or of a rank behind its communicator
     # Megatron-LM's StragglerDetector names the slowest rank, sustained over its reports: a framework's own timing,
     # below the runbooks' gate (a straggler is evicted on the timeline's evidence, not on a report's)
@@ -413,7 +414,21 @@ def _ras_dead_summary(s: _Said) -> str:
     )
 
 
+def _fr_trace_summary(s: _Said) -> str:
+    f = s.f
+    missing = f.get("missing_ranks") or []
+    who = f"rank {missing[0]}" if len(missing) == 1 else f"ranks {', '.join(map(str, missing))}"
+    seq = f" (sequence number {f.get('seq')})" if f.get("seq") is not None else ""
+    later = f.get("reports", 1) - 1
+    return (
+        f"hung collective: torch's Flight Recorder analyzer found {who} missing from {f.get('collective') or 'a'}"
+        f" collective{seq}: never called it, the others wait there"
+        + (f"; {later} later report{'s' if later != 1 else ''} queue behind it" if later > 0 else "")
+    )
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "fr_trace_missing_ranks": _fr_trace_summary,
     "nccl_ras_rank_behind": _ras_behind_summary,
     "nccl_ras_dead_process": _ras_dead_summary,
     "megatron_straggler_report": _megatron_straggler_summary,

@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from trainctl.collectors.log_coll_mismatch import CollTraceEnd, read_coll_mismatch, read_coll_trace_end
+from trainctl.collectors.log_fr_trace import FrTraceMissing, read_fr_trace_missing
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_nccl_ras import RasReport, read_nccl_ras
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
@@ -866,6 +867,9 @@ def parse_log_text(
     # before the fallbacks, whose error words its "Errors" headers would otherwise be
     if ras := read_nccl_ras((r.line_no, r.text) for r in records):
         events = events + _ras_events(ras)
+    # torch's Flight Recorder analyzer's report pasted in (collectors/log_fr_trace.py): the ranks it found missing
+    if fr := read_fr_trace_missing((r.line_no, r.text) for r in records):
+        events = events + [_fr_trace_event(fr)]
     if not any(e.kind is not None for e in events):
         events = events + _unclassified(records, rank, host)
     if not any(e.kind is not None for e in events):
@@ -1071,6 +1075,17 @@ def _ras_events(ras: RasReport) -> list[Event]:
         _finish(ev)
         out.append(ev)
     return out
+
+
+def _fr_trace_event(fr: FrTraceMissing) -> Event:
+    """torch's analyzer's missing ranks: one is the culprit (basis `fr_trace`); several are named, none blamed alone."""
+    ev = Event(fr.line_no, fr.text, "fr_trace_missing_ranks", K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL,
+               Blame.SELF if len(fr.missing_ranks) == 1 else Blame.NONE, False)  # fmt: skip
+    if len(fr.missing_ranks) == 1:
+        ev.rank, ev.rank_basis = fr.missing_ranks[0], "fr_trace"
+    ev.fields.update(missing_ranks=list(fr.missing_ranks), collective=fr.collective, seq=fr.seq, reports=fr.reports)
+    _finish(ev)
+    return ev
 
 
 def _straggler_event(sr: StragglerReport) -> Event:
