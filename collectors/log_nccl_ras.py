@@ -77,6 +77,8 @@ def read_nccl_ras(lines: Iterable[tuple[int, str]]) -> RasReport | None:
     for i, (n, text) in enumerate(lines):
         if i >= MAX_LINES:
             break
+        if section is None and not ("considered dead" in text or "operation counts" in text or ") MISMATCH" in text):
+            continue  # outside the report's two sections: one substring test per line of any log
         if _DEAD_HEADER.match(text):
             close_block()
             section = "dead"
