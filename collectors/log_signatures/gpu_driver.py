@@ -433,6 +433,11 @@ def _nvrx_check_post(ev: Event) -> None:
     named_self_post(ev)
 
 
+def _dcgm_clocks_post(ev: Event) -> None:
+    if ev.fields.pop("clocks_cause", None) == "power":
+        ev.category = C.POWER
+
+
 # the NVIDIA driver, NVML and DCGM beyond Xids (NVIDIA/open-gpu-kernel-modules 595.45.04 / 535.98,
 # NVIDIA/go-nvml gen/nvml/nvml.h, NVIDIA/DCGM dcgmi/Diag.cpp v3.3.9 / v4.6.0)
 DRIVER: tuple[Signature, ...] = (
@@ -655,5 +660,89 @@ DRIVER: tuple[Signature, ...] = (
         Blame.SELF,
         ["to recover.", "to be drained.", "reduced capacity."],
         "NVML says a GPU of this host needs a reset, a reboot or a drain to recover (NVRx's GPU health check).",
+    ),
+    # DCGM's failure messages (NVIDIA/DCGM 4.6.0, 72fa3fe, dcgmlib/dcgm_errors.h DCGM_FR_*_MSG), which `dcgmi diag`,
+    # `dcgmi health -c` (dcgmi/Health.cpp: the incident's error.msg under its system's row) and DCGM's logs print:
+    # the hardware ones, each about "GPU %u" of the host DCGM runs on.
+    sig(
+        "dcgm_memory_fault",
+        r"Detected \d+ volatile double-bit ECC error\(s\) in GPU (?P<gpu_index>\d+)"
+        r"|A pending retired page has been detected in GPU (?P<gpu_index__2>\d+)"
+        r"|\d+ or more retired pages have been detected in GPU (?P<gpu_index__3>\d+)"
+        r"|An excess of \d+ retired pages due to DBEs have been detected"
+        r"|GPU (?P<gpu_index__4>\d+) (?:had uncorrectable memory errors and (?:row remapping failed|\d+ rows were remapped)"
+        r"|exceeded uncorrectable row remap limit|had memory errors and row remappings are pending)"
+        r"|Pending page retirements together with a DBE were detected on GPU (?P<gpu_index__5>\d+)"
+        r"|Found \d+ faulty memory elements on GPU (?P<gpu_index__6>\d+)"
+        r"|GPU had an uncontained error \(XID 95\)",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.CRITICAL,
+        Blame.SELF,
+        ["double-bit ecc", "retired page", "row remap", "faulty memory elements", "uncontained error"],
+        "DCGM found uncorrectable memory errors, retired pages or failed row remapping on a GPU of this host.",
+    ),
+    sig(
+        "dcgm_nvlink_fault",
+        # DCGM_FR_NVLINK_CRC_ERROR_THRESHOLD_MSG spells "occuring" so
+        r"Detected \d+ .{1,60}? NvLink errors on GPU (?P<gpu_index>\d+)'s NVLink (?:which exceeds|\(should be 0\))"
+        r"|GPU (?P<gpu_index__2>\d+)'s NvLink link \d+ is currently down"
+        r"|[\d.]+ .{1,60}? NvLink errors found occurr?ing per second on GPU (?P<gpu_index__3>\d+)"
+        r"|Detected (?:effective|symbol) BER \S+ exceeds minimum threshold on GPU (?P<gpu_index__4>\d+)'s NVLink"
+        r"|Only \d+ NvLinks are up out of the expected \d+"
+        r"|NvSwitch physical ID \d+'s NvLink port \d+ is currently down|Detected fatal errors on NvSwitch \d+ link \d+"
+        r"|NVSwitch \d+'s NvLink \d+ is down|Detected fatal NvSwitch SXID \d+",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["nvlink errors", "nvlink link", "exceeds minimum threshold", "nvlinks are up", "nvswitch"],
+        "DCGM found NVLink errors, a link down or a fatal NVSwitch error on this host.",
+    ),
+    sig(
+        "dcgm_pcie_link_below_minimum",
+        r"GPU (?P<gpu_index>\d+) is running at PCI link (?:generation \d+|width \d+X), which is below the minimum allowed",
+        K.FAULTY_HOST,
+        C.PCIE_DOWNGRADE,
+        S.CRITICAL,
+        Blame.SELF,
+        ["is running at pci link"],
+        "DCGM found a GPU's PCIe link trained below its minimum generation or width on this host.",
+    ),
+    sig(
+        "dcgm_pcie_replays",
+        # (dcgmi health's box wraps the message at its column: "for GPU N" may be on the next row)
+        r"Detected more than \d+ PCIe replays per minute(?: for GPU (?P<gpu_index>\d+))?"
+        r"|GPU (?P<gpu_index__2>\d+) host-side PCIe replay violation",
+        K.FAULTY_HOST,
+        None,
+        S.WARNING,
+        Blame.SELF,
+        ["pcie replays per minute", "pcie replay violation"],
+        "DCGM counted PCIe replays above its rate on a GPU of this host (a marginal link).",
+    ),
+    sig(
+        "dcgm_clocks_event",
+        r"Detected clocks event due to (?P<clocks_cause>thermal|power) violation in GPU (?P<gpu_index>\d+)"
+        r"|There were thermal violations totaling [\d.]+ seconds for GPU (?P<gpu_index__2>\d+)",
+        K.FAULTY_HOST,
+        C.THERMAL,
+        S.WARNING,
+        Blame.SELF,
+        ["clocks event due to", "thermal violations totaling"],
+        "DCGM saw a GPU of this host slowed by its thermal or power limit.",
+        post=_dcgm_clocks_post,
+    ),
+    sig(
+        "dcgm_gpu_recovery_action",
+        r"GPU (?P<gpu_index>\d+) (?:requires a reset to recover from a fault|fault may have left the OS in an inconsistent"
+        r" state|requires peer-to-peer traffic to be quiesced|operating at reduced capacity due to a fault)\. Recovery"
+        r" action: \d+ \((?P<recovery_action>\w+)\)",
+        K.FAULTY_HOST,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["recovery action:"],
+        "DCGM says a GPU of this host needs a reset, a reboot or a drain to recover (NVML's recovery action).",
     ),
 )
