@@ -734,6 +734,19 @@ DRIVER: tuple[Signature, ...] = (
         post=_dcgm_clocks_post,
     ),
     sig(
+        "dcgm_xid",
+        # DCGM_FR_XID_ERROR_MSG "Detected XID %u for GPU %u": the driver's Xid as DCGM's health watch reports it, read
+        # by the Xid table as the NVRM line is (application Xids do not blame the host)
+        r"Detected XID (?P<xid>\d+) for GPU (?P<gpu_index>\d+)",
+        K.FAULTY_HOST,
+        C.XID,
+        S.CRITICAL,
+        Blame.SELF,
+        ["detected xid"],
+        "DCGM reported a driver Xid on a GPU of this host.",
+        post=_xid_post,
+    ),
+    sig(
         "dcgm_gpu_recovery_action",
         r"GPU (?P<gpu_index>\d+) (?:requires a reset to recover from a fault|fault may have left the OS in an inconsistent"
         r" state|requires peer-to-peer traffic to be quiesced|operating at reduced capacity due to a fault)\. Recovery"
