@@ -427,7 +427,22 @@ def _fr_trace_summary(s: _Said) -> str:
     )
 
 
+def _nvrx_monitor_summary(s: _Said) -> str:
+    f = s.f
+    if f.get("section"):
+        what = f"its '{f['section']}' section stayed open {f.get('open_s')} s"
+    elif f.get("out_s"):
+        what = f"it stayed out of any section {f['out_s']} s"
+    else:
+        what = f"no heartbeat came for {f.get('waited_s')} s"
+    return (
+        f"hung: NVIDIA's resiliency extension's rank monitor stopped a rank ({what}, past its timeout); in a collective"
+        " hang every rank's monitor says so: the lines name who noticed, not the rank at fault"
+    )
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "nvrx_rank_monitor_timeout": _nvrx_monitor_summary,
     "fr_trace_missing_ranks": _fr_trace_summary,
     "nccl_ras_rank_behind": _ras_behind_summary,
     "nccl_ras_dead_process": _ras_dead_summary,
