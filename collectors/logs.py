@@ -1058,21 +1058,22 @@ def _coll_trace_reading(end: CollTraceEnd) -> Reading:
 
 def _ras_events(ras: RasReport) -> list[Event]:
     """A dead process is its host's process gone (a crash, or the host unreachable); a rank behind is the one the
-    others wait for in a collective. Each names the node the report gives (basis `nccl_ras`); the rank it gives is the
-    communicator's, kept as evidence, not taken for the job's rank."""
+    others wait for in a collective. Each names the node the report gives, as a peer of the process that printed the
+    report (the printer is not that node: a run dir's attribution never moves the blame onto the writer's host), at
+    basis `nccl_ras`; the rank it gives is the communicator's, kept as evidence, not taken for the job's rank."""
     out = []
-    for p in ras.dead:
-        ev = Event(p.line_no, p.text, "nccl_ras_dead_process", K.CRASH, None, S.CRITICAL, Blame.SELF, False,
-                   host=p.node if plausible_host(p.node) else None, host_basis="nccl_ras")  # fmt: skip
+    for p in (*ras.dead, *ras.behind):
+        dead = p in ras.dead
+        ev = Event(p.line_no, p.text, "nccl_ras_dead_process" if dead else "nccl_ras_rank_behind",
+                   K.CRASH if dead else K.HUNG_COLLECTIVE, None if dead else C.COLLECTIVE_TIMEOUT, S.CRITICAL,
+                   Blame.PEER, False, peer=p.node)  # fmt: skip
         ev.fields.update(pid=p.pid)
+        if not dead:
+            ev.fields.update(comm_rank=p.comm_rank, comm_hash=p.comm, op=p.op, launched=p.launched,
+                             most_launched=p.most_launched)  # fmt: skip
         _finish(ev)
-        out.append(ev)
-    for p in ras.behind:
-        ev = Event(p.line_no, p.text, "nccl_ras_rank_behind", K.HUNG_COLLECTIVE, C.COLLECTIVE_TIMEOUT, S.CRITICAL,
-                   Blame.SELF, False, host=p.node if plausible_host(p.node) else None, host_basis="nccl_ras")  # fmt: skip
-        ev.fields.update(pid=p.pid, comm_rank=p.comm_rank, comm_hash=p.comm, op=p.op, launched=p.launched,
-                         most_launched=p.most_launched)  # fmt: skip
-        _finish(ev)
+        if ev.culprit_host:
+            ev.culprit_basis = "nccl_ras"
         out.append(ev)
     return out
 

@@ -76,3 +76,19 @@ def test_one_rank_ahead_of_the_rest_is_not_the_rest_behind_and_no_process_inform
     )
     (f,) = [f for f in _findings(unknown) if f.kind is FindingKind.HUNG_COLLECTIVE]
     assert f.hosts == () and "launched no AllReduce operation" in f.summary
+
+
+def test_in_a_run_dir_the_report_never_moves_the_blame_onto_the_host_whose_log_holds_it(tmp_path) -> None:
+    from trainctl.collectors.logs import parse_run_logs
+
+    (tmp_path / "logs" / "node01").mkdir(parents=True)
+    (tmp_path / "logs" / "node01" / "rank-0.log").write_text(
+        HEAD
+        + DEAD
+        + _warnings(
+            "31 ranks have launched up to operation 6650",
+            "Rank 21 has launched up to operation 6649 -- GPU 5 managed by process 52314 on node gpu-node-3",
+        )
+    )
+    found = analyze_log_events(parse_run_logs(tmp_path, known_hosts=["node01", "node02"]))
+    assert found and all("node01" not in f.hosts for f in found)
