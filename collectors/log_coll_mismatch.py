@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from trainctl.collectors.nccl_topology import comm_pointer_rank
+from trainctl.collectors.nccl_topology import comm_pointer_rank, nccl_process
 
 _COLL = re.compile(
     r"\bNCCL INFO (?P<op>\w+): opCount (?P<op_count>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count (?P<count>\d+) "
@@ -79,11 +79,6 @@ def read_coll_mismatch(records: Iterable[tuple[int, str | None, int | None, str]
     return None
 
 
-# NCCL's line prefix (src/debug.cc ncclDebugLog: "%s:%d:%d [%d] NCCL INFO ", hostname, pid, tid, cudaDev) where the
-# log reader left it on the line (a host it does not take for a machine's name, such as a redacted "<host>").
-_PREFIX = re.compile(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):\d+ \[\d+\] NCCL INFO ")
-
-
 @dataclass(frozen=True)
 class CollTraceEnd:
     """A log that ends in NCCL's COLL trace: each process's last collective, and those that stopped before the rest."""
@@ -95,7 +90,6 @@ class CollTraceEnd:
     behind: tuple[str, ...]  # processes whose last call is before the furthest one (a minority), else ()
     rank_behind: dict[str, int]  # their ranks, where an init line (comm pointer -> rank) or a rank prefix says
     line_no: int  # the log's last COLL line
-    text: str
 
 
 def read_coll_trace_end(
@@ -141,7 +135,6 @@ def read_coll_trace_end(
     if behind and 2 * len(behind) >= len(last):
         return None  # half or more behind: which side stopped is not for the trace to say
     op = next(o for c, o, _, _ in last.values() if c == top)
-    n, text = rows[-1][0], rows[-1][4]
     return CollTraceEnd(
         op=op,
         op_count=f"{top:x}",
@@ -149,13 +142,11 @@ def read_coll_trace_end(
         last_by_process={p: f"{c:x}" for p, (c, _, _, _) in sorted(last.items())},
         behind=tuple(behind),
         rank_behind={p: r for p in behind for c in comm_of[p] if (r := rank_of_comm.get((p, c))) is not None},
-        line_no=n,
-        text=text,
+        line_no=rows[-1][0],
     )
 
 
 def _process(host: str | None, pid: int | None, text: str) -> str | None:
-    if host is not None and pid is not None:
-        return f"{host}:{pid}"
-    m = _PREFIX.search(text)
-    return f"{m['host']}:{m['pid']}" if m else None
+    """The printer as the log reader took it off the prefix, or, where it left the prefix on the line (a host it does
+    not take for a machine's name, such as a redacted "<host>"), as the prefix says."""
+    return f"{host}:{pid}" if host is not None and pid is not None else nccl_process(text)

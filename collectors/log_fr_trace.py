@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _HEADER = re.compile(
     r"Not all ranks joining collective(?:, sequence number: (?P<seq26>\d+)| (?P<seq25>\d+) at entry \d+"
@@ -41,26 +41,30 @@ class FrTraceMissing:
 
 
 def read_fr_trace_missing(lines: Iterable[tuple[int, str]]) -> FrTraceMissing | None:
-    """The first "Not all ranks joining collective" report with its missing ranks, from (line_no, text) lines."""
-    rows = list(lines)
+    """The first "Not all ranks joining collective" report with its missing ranks, from (line_no, text) lines: one
+    pass, a report's own lines looked at only within LOOKAHEAD of its header."""
     first: FrTraceMissing | None = None
     reports = 0
-    for i, (n, text) in enumerate(rows):
-        if "Not all ranks joining collective" not in text or not (h := _HEADER.search(text)):
+    open_: tuple[int, str, re.Match[str], int] | None = None  # (line_no, text, header match, lines left)
+    coll: str | None = None
+    for n, text in lines:
+        if "Not all ranks joining collective" in text and (h := _HEADER.search(text)):
+            reports += 1
+            if first is None:
+                open_, coll = (n, text, h, LOOKAHEAD + 1), h["coll"]
+        if open_ is None:
             continue
-        reports += 1
-        if first is not None:
-            continue
-        coll, missing = h["coll"], None
-        for _, t in rows[i : i + 1 + LOOKAHEAD]:
-            if coll is None and (c := _COLLECTIVE.match(t)):
-                coll = c["coll"]
-            if (m := _MISSING.search(t)) is not None:
-                missing = tuple(sorted({int(r) for r in re.findall(r"\d+", m["ranks"])}))[:MAX_RANKS]
-                break
-        if missing:
-            seq = h["seq26"] or h["seq25"]
-            first = FrTraceMissing(missing, coll, int(seq) if seq else None, n, text.strip(), 0)
-    if first is None:
-        return None
-    return FrTraceMissing(first.missing_ranks, first.collective, first.seq, first.line_no, first.text, reports)
+        if coll is None and (c := _COLLECTIVE.match(text)):
+            coll = c["coll"]
+        if (m := _MISSING.search(text)) is not None:
+            ranks = tuple(sorted({int(r) for r in re.findall(r"\d+", m["ranks"])}))[:MAX_RANKS]
+            if ranks:
+                line_no, header, h, _ = open_
+                seq = h["seq26"] or h["seq25"]
+                first = FrTraceMissing(ranks, coll, int(seq) if seq else None, line_no, header.strip(), 0)
+            open_ = None
+        elif open_[3] <= 1:
+            open_ = None
+        else:
+            open_ = (*open_[:3], open_[3] - 1)
+    return None if first is None else replace(first, reports=reports)

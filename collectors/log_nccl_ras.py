@@ -107,11 +107,8 @@ def read_nccl_ras(lines: Iterable[tuple[int, str]]) -> RasReport | None:
                 )
                 block.append((value, proc, 1 if own else 0))
                 continue
-        if not text.strip() or not text.startswith(" "):
-            close_block()
-            section = None if section == "counts" else section
-            if text.strip() and section == "dead":
-                section = None
+        close_block()  # any other line ends the section's list
+        section = None
     close_block()
     return RasReport(tuple(dead), tuple(behind)) if dead or behind else None
 

@@ -1062,8 +1062,7 @@ def _ras_events(ras: RasReport) -> list[Event]:
     report (the printer is not that node: a run dir's attribution never moves the blame onto the writer's host), at
     basis `nccl_ras`; the rank it gives is the communicator's, kept as evidence, not taken for the job's rank."""
     out = []
-    for p in (*ras.dead, *ras.behind):
-        dead = p in ras.dead
+    for p, dead in [*((p, True) for p in ras.dead), *((p, False) for p in ras.behind)]:
         ev = Event(p.line_no, p.text, "nccl_ras_dead_process" if dead else "nccl_ras_rank_behind",
                    K.CRASH if dead else K.HUNG_COLLECTIVE, None if dead else C.COLLECTIVE_TIMEOUT, S.CRITICAL,
                    Blame.PEER, False, peer=p.node)  # fmt: skip

@@ -89,6 +89,12 @@ def comm_rank(msg: str) -> tuple[int, int] | None:
     return (int(c["rank"]), int(c["n"])) if c is not None else None
 
 
+def nccl_process(line: str) -> str | None:
+    """ "host:pid" of the process NCCL's prefix (src/debug.cc "%s:%d:%d [%d] NCCL INFO ") says printed the line."""
+    m = _PREFIX.search(line)
+    return f"{m['host']}:{m['pid']}" if m else None
+
+
 def comm_pointer_rank(msg: str) -> tuple[str, int] | None:
     """(the communicator's pointer as printed, rank) from its init line (src/init.cc, the two formats above): the
     pointer its COLL lines print (src/enqueue.cc "comm %p"), else None."""
