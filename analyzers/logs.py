@@ -407,6 +407,17 @@ def _ras_behind_summary(s: _Said) -> str:
     )
 
 
+def _ras_error_summary(s: _Said) -> str:
+    f = s.f
+    where = f" on node {f['node']}" if f.get("node") and not s.on else s.on
+    return (
+        f"{s.kind.value.replace('_', ' ')}{where}: NCCL's RAS report says rank {f.get('comm_rank')} of communicator"
+        f" {f.get('comm_hash')} (process {f.get('pid')}) reported '{f.get('error')}'"
+        f" ({(f.get('error_phase') or '').lower() or 'an'} error)"
+        + ("" if s.names_someone else ": what that rank saw, not necessarily where the fault is")
+    )
+
+
 def _ras_dead_summary(s: _Said) -> str:
     return (
         f"process {s.f.get('pid')}{s.on} is dead in NCCL's RAS report (unreachable via the RAS network): it exited"
@@ -446,6 +457,7 @@ _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
     "fr_trace_missing_ranks": _fr_trace_summary,
     "nccl_ras_rank_behind": _ras_behind_summary,
     "nccl_ras_dead_process": _ras_dead_summary,
+    "nccl_ras_rank_error": _ras_error_summary,
     "megatron_straggler_report": _megatron_straggler_summary,
     "shell_command_not_found": _command_not_found_summary,
     "stack_dump_thread": _stack_dump_summary,

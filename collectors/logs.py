@@ -1074,7 +1074,31 @@ def _ras_events(ras: RasReport) -> list[Event]:
         if ev.culprit_host:
             ev.culprit_basis = "nccl_ras"
         out.append(ev)
+    for p in ras.errored:
+        kind, category, own = _RAS_ERRORS.get(p.error or "", (K.CRASH, None, False))
+        ev = Event(p.line_no, p.text, "nccl_ras_rank_error", kind, category, S.CRITICAL if own else S.WARNING,
+                   Blame.PEER if own else Blame.NONE, not own, peer=p.node if own else None)  # fmt: skip
+        ev.fields.update(pid=p.pid, node=p.node, comm_rank=p.comm_rank, comm_hash=p.comm, error=p.error,
+                         error_phase=p.phase)  # fmt: skip
+        _finish(ev)
+        if ev.culprit_host:
+            ev.culprit_basis = "nccl_ras"
+        out.append(ev)
     return out
+
+
+# NCCL's RAS report's names of ncclResult_t (src/ras/client_support.cc ncclErrorToString) -> (kind, category, whether
+# the error is the reporting rank's own). A CUDA error is the GPU's or its process's own failure; a system, internal or
+# remote error is what a rank saw when a socket or a peer failed (NCCL's own "remote process exited or there was a
+# network error"), a consequence that names its reporter, not the cause; invalid argument/usage is the program's.
+_RAS_ERRORS: dict[str, tuple[K, C | None, bool]] = {
+    "Unhandled CUDA error": (K.CRASH, C.CUDA_ERROR, True),
+    "System error": (K.NETWORK_ERROR, C.NCCL, False),
+    "Internal error": (K.NETWORK_ERROR, C.NCCL, False),
+    "Remote process error": (K.NETWORK_ERROR, C.NCCL, False),
+    "Invalid argument": (K.CRASH, None, False),
+    "Invalid usage": (K.CRASH, None, False),
+}
 
 
 def _fr_trace_event(fr: FrTraceMissing) -> Event:

@@ -92,3 +92,59 @@ def test_in_a_run_dir_the_report_never_moves_the_blame_onto_the_host_whose_log_h
     )
     found = analyze_log_events(parse_run_logs(tmp_path, known_hosts=["node01", "node02"]))
     assert found and all("node01" not in f.hosts for f in found)
+
+
+def _errors(*blocks: str) -> str:
+    return "Errors\n======\n\n" + "".join(blocks)
+
+
+CUDA_ERROR = """#0-0 (27f9c1b3a8d54e21) ERROR
+  Asynchronous error on 1 rank
+  Rank 3 reported Unhandled CUDA error -- GPU 3 managed by process 1234 on node gpu-node-7
+
+"""
+REMOTE_ERRORS = """#1-0 (81f9c1b3a8d54e22) ERROR
+  Asynchronous errors on 3 ranks
+  3 ranks reported Remote process error
+  Rank 0 -- GPU 0 managed by process 1200 on node gpu-node-1
+  Rank 1 -- GPU 1 (NVML 1) managed by process 1201 on node gpu-node-1
+  Rank 2 -- [process information not found]
+
+"""
+
+
+def test_a_rank_that_reported_a_cuda_error_names_its_node_and_its_peers_remote_errors_name_nobody() -> None:
+    found = _findings(_errors(CUDA_ERROR, REMOTE_ERRORS))
+    crit = [f for f in found if f.severity.value == "critical"]
+    assert [(f.kind, f.category.value, f.hosts, f.ranks) for f in crit] == [
+        (FindingKind.CRASH, "cuda_error", ("gpu-node-7",), ())
+    ]
+    assert "'Unhandled CUDA error'" in crit[0].summary and "process 1234" in crit[0].summary
+    assert all("gpu-node-1" not in f.hosts for f in found)
+
+
+def test_remote_and_system_errors_on_their_own_are_an_nccl_network_error_that_blames_no_node() -> None:
+    init = """#0-0 (0123456789abcdef) ERROR
+  Initialization errors on 2 ranks
+  2 ranks reported System error
+  Rank 4 -- GPU 4 managed by process 90 on node node-x
+  Rank 5 -- GPU 5 managed by process 91 on node node-x
+
+"""
+    for text in (_errors(REMOTE_ERRORS), _errors(init)):
+        (f,) = _findings(text)
+        assert (f.kind, f.category.value, f.hosts, f.ranks) == (FindingKind.NETWORK_ERROR, "nccl", (), ())
+        assert f.severity.value == "warning" and "not necessarily where the fault is" in f.summary
+    assert "'System error' (initialization error)" in _findings(_errors(init))[0].summary
+
+
+def test_a_dead_process_outranks_the_remote_errors_its_peers_reported() -> None:
+    (f,) = [f for f in _findings(HEAD + DEAD + REMOTE_ERRORS) if f.severity.value == "critical"]
+    assert f.kind is FindingKind.CRASH and f.hosts == ("gpu-node-3",)
+
+
+def test_error_lines_outside_an_error_block_are_not_the_reports() -> None:
+    text = (
+        "Asynchronous error on 1 rank\nRank 3 reported Unhandled CUDA error -- GPU 3 managed by process 1 on node n9\n"
+    )
+    assert all("n9" not in f.hosts for f in _findings(text))
