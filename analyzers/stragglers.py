@@ -769,6 +769,12 @@ def find_stragglers(
     # Only (rank, phase) pairs with enough slow windows go on to the per-rank Python below; the
     # pairs are formed for the slow rows alone (a few of the 0.8M windows on the benchmark).
     slow = np.flatnonzero(ratio >= warn_factor)
+    # A straggler is slower than most of its peers. Where half the ranks of a (phase, window) or more read slow against
+    # the others, the odd one out is a fast minority, not slow ones: 3 ranks on 2 busy cores, one of them on a core of
+    # its own, named the other two (a 20-step nan drill, 1.8x each). With 2 ranks the one slow rank is half: kept.
+    sizes = np.bincount(group_key, minlength=int(group_key.max()) + 1)
+    slow_in_group = np.bincount(group_key[slow], minlength=len(sizes))
+    slow = slow[2 * slow_in_group[group_key[slow]] <= sizes[group_key[slow]]]
     pair = w.rank[slow] * len(_PHASE_NAMES) + w.phase[slow]
     slow_pairs, slow_counts = np.unique(pair, return_counts=True)
     candidates = slow_pairs[slow_counts >= min_windows]  # ascending: by rank, then phase

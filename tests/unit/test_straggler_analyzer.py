@@ -205,6 +205,9 @@ NO_FINDING = [
     # A rank with less work waits longer in communication; it is not a straggler.
     ("fast rank waits longer", dict(rank_scale={2: 0.6})),
     ("script: fast rank waits longer", dict(shape="script", phase="compute", rank_scale={2: 0.6})),
+    # 3 ranks, one of them fast (on a core of its own): the other two read 1.5x against a peer median that averages
+    # the fast rank in. Two of three are not stragglers; the odd one out is the fast one.
+    ("3 ranks: one fast, two alike", dict(ranks=3, per_host=1, rank_scale={2: 0.5})),
 ]
 
 
