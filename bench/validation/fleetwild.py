@@ -32,6 +32,15 @@ DESIGN.md `category` an SRE would file them under:
   thermal        temperature at/over the slowdown threshold, 0x20 / 0x40|0x8, clocks down      -> thermal
   gsp_xid        Xid 119/120 (GSP RPC timeout): the GPU wedges, the job hangs                   -> xid
   unreachable    every series of a host stops and never resumes                                 -> unreachable
+
+Known limits, found after freezing (left as they are so the frozen hashes hold):
+- staggered starts are per host: with the "wave" stagger a late host warms up while its peers already
+  run at full load, which a synchronous job would not do (early hosts would wait idle or spinning at
+  the first collective); a detector comparing power in those minutes sees a real but job-shaped gap.
+- a fault's onset is drawn after warm-up, so in a 5-6 min run it can surface in the last one or two
+  samples only (a thermal ramp that ends as the run ends).
+- the "blips" quirk sets SW_THERMAL 0x20 for one sample on a hot-rack GPU that is ~10 C below its
+  slowdown temperature; NVML can raise it off memory temperature, but it is a judgement call.
 """
 
 from __future__ import annotations

@@ -97,6 +97,19 @@ def _describe(tables: dict, spec: dict, host: str) -> str:
     )
 
 
+def _stderr_line(stderr: str) -> str:
+    """stderr's last message: rich wraps a log record over lines, so the record is joined back together."""
+    records: list[str] = []
+    for line in stderr.strip().splitlines():
+        if line[:1].isspace() and records:
+            records[-1] += " " + line.strip()
+        else:
+            records.append(line.strip())
+    records = [" ".join(r.split()) for r in records if r.strip()]
+    bad = [r for r in records if any(w in r for w in ("Error", "error", "failed", "Traceback"))]
+    return (bad or records or [""])[-1]
+
+
 def run_one(entry: dict, timeout_s: int) -> dict:
     spec = entry["spec"]
     tables = fleetwild.build_tables(spec)
@@ -118,7 +131,7 @@ def run_one(entry: dict, timeout_s: int) -> dict:
         except subprocess.TimeoutExpired:
             res["cli_failure"] = f"timeout after {timeout_s}s"
             return res
-    err_last = (proc.stderr.strip().splitlines() or [""])[-1]
+    err_last = _stderr_line(proc.stderr)
     if proc.returncode not in (0, 3) or "Traceback (most recent call last)" in proc.stderr:
         res["cli_failure"] = f"exit {proc.returncode}: {err_last}"
         return res
