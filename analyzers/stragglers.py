@@ -671,6 +671,7 @@ def find_stragglers(
     persistence: float = 0.75,
     min_step_share: float = 0.02,
     brief_min_step_share: float = 0.10,
+    brief_min_lost_steps: float = 2.0,
     sustained_s: float = 60.0,
     whole_run_share: float = 0.75,
     critical_step_share: float = 0.10,
@@ -706,6 +707,10 @@ def find_stragglers(
             a step, is what scheduling gives a healthy rank on shared cores: 2 of 24 clean 4-rank
             reference runs on 2 idle cores named one so (forward, steps 0-23 and 8-31), and CI's
             full suite another (optimizer, steps 56-79); BENCHMARKS.md, "Brief stragglers".
+        brief_min_lost_steps: a brief slowdown must also have cost the job this many typical steps in all (its
+            extra time per step x its steps; in steps, so it holds at any step time): a few steps' scheduling noise
+            is not a machine to act on. A 3-rank nan drill of 20 steps on 2 busy cores named a rank whose
+            collectives took 12 ms more for 6 steps: 27% of a 45 ms step, 1.6 steps in all.
         sustained_s: wall seconds (steps x the typical step) from which a slowdown is sustained.
             Production detectors wait longer before naming a slow machine (Mycroft 15 s, ByteRobust
             5 rounds of 10 s, Aegis 10 min; research/seeds.md); 60 s, and on a long run any episode
@@ -802,8 +807,12 @@ def find_stragglers(
         return steps * typical_ms[e] / 1e3 >= sustained_s or steps >= whole_run_share * run_steps
 
     def floor_ms(e: _Episode, share: float) -> float:
-        """The least extra time per step that names `e`: `share` of a typical step, more if brief."""
-        return (share if sustained(e) else max(share, brief_min_step_share)) * typical_ms[e]
+        """The least extra time per step that names `e`: `share` of a typical step; if brief, at least
+        `brief_min_step_share` of one and `brief_min_lost_steps` typical steps over its steps."""
+        if sustained(e):
+            return share * typical_ms[e]
+        lost_ms = brief_min_lost_steps * typical_ms[e] / (e.last_step - e.first_step + 1)
+        return max(max(share, brief_min_step_share) * typical_ms[e], lost_ms)
 
     comm_share = max(min_step_share, comm_min_step_share)
     work = [e for e in episodes if e.phase in WORK_PHASES and e.rank_ms - e.peer_ms >= floor_ms(e, min_step_share)]
@@ -886,6 +895,7 @@ def find_stragglers(
                     brief=not sustained(e),
                     min_step_share=min_step_share,
                     brief_min_step_share=brief_min_step_share,
+                    brief_min_lost_steps=brief_min_lost_steps,
                     sustained_s=sustained_s,
                 )
             )
@@ -905,6 +915,7 @@ def _below_floor_note(
     brief: bool,
     min_step_share: float,
     brief_min_step_share: float,
+    brief_min_lost_steps: float,
     sustained_s: float,
 ) -> str:
     """One line on an episode under its floor: who, which phase, how much, and why it is not named."""
@@ -919,9 +930,11 @@ def _below_floor_note(
     if not brief:
         return line + f"under the {min_step_share * 100:g}% floor (min_step_share)"
     lasted_s = (e.last_step - e.first_step + 1) * typical_ms / 1e3
+    lost_steps = extra_ms * (e.last_step - e.first_step + 1) / typical_ms if typical_ms > 0 else 0.0
     return line + (
         f"brief (about {lasted_s:.2g} s, under sustained_s {sustained_s:g} s): a brief slowdown needs "
-        f"{max(min_step_share, brief_min_step_share) * 100:g}% (brief_min_step_share)"
+        f"{max(min_step_share, brief_min_step_share) * 100:g}% (brief_min_step_share) and {brief_min_lost_steps:g}"
+        f" steps lost in all (brief_min_lost_steps; this one: {lost_steps:.2g})"
     )
 
 

@@ -47,7 +47,8 @@ def test_a_brief_slowdown_says_it_is_brief() -> None:
     assert find_stragglers(t, notes=notes) == []
     (note,) = notes
     assert note.startswith(f"{BELOW_FLOOR}: rank 2 on node02, optimizer 1.") and "(steps 140-199)" in note, note
-    assert "brief (about 7" in note and note.endswith("a brief slowdown needs 10% (brief_min_step_share)"), note
+    assert "brief (about 7" in note and "a brief slowdown needs 10% (brief_min_step_share)" in note, note
+    assert note.endswith("and 2 steps lost in all (brief_min_lost_steps; this one: 2.4)"), note
 
 
 @pytest.mark.parametrize(
