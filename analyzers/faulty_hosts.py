@@ -15,10 +15,12 @@ Hard evidence, categorised by what it means (each finding names the GPU, the val
   GPUs than the fleet's usual count, or Xid 79.
 - pcie_downgrade: link generation or width below the device's maximum *while the GPU is loaded*
   (idle links train down legitimately: nvidia-smi documents that current generation and width
-  "may be reduced when the GPU is not in use").
+  "may be reduced when the GPU is not in use"); where no maximum is reported, below what most GPUs
+  of its SKU run at under load.
 - power: an enforced power limit below the board's default or below the usual limit of the GPU's
   peers (same SKU), held for a persistence window; a lower limit shared by at least
-  `power_policy_fraction` of the peers is site policy, not a fault. The limit is named in W.
+  `power_policy_fraction` of the peers, on 2 hosts or more, is site policy, not a fault. The limit
+  is named in W.
   Also the HW power brake bit (an external power brake, e.g. the PSU or BMC), persisting.
 - thermal: HW/SW thermal slowdown bits (or HW slowdown alone), persisting.
 - nvlink: CRC errors at or above `crc_rate_per_s` (NVIDIA's line: DCGM's health watch fails a link
@@ -702,7 +704,9 @@ def _metrics(
     fr = _Frame(gt, ht, interval_s)
     names, H, T = fr.names, fr.H, fr.T
     host_last = np.full(H, -1, np.int64)
-    pw = fr.samples(th.persist_window_s)
+    # At least 2 samples: one sample cannot show a condition held (at 30 s sampling a 60 s window is 2 samples, and
+    # "half of it" was a single sample of a thermal bit on a hot-aisle GPU 10 C below its slowdown temperature).
+    pw = max(2, fr.samples(th.persist_window_s))
     gpu_ctx: _GpuContext | None = None
 
     if gt is not None:
@@ -875,12 +879,12 @@ def _persist_rule(
     base: dict[str, Any],
     extra: Any = None,
 ) -> None:
-    """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples.
+    """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples, and in 2 samples at least.
 
     `what` is the summary's description, or a callable (h, g, evidence) -> description.
     """
-    share = _window_sum(on, pw, np.float32) / pw
-    hit = share >= frac
+    held = _window_sum(on, pw, np.float32)
+    hit = (held >= frac * pw) & (held >= 2)
     hh, gg = np.nonzero(hit.any(-1))
     if not len(hh):
         return
@@ -992,14 +996,24 @@ def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame,
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio_u = np.round(g.unit_limit / g.default_w, 2)
 
-    def frequent(values: np.ndarray) -> np.ndarray:
-        v = values[~np.isnan(values)]
+    def frequent(values: np.ndarray, us: np.ndarray) -> np.ndarray:
+        """Values of `values[us]` that at least power_policy_fraction of those GPUs share, on 2 hosts or more: a
+        site's policy caps a pod or a fleet, while one host alone under a lower limit is that host's (in a small
+        or mixed fleet one host can be a fifth of its SKU: 8 capped H100s of 16 were read as policy)."""
+        ok = ~np.isnan(values[us])
+        v, hosts = values[us][ok], np.asarray(us)[ok] // G
         if not len(v):
             return v
         vals, counts = np.unique(v, return_counts=True)
-        return vals[counts / len(v) >= th.power_policy_fraction]
+        return np.array(
+            [
+                x
+                for x, c in zip(vals, counts, strict=True)
+                if c / len(v) >= th.power_policy_fraction and len(np.unique(hosts[v == x])) >= 2
+            ]
+        )
 
-    fleet_w, fleet_ratio = frequent(lim_u[units]), frequent(ratio_u[units])
+    fleet_w, fleet_ratio = frequent(lim_u, units), frequent(ratio_u, units)
     by_sku: dict[tuple[Any, ...], list[int]] = {}
     for u in units:
         by_sku.setdefault(g.sku_key(int(u)), []).append(int(u))
@@ -1009,10 +1023,10 @@ def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame,
     group_info: dict[int, dict[str, Any]] = {}
     for k, (key, us) in enumerate(by_sku.items()):
         vals, counts = np.unique(lim_u[us], return_counts=True)
-        mode = float(vals[counts.argmax()])
+        mode = float(vals[counts == counts.max()].max())  # a tie goes to the higher limit: faults lower a limit
         usual[us] = mode
         sku_of[us] = k
-        sku_policy.append(frequent(lim_u[us]))
+        sku_policy.append(frequent(lim_u, np.asarray(us)))
         info = {
             "peers": f"{key[0] or 'GPUs'}" + (f" (default {key[1]:g} W)" if key[1] is not None else ""),
             "peer_gpus": len(us),
@@ -1093,34 +1107,74 @@ def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame,
     )
 
 
+def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
+    """Per row, the link value (`cur`: gen or width) most GPUs of its SKU run at under load: the reference where the
+    exporter reports no maximum (DESIGN.md's minimum columns have none, nor does dcgm-exporter's default set). Each
+    GPU counts once, by its median under load; a tie goes to the higher value. None where no GPU is loaded."""
+    vals = _np(gt, cur, np.float32)
+    use = g.loaded.reshape(-1)[g.flat] & ~np.isnan(vals)
+    if not use.any():
+        return None
+    units = g.unit[use]
+    order = np.argsort(units, kind="stable")
+    units, v = units[order], vals[use][order]
+    cut = np.flatnonzero(np.diff(units)) + 1
+    per_unit = {int(us[0]): float(np.median(vs)) for us, vs in zip(np.split(units, cut), np.split(v, cut), strict=True)}
+    by_sku: dict[str | None, list[float]] = {}
+    for u, m in per_unit.items():
+        by_sku.setdefault(g.sku[u], []).append(m)
+    usual = {}
+    for sku, ms in by_sku.items():
+        x, c = np.unique(np.asarray(ms), return_counts=True)
+        usual[sku] = float(x[c == c.max()].max())
+    ref_u = np.array([usual.get(sku, np.nan) for sku in g.sku], np.float32)
+    return ref_u[g.unit]
+
+
 def _pcie_rule(
     col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
 ) -> None:
-    # Below the maximum at all, compared in Arrow (null: not below): a fleet whose links all run
-    # at their maximum converts none of the four columns to numpy.
+    """A link below its maximum under load; where the maximum is not reported (a row's `_max` is null or the column
+    is absent), below what most GPUs of its SKU run at under load. Idle links train down (gen 1) and are not read."""
+    loaded = g.loaded.reshape(-1)[g.flat]
     below = np.zeros(gt.num_rows, bool)
+    refs: dict[str, np.ndarray] = {}
+    from_peers = np.zeros(gt.num_rows, bool)
     for cur, top in (("pcie_link_gen", "pcie_link_gen_max"), ("pcie_link_width", "pcie_link_width_max")):
-        if cur in gt.column_names and top in gt.column_names:
-            below |= pc.fill_null(pc.less(gt.column(cur), gt.column(top)), False).to_numpy(zero_copy_only=False)
-    if not below.any():
-        return
-    down = below & g.loaded.reshape(-1)[g.flat]
+        if cur not in gt.column_names or gt.column(cur).null_count == gt.num_rows:
+            continue
+        ref = _np(gt, top, np.float32)
+        missing = np.isnan(ref)
+        if missing.any() and (peer := _peer_link(gt, g, cur)) is not None:
+            ref = np.where(missing, peer, ref)
+        refs[cur] = ref
+        with np.errstate(invalid="ignore"):
+            low = _np(gt, cur, np.float32) < ref  # NaN (no value, no reference): not below
+        below |= low
+        from_peers |= low & missing  # below what its peers run at, not a reported maximum
+    down = below & loaded
     if not down.any():
         return
-    gen, genmax = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_gen_max", np.float32)
-    wid, widmax = _np(gt, "pcie_link_width", np.float32), _np(gt, "pcie_link_width_max", np.float32)
+    gen, wid = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_width", np.float32)
+    nan = np.full(gt.num_rows, np.nan, np.float32)
+    genref, widref = refs.get("pcie_link_gen", nan), refs.get("pcie_link_width", nan)
     dg = _grid(g.flat, down, g.shape, False, bool)
     gen_g = _grid(g.flat[down], gen[down], g.shape, np.nan, np.float32)
     wid_g = _grid(g.flat[down], wid[down], g.shape, np.nan, np.float32)
-    gmax_g = _grid(g.flat[down], genmax[down], g.shape, np.nan, np.float32)
-    wmax_g = _grid(g.flat[down], widmax[down], g.shape, np.nan, np.float32)
+    gmax_g = _grid(g.flat[down], genref[down], g.shape, np.nan, np.float32)
+    wmax_g = _grid(g.flat[down], widref[down], g.shape, np.nan, np.float32)
+    peers_g = _grid(g.flat[down], from_peers[down], g.shape, False, bool)
+
+    def nan_or(f: Any, a: np.ndarray) -> float | None:
+        return None if np.isnan(a).all() else _r(f(a), 0)
 
     def extra(h: int, gi: int) -> dict[str, Any]:
         ev: dict[str, Any] = {
-            "pcie_link_gen_min": _r(np.nanmin(gen_g[h, gi]), 0),
-            "pcie_link_gen_max": _r(np.nanmax(gmax_g[h, gi]), 0),
-            "pcie_link_width_min": _r(np.nanmin(wid_g[h, gi]), 0),
-            "pcie_link_width_max": _r(np.nanmax(wmax_g[h, gi]), 0),
+            "pcie_link_gen_min": nan_or(np.nanmin, gen_g[h, gi]),
+            "pcie_link_gen_max": nan_or(np.nanmax, gmax_g[h, gi]),
+            "pcie_link_width_min": nan_or(np.nanmin, wid_g[h, gi]),
+            "pcie_link_width_max": nan_or(np.nanmax, wmax_g[h, gi]),
+            "reference": "peers_under_load" if peers_g[h, gi].any() else "device_max",
         }
         # Replays while the link was down, per minute (NVIDIA recommends at most 8:
         # DCGM_LIMIT_MAX_PCIREPLAY_RATE); read only now, for this GPU.
@@ -1132,11 +1186,15 @@ def _pcie_rule(
             ev["pcie_replays_per_min"] = round(float(r.iloc[-1] - r.iloc[0]) / minutes, 2)
         return ev
 
-    def what(h: int, gi: int, ev: dict[str, Any]) -> str:
-        return (
-            f"PCIe link at gen {ev['pcie_link_gen_min']:g} x{ev['pcie_link_width_min']:g} under load "
-            f"(max gen {ev['pcie_link_gen_max']:g} x{ev['pcie_link_width_max']:g})"
+    def link(gen_v: Any, wid_v: Any) -> str:
+        return " ".join(
+            x for x in (f"gen {gen_v:g}" if gen_v is not None else "", f"x{wid_v:g}" if wid_v is not None else "") if x
         )
+
+    def what(h: int, gi: int, ev: dict[str, Any]) -> str:
+        ref = link(ev.get("pcie_link_gen_max"), ev.get("pcie_link_width_max"))
+        basis = f"its SKU's GPUs run at {ref} under load" if ev["reference"] == "peers_under_load" else f"max {ref}"
+        return f"PCIe link at {link(ev.get('pcie_link_gen_min'), ev.get('pcie_link_width_min'))} under load ({basis})"
 
     _persist_rule(
         col,

@@ -15,7 +15,7 @@ import pytest
 
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts
 from trainctl.findings import Category
-from trainctl.nvml_codes import GPU_IDLE, SW_POWER_CAP
+from trainctl.nvml_codes import GPU_IDLE, SW_POWER_CAP, SW_THERMAL
 
 T0 = 1_800_000_000 * 10**9
 H100 = "NVIDIA H100 80GB HBM3"
@@ -57,11 +57,14 @@ class Fleet:
     def h(self, name: str) -> int:
         return self.names.index(name)
 
-    def gpu_table(self) -> pa.Table:
+    def gpu_table(self, every_s: int = 1, drop: tuple[str, ...] = ()) -> pa.Table:
+        """One row per GPU every `every_s` seconds; `drop`: columns an exporter does not report."""
         H, G, T = self.util.shape
         hh, gg, tt = (a.ravel() for a in np.meshgrid(np.arange(H), np.arange(G), np.arange(T), indexing="ij"))
+        keep = tt % every_s == 0
+        hh, gg, tt = hh[keep], gg[keep], tt[keep]
         x = self.xid[hh, gg, tt]
-        return pa.table(
+        t = pa.table(
             {
                 "ts": pa.array(T0 + tt * 10**9 + hh * 10**7, pa.timestamp("ns", tz="UTC")),
                 "gpu": pa.array(gg.astype(np.int16)),
@@ -85,10 +88,13 @@ class Fleet:
                 "host": pa.array([self.names[i] for i in hh]),
             }
         )
+        return t.drop_columns(list(drop))
 
-    def host_table(self) -> pa.Table:
+    def host_table(self, every_s: int = 1) -> pa.Table:
         H, T = self.cpu.shape
         hh, tt = (a.ravel() for a in np.meshgrid(np.arange(H), np.arange(T), indexing="ij"))
+        keep = tt % every_s == 0
+        hh, tt = hh[keep], tt[keep]
         return pa.table(
             {
                 "ts": pa.array(T0 + tt * 10**9 + hh * 10**7, pa.timestamp("ns", tz="UTC")),
@@ -97,8 +103,8 @@ class Fleet:
             }
         )
 
-    def findings(self, **kw):
-        return find_faulty_hosts(self.gpu_table(), self.host_table(), **kw)
+    def findings(self, every_s: int = 1, drop: tuple[str, ...] = (), **kw):
+        return find_faulty_hosts(self.gpu_table(every_s, drop), self.host_table(every_s), **kw)
 
 
 def _hosts(findings) -> list[tuple[str, str]]:
@@ -172,6 +178,63 @@ def test_pcie_downgrade_only_under_load_with_replays_as_evidence() -> None:
     assert (ev["gpu"], ev["pcie_link_width_min"], ev["pcie_link_width_max"]) == (3, 8.0, 16.0)
     assert ev["pcie_replays_per_min"] > 8
     assert "x8" in fi.summary and "x16" in fi.summary
+
+
+def test_pcie_downgrade_without_a_reported_maximum_is_judged_against_its_skus_peers() -> None:
+    """dcgm-exporter and DESIGN.md's minimum columns give the current link only: a GPU under load below what the
+    GPUs of its SKU run at under load is downgraded; idle links at gen 1 and a second SKU at gen 4 are not."""
+    no_max = ("pcie_link_gen_max", "pcie_link_width_max")
+    f = Fleet()
+    for h in range(8, 12):  # four A100 hosts: gen 4 parts
+        f.sku[h] = A100
+        f.gen[h] = np.where(f.busy[h], 4, 1)
+    assert f.findings(drop=no_max) == []
+    h = f.h("h07")
+    f.width[h, 3, 150:] = 4
+    (fi,) = f.findings(drop=no_max)
+    assert (fi.hosts, fi.category) == (("h07",), Category.PCIE_DOWNGRADE)
+    ev = fi.evidence["signals"][0]
+    assert (ev["gpu"], ev["pcie_link_width_min"], ev["pcie_link_width_max"], ev["reference"]) == (
+        3,
+        4.0,
+        16.0,
+        "peers_under_load",
+    )
+    assert "x4 under load (its SKU's GPUs run at gen 5 x16 under load)" in fi.summary
+    # a maximum for one of the two (width) and none for the other (gen): read, not a KeyError
+    (fi,) = f.findings(drop=("pcie_link_gen_max",))
+    assert fi.category is Category.PCIE_DOWNGRADE and "(max gen 5 x16)" in fi.summary
+
+
+def test_one_host_under_a_lower_limit_is_not_site_policy_however_small_its_sku() -> None:
+    """A policy caps a pod or a fleet: a lower limit on one host alone is named, even where that host is half of
+    its SKU (a mixed fleet of 2 A100 and 2 H100 hosts); the same limit on 2 hosts of 4 is policy."""
+    f = Fleet(hosts=4)
+    for h in (0, 1):
+        f.sku[h], f.default[h], f.limit[h] = A100, 400.0, 400.0
+        f.power[h] = np.where(f.busy[h], 330.0, 60.0)
+    f.limit[3, :, 200:] = 470.0
+    f.power[3, :, 200:] = np.minimum(f.power[3, :, 200:], 465.0)
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h03",), Category.POWER)
+    assert "470 W, below the default 700 W and the 700 W its peers run at" in fi.summary
+    pod = Fleet(hosts=4)
+    pod.limit[2:, :, 200:] = 470.0
+    pod.power[2:, :, 200:] = np.minimum(pod.power[2:, :, 200:], 465.0)
+    assert pod.findings() == []
+
+
+def test_a_throttle_bit_in_one_sample_is_not_a_condition_held() -> None:
+    """At 30 s sampling a 60 s persistence window is 2 samples: one sample with the thermal bit (a hot-aisle blip)
+    is not a held slowdown; the bit in consecutive samples is."""
+    f = Fleet()
+    h = f.h("h02")
+    f.throttle[h, 1, 295:305] |= SW_THERMAL  # seen by the sample at 300 s only
+    f.temp[h, 1, 295:305] += 8
+    assert f.findings(every_s=30) == []
+    f.throttle[h, 1, 290:400] |= SW_THERMAL
+    (fi,) = f.findings(every_s=30)
+    assert (fi.hosts, fi.category) == (("h02",), Category.THERMAL)
 
 
 def test_nvlink_crc_judged_at_nvidias_rate() -> None:
