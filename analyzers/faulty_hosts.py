@@ -1136,28 +1136,36 @@ def _pcie_rule(
 ) -> None:
     """A link below its maximum under load; where the maximum is not reported (a row's `_max` is null or the column
     is absent), below what most GPUs of its SKU run at under load. Idle links train down (gen 1) and are not read."""
-    loaded = g.loaded.reshape(-1)[g.flat]
     below = np.zeros(gt.num_rows, bool)
     refs: dict[str, np.ndarray] = {}
     from_peers = np.zeros(gt.num_rows, bool)
     for cur, top in (("pcie_link_gen", "pcie_link_gen_max"), ("pcie_link_width", "pcie_link_width_max")):
         if cur not in gt.column_names or gt.column(cur).null_count == gt.num_rows:
             continue
+        if top in gt.column_names and gt.column(top).null_count == 0:
+            # Every row has its maximum: compared in Arrow (null current: not below), so a fleet whose links all
+            # run at their maximum converts no column to numpy.
+            below |= pc.fill_null(pc.less(gt.column(cur), gt.column(top)), False).to_numpy(zero_copy_only=False)
+            continue
         ref = _np(gt, top, np.float32)
         missing = np.isnan(ref)
-        if missing.any() and (peer := _peer_link(gt, g, cur)) is not None:
+        if (peer := _peer_link(gt, g, cur)) is not None:
             ref = np.where(missing, peer, ref)
         refs[cur] = ref
         with np.errstate(invalid="ignore"):
             low = _np(gt, cur, np.float32) < ref  # NaN (no value, no reference): not below
         below |= low
         from_peers |= low & missing  # below what its peers run at, not a reported maximum
-    down = below & loaded
+    if not below.any():
+        return
+    down = below & g.loaded.reshape(-1)[g.flat]
     if not down.any():
         return
     gen, wid = _np(gt, "pcie_link_gen", np.float32), _np(gt, "pcie_link_width", np.float32)
-    nan = np.full(gt.num_rows, np.nan, np.float32)
-    genref, widref = refs.get("pcie_link_gen", nan), refs.get("pcie_link_width", nan)
+    genref = refs.get("pcie_link_gen")
+    genref = _np(gt, "pcie_link_gen_max", np.float32) if genref is None else genref
+    widref = refs.get("pcie_link_width")
+    widref = _np(gt, "pcie_link_width_max", np.float32) if widref is None else widref
     dg = _grid(g.flat, down, g.shape, False, bool)
     gen_g = _grid(g.flat[down], gen[down], g.shape, np.nan, np.float32)
     wid_g = _grid(g.flat[down], wid[down], g.shape, np.nan, np.float32)
