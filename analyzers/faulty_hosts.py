@@ -37,7 +37,8 @@ like:
   where both the GPU and its group are working (group median utilisation >= `load_util_pct`;
   the GPU itself not idle). Idle phases, staggered starts and checkpoints are not compared.
 - deviation: a machine's mean over `outlier_window` samples (Minder's w = 8) minus the group's
-  median of those means, in the metric's own unit.
+  median of those means, in the metric's own unit; the machine's median over the window must
+  clear the floor too (a few deep dips move a mean, not a median).
 - both significance and effect: the deviation must exceed `outlier_z` robust standard deviations
   (1.4826 x MAD across the group's machines in that window) *and* a floor in physical units
   (`floor_clock_mhz`, `floor_power_w`, ...), in the direction that costs the job (a slower clock,
@@ -212,6 +213,7 @@ _GPU_COLS = (
     "pcie_link_width",
     "pcie_link_width_max",
     "ecc_sbe_volatile",
+    "ecc_sbe_total",
     "ecc_dbe_total",
     "ecc_dbe_volatile",
     "retired_pages",
@@ -219,6 +221,7 @@ _GPU_COLS = (
     "throttle_reasons",
     "xid",
     "temp_c",
+    "mem_total_bytes",  # a SKU's fingerprint where gpu_name is not exported (_peer_link)
 )
 # Read only for a host that already has a finding (evidence, not judgement): a 7M-row scan of
 # columns nobody judges by is the costliest part of a fleet-wide diagnosis.
@@ -309,6 +312,19 @@ def _window_sum(x: np.ndarray, w: int, dtype: Any = np.float64) -> np.ndarray:
     c = np.cumsum(x, axis=-1, dtype=dtype)
     c[..., w:] -= c[..., :-w].copy()
     return c
+
+
+def _window_median(x: np.ndarray, valid: np.ndarray, w: int) -> np.ndarray:
+    """Median of the valid samples among the last `w` along the last axis (NaN where none), for a few rows: the
+    machines that reached a floor somewhere, not the fleet."""
+    v = np.where(valid, x, np.nan).astype(np.float32)
+    padded = np.concatenate([np.full((v.shape[0], w - 1), np.nan, np.float32), v], axis=1)
+    win = np.sort(np.lib.stride_tricks.sliding_window_view(padded, w, axis=1), axis=-1)  # NaN sort last
+    n = (~np.isnan(win)).sum(-1)
+    lo = np.clip((n - 1) // 2, 0, None)[..., None]
+    hi = np.clip(n // 2, 0, w - 1)[..., None]
+    m = 0.5 * (np.take_along_axis(win, lo, -1)[..., 0] + np.take_along_axis(win, hi, -1)[..., 0])
+    return np.where(n > 0, m, np.nan)
 
 
 def _ffill(x: np.ndarray) -> np.ndarray:
@@ -1107,10 +1123,19 @@ def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame,
     )
 
 
+# A link's usual value among its SKU's GPUs is a reference only when this share of them run at it under load: a
+# downgrade is a few GPUs (the catalogue's 1-4), while two platforms of one SKU (gen 4 and gen 5 hosts) are two
+# populations, neither below "the" usual link. The SKU is `gpu_name`, else the board's memory and default power limit
+# (an exporter without the name: L40S 48 GB and H100 PCIe 80 GB, both 350 W, read as one SKU named a third of a
+# clean fleet's hosts downgraded); with none of them no peer reference is taken.
+_LINK_MAJORITY = 0.75
+
+
 def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
     """Per row, the link value (`cur`: gen or width) most GPUs of its SKU run at under load: the reference where the
     exporter reports no maximum (DESIGN.md's minimum columns have none, nor does dcgm-exporter's default set). Each
-    GPU counts once, by its median under load; a tie goes to the higher value. None where no GPU is loaded."""
+    GPU counts once, by its median under load; a value held by at least _LINK_MAJORITY of the SKU's GPUs, of a known
+    SKU. None where no GPU is loaded."""
     vals = _np(gt, cur, np.float32)
     use = g.loaded.reshape(-1)[g.flat] & ~np.isnan(vals)
     if not use.any():
@@ -1120,14 +1145,29 @@ def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
     units, v = units[order], vals[use][order]
     cut = np.flatnonzero(np.diff(units)) + 1
     per_unit = {int(us[0]): float(np.median(vs)) for us, vs in zip(np.split(units, cut), np.split(v, cut), strict=True)}
-    by_sku: dict[str | None, list[float]] = {}
+    mem = np.full(len(g.sku), np.nan)
+    if "mem_total_bytes" in gt.column_names:
+        have = g.row_of_unit >= 0
+        col = gt.column("mem_total_bytes").take(pa.array(g.row_of_unit[have]))
+        mem[have] = pc.fill_null(col.cast(pa.float64()), np.nan).to_numpy()
+
+    def sku_of(u: int) -> tuple[Any, ...] | None:
+        parts = (g.sku[u], _r(mem[u] / 2**30, 0), _r(g.default_w[u], 0))
+        return parts if any(p is not None for p in parts) else None
+
+    skus = [sku_of(u) for u in range(len(g.sku))]
+    by_sku: dict[tuple[Any, ...], list[float]] = {}
     for u, m in per_unit.items():
-        by_sku.setdefault(g.sku[u], []).append(m)
+        if (k := skus[u]) is not None:
+            by_sku.setdefault(k, []).append(m)
     usual = {}
     for sku, ms in by_sku.items():
         x, c = np.unique(np.asarray(ms), return_counts=True)
-        usual[sku] = float(x[c == c.max()].max())
-    ref_u = np.array([usual.get(sku, np.nan) for sku in g.sku], np.float32)
+        if c.max() >= _LINK_MAJORITY * len(ms):
+            usual[sku] = float(x[c.argmax()])
+    if not usual:
+        return None
+    ref_u = np.array([usual.get(k, np.nan) if k is not None else np.nan for k in skus], np.float32)
     return ref_u[g.unit]
 
 
@@ -1230,8 +1270,15 @@ def _ecc_rules(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _T
         moved = g.moving(gt, name)
         if moved is not None:  # a counter that never moved cannot have grown
             _counter_growth(col, fr, g.G, *moved, name, Category.ECC, sev, what)
-    # Correctable errors: a rate, not a count (old SBE totals are history; a trickle is normal).
-    moved = g.moving(gt, "ecc_sbe_volatile")
+    # Correctable errors: a rate, not a count (old SBE totals are history; a trickle is normal). The volatile
+    # counter where the exporter has it; else the lifetime total (DESIGN.md's column, dcgm-exporter's
+    # DCGM_FI_DEV_ECC_SBE_AGG_TOTAL), whose history is a constant that a rate over a window does not see: a storm of
+    # 2,362 errors/min on a GPU that reported only the total was missed.
+    metric = "ecc_sbe_volatile"
+    moved = g.moving(gt, metric)
+    if moved is None:
+        metric = "ecc_sbe_total"
+        moved = g.moving(gt, metric)
     if moved is None:
         return
     units, sbe = moved
@@ -1256,7 +1303,7 @@ def _ecc_rules(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _T
             int(fr.ts_of(max(0, f - w))),
             {
                 "gpu": int(gi),
-                "metric": "ecc_sbe_volatile",
+                "metric": metric,
                 "peak_rate_per_min": round(peak, 1),
                 "window_s": th.sbe_window_s,
                 "from": _r(np.nanmin(c[i]), 0),
@@ -1621,6 +1668,12 @@ def _outliers_one(
         started = (dm >= floor) & (chg >= floor) & (z_chg >= zt)
         steady = (dm >= th.persistent_floor_factor * floor) & (z >= zt)
         c = okm & (started | steady)
+        # ...and in most of the window's samples, not from a few: the window's median departs by the floor too. A
+        # mean moves with a few deep dips (a host's data stalls: 3 of 8 samples at 40% power moved an 8-sample mean
+        # 102 W below its peers), the median only with a departure that holds.
+        med = _window_median(x[rows[maybe]], valid[rows[maybe]], w)
+        with np.errstate(invalid="ignore"):
+            c &= m.direction * (med - ref[None, :]) >= floor
         if m.min_relative is not None:
             c &= dm >= m.min_relative * np.abs(ref)[None, :]
         z = np.where(started, z_chg, z)

@@ -201,6 +201,15 @@ def test_pcie_downgrade_without_a_reported_maximum_is_judged_against_its_skus_pe
         "peers_under_load",
     )
     assert "x4 under load (its SKU's GPUs run at gen 5 x16 under load)" in fi.summary
+    # two platforms of one SKU (a third of the hosts at gen 4 under load) are two populations, not a downgrade; nor
+    # is anything judged against peers whose SKU is unknown (no name, memory or default limit: a mixed fleet would
+    # read as one); with the name gone the board's default limit still tells the peers apart
+    two = Fleet()
+    two.gen[8:] = np.where(two.busy[8:], 4, 1)
+    assert two.findings(drop=no_max) == []
+    assert f.findings(drop=(*no_max, "gpu_name", "power_limit_default_w")) == []
+    (fi,) = f.findings(drop=(*no_max, "gpu_name"))
+    assert fi.hosts == ("h07",) and "x4 under load" in fi.summary
     # a maximum for one of the two (width) and none for the other (gen): read, not a KeyError
     (fi,) = f.findings(drop=("pcie_link_gen_max",))
     assert fi.category is Category.PCIE_DOWNGRADE and "(max gen 5 x16)" in fi.summary
@@ -237,6 +246,21 @@ def test_a_throttle_bit_in_one_sample_is_not_a_condition_held() -> None:
     assert (fi.hosts, fi.category) == (("h02",), Category.THERMAL)
 
 
+def test_intermittent_dips_move_a_window_mean_but_are_not_a_departure() -> None:
+    """A host whose GPUs dip to ~40% power in 3 of every 8 samples for 5 minutes (its data loader stalls) is 150 W
+    below its peers by the 8-sample mean, never by the median; the same drop held in every sample is a departure."""
+    f = Fleet()
+    h = f.h("h06")
+    dips = np.zeros(f.seconds, bool)
+    dips[150:450] = (np.arange(300) % 8) < 3
+    f.power[h, :, dips] = 220.0
+    f.util[h, :, dips] = 35.0
+    assert f.findings() == []
+    f.power[h, :, 150:450] = 400.0
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h06",), Category.METRIC_OUTLIER) and "power_w" in fi.summary
+
+
 def test_nvlink_crc_judged_at_nvidias_rate() -> None:
     f = Fleet()
     f.crc[2, 1] = np.cumsum(np.random.default_rng(3).poisson(0.05, 480))  # a trickle
@@ -256,6 +280,20 @@ def test_ecc_by_counter_sbe_rate() -> None:
     (fi,) = f.findings()
     assert (fi.hosts, fi.category) == (("h06",), Category.ECC)
     assert fi.evidence["signals"][0]["peak_rate_per_min"] == pytest.approx(120, rel=0.05)
+
+
+def test_an_sbe_storm_is_read_from_the_lifetime_total_where_no_volatile_counter_is_exported() -> None:
+    """DESIGN.md's column is `ecc_sbe_total` (dcgm-exporter: DCGM_FI_DEV_ECC_SBE_AGG_TOTAL): old history is a constant,
+    a storm is a rate."""
+    f = Fleet()
+    f.sbe += 5000  # every GPU's lifetime history
+    f.sbe[6, 3, 220:] += np.cumsum(np.full(260, 2))  # 120 correctable errors a minute
+    t = f.gpu_table()
+    t = t.rename_columns(["ecc_sbe_total" if c == "ecc_sbe_volatile" else c for c in t.column_names])
+    (fi,) = find_faulty_hosts(t, f.host_table())
+    assert (fi.hosts, fi.category) == (("h06",), Category.ECC)
+    sig = fi.evidence["signals"][0]
+    assert sig["metric"] == "ecc_sbe_total" and sig["peak_rate_per_min"] == pytest.approx(120, rel=0.05)
 
 
 def test_app_xids_blame_nobody_and_xid92_is_ecc() -> None:
