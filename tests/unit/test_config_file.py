@@ -76,3 +76,47 @@ def test_missing_explicit_file_and_nested_groups(tmp_path: Path) -> None:
             load_default_map(root)
     finally:
         os.environ.pop("TRAINCTL_CONFIG")
+
+
+@pytest.mark.parametrize(
+    "var",
+    [
+        "TRAINCTL_VERSION",  # a CI image may well set it to pin the install: it must not turn diagnose into exit 0
+        "TRAINCTL_HELP",
+        "TRAINCTL_DIAGNOSE_HELP",
+        "TRAINCTL_SHOW_COMPLETION",
+        "TRAINCTL_INSTALL_COMPLETION",  # would write the user's shell rc file on every command
+    ],
+)
+def test_the_environment_never_sets_a_flag_that_acts_and_exits(cli, tmp_path: Path, var: str) -> None:
+    log = tmp_path / "w.log"
+    log.write_text(LOG)
+    env = {**os.environ, var: "1", "HOME": str(tmp_path)}
+    r = cli("diagnose", log, "--json", env=env)
+    assert r.code == ExitCode.FINDINGS and '"kind"' in r.stdout, r
+    assert not (tmp_path / ".bashrc").exists() and not (tmp_path / ".bash_completions").exists()
+
+
+@pytest.mark.parametrize("key", ["version = true", "show-completion = true", "help = true"])
+def test_the_config_file_cannot_set_a_flag_that_acts_and_exits(cli, tmp_path: Path, key: str) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(key + "\n")
+    r = cli("--version", env=_env(cfg))
+    assert r.code == ExitCode.ERROR and "unknown key" in r.stderr and str(cfg) in r.stderr, r
+
+
+def test_environment_names_follow_the_long_option(cli, tmp_path: Path) -> None:
+    """README and config_file.py document TRAINCTL_<COMMAND>_<OPTION> (`TRAINCTL_NODES_LIST_JSON=1`), and --help
+    lists the name: the option's spelling, not the Python parameter behind it (json_out, out_dir)."""
+    env = {**os.environ, "TRAINCTL_HOME": str(tmp_path / "home"), "TRAINCTL_NODES_LIST_JSON": "1"}
+    r = cli("nodes", "list", env=env)
+    assert r.code == ExitCode.OK and r.stdout.lstrip().startswith("{"), r
+    log = tmp_path / "w.log"
+    log.write_text(LOG)
+    r = cli("diagnose", log, env={**os.environ, "TRAINCTL_DIAGNOSE_JSON": "1"})
+    assert r.code == ExitCode.FINDINGS and r.stdout.lstrip().startswith("{"), r
+    # the older name still works
+    r = cli("diagnose", log, env={**os.environ, "TRAINCTL_DIAGNOSE_JSON_OUT": "1"})
+    assert r.code == ExitCode.FINDINGS and r.stdout.lstrip().startswith("{"), r
+    r = cli("nodes", "list", "-h", env={**os.environ, "COLUMNS": "250"})
+    assert "TRAINCTL_NODES_LIST_JSON]" in r.stdout and "JSON_OUT" not in r.stdout, r.stdout

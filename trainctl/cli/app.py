@@ -12,11 +12,12 @@ from typing import NoReturn
 import typer
 
 from trainctl import __version__
-from trainctl.cli.config_file import ENV_PREFIX, load_default_map
+from trainctl.cli.config_file import ENV_PREFIX, load_default_map, settle_environment_names
 from trainctl.cli.console import err, setup_logging, styled
 from trainctl.errors import TrainctlError, UsageError
 from trainctl.exit_codes import ExitCode, help_text
 
+HELP_OPTION_NAMES = ["-h", "--help"]
 app = typer.Typer(
     name="trainctl",
     help="SRE diagnosis of distributed training runs: launch, collect, diagnose, evict, playbooks.",
@@ -24,7 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": HELP_OPTION_NAMES},
 )
 
 _state = {"verbose": 0}
@@ -81,8 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # Defaults from the TOML config file; TRAINCTL_<COMMAND>_<OPTION> and flags override them
         # (trainctl.cli.config_file).
-        default_map = load_default_map(typer.main.get_command(app))
-        app(args=argv, prog_name="trainctl", default_map=default_map, auto_envvar_prefix=ENV_PREFIX)
+        root = typer.main.get_command(app)
+        settle_environment_names(root, HELP_OPTION_NAMES)
+        default_map = load_default_map(root)
+        root.main(args=argv, prog_name="trainctl", default_map=default_map, auto_envvar_prefix=ENV_PREFIX)
     except UsageError as e:
         _fail(str(e), ExitCode.USAGE)
     except TrainctlError as e:

@@ -44,11 +44,18 @@ def config_path() -> Path:
     return base / "trainctl" / "config.toml"
 
 
+def _acts_and_exits(p: Any) -> bool:
+    """--help, --version, --install-completion, --show-completion: a callback that acts and exits, no value for the
+    command (eager, or not passed to it)."""
+    return bool(p.is_eager or not p.expose_value)
+
+
 def _options(cmd: Command) -> dict[str, str]:
     """`max-workers` / `json` (each long option without dashes, and the parameter's own name) -> name."""
     out: dict[str, str] = {}
     for p in cmd.params:
-        if getattr(p, "param_type_name", None) != "option" or p.name is None:
+        # --version and the completion flags act and exit: a default for them would make every command do that
+        if getattr(p, "param_type_name", None) != "option" or p.name is None or _acts_and_exits(p):
             continue
         out[p.name] = p.name
         for opt in p.opts:
@@ -76,6 +83,25 @@ def _convert(path: Path, where: str, cmd: Command, table: Mapping[str, Any]) -> 
                 f"{path}: unknown key {here!r}; {what} of {where or 'trainctl'}: {', '.join(choices) or '(none)'}"
             )
     return out
+
+
+def settle_environment_names(cmd: Command, help_option_names: list[str], prefix: str = ENV_PREFIX) -> None:
+    """Name each option's variable `TRAINCTL_<COMMAND>_<OPTION>` after its long option, as documented (Click would
+    name it after the Python parameter: `--json` read TRAINCTL_NODES_LIST_JSON_OUT; that name still works,
+    Click's fallback). --help, --version and the completion flags act and exit, so no variable sets them
+    (TRAINCTL_VERSION=0.1.0 in a CI image made every command print the version and exit 0)."""
+    ctx = type(cmd).context_class(cmd, help_option_names=help_option_names)
+    for p in [*cmd.params, cmd.get_help_option(ctx)]:
+        if p is None or getattr(p, "param_type_name", None) != "option":
+            continue
+        if _acts_and_exits(p):
+            p.allow_from_autoenv = False
+            continue
+        longs = [o[2:] for o in p.opts if o.startswith("--")]
+        if p.envvar is None and longs:
+            p.envvar = f"{prefix}_{longs[0].replace('-', '_').upper()}"
+    for name, sub in (getattr(cmd, "commands", None) or {}).items():
+        settle_environment_names(sub, help_option_names, f"{prefix}_{name.replace('-', '_').upper()}")
 
 
 def load_default_map(root: Command, path: Path | None = None) -> dict[str, Any]:
