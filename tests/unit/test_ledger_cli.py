@@ -298,3 +298,26 @@ def test_launch_refuses_a_quarantined_host_named_with_its_ssh_port(cli, env, tmp
         "launch", "--hosts", "2001:db8:0::7", "--nproc-per-node", "1", "--run-dir", tmp_path / "r", env=env
     ).error_line()
     assert "(2001:db8:0::7: ecc); drop them, restore with `trainctl nodes restore 2001:DB8::7`" in line
+
+
+def test_rebuild_without_an_audit_trail_keeps_the_ledger(cli, env, tmp_path) -> None:
+    """`nodes list` on a corrupt ledger says to run `nodes rebuild`; with no audit trail beside it, rebuild
+    wrote an empty ledger over it and said 'rebuilt ... 0 quarantined host(s)': every quarantined host was
+    released, and the torn file (whose text still named them) was gone."""
+    home = tmp_path / "home"
+    home.mkdir()
+    torn = '{"schema_version": 1, "hosts": {"node07": {"host": "node07", "reason": "xid 79"'
+    (home / "quarantine.json").write_text(torn)
+    r = cli("nodes", "rebuild", env=env)
+    line = r.error_line()
+    assert str(home / "audit.jsonl") in line and str(home / "quarantine.json") in line, line
+    assert (home / "quarantine.json").read_text() == torn
+
+
+def test_reading_a_ledger_that_does_not_exist_creates_nothing(cli, env, tmp_path) -> None:
+    """`nodes list` (and a dry run) under a TRAINCTL_HOME with a typo created that directory and a lock file."""
+    r = cli("nodes", "list", "--json", env=env)
+    assert r.code == 0 and json.loads(r.stdout)["hosts"] == [], r
+    r = cli("evict-node", "node03", "--reason", "ecc", "--dry-run", env=env)
+    assert r.code == 0, r
+    assert not (tmp_path / "home").exists()

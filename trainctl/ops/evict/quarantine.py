@@ -182,6 +182,10 @@ class Ledger:
 
     @contextmanager
     def _locked(self, *, exclusive: bool) -> Iterator[None]:
+        if not exclusive and not self.home.is_dir():
+            # Nothing to read, and a reader creates nothing (a mistyped TRAINCTL_HOME stayed behind as a folder).
+            yield
+            return
         try:
             self.home.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -354,6 +358,12 @@ class Ledger:
     def rebuild_from_audit(self) -> dict[str, QuarantineEntry]:
         """Replay audit.jsonl into a fresh quarantine.json (the fix for a corrupt state file)."""
         with self._locked(exclusive=True):
+            if self.state_path.exists() and not self.audit_path.exists():
+                # An empty ledger written over this one would release every host it holds.
+                raise LedgerError(
+                    f"{self.audit_path}: no audit trail to rebuild {self.state_path} from; it was left as it is: "
+                    "fix it by hand (its text names the hosts), or move it away to start an empty ledger"
+                )
             entries: dict[str, QuarantineEntry] = {}
             for r in self._read_audit():
                 key = host_key(r.host)
