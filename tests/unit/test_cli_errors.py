@@ -87,3 +87,16 @@ def test_the_demo_minimum_is_the_straggler_analysis_minimum() -> None:
     from trainctl.cli.demo import DEMO_MIN_STEPS
 
     assert DEMO_MIN_STEPS == MIN_STEPS
+
+
+def test_a_link_that_leads_nowhere_is_said_as_a_link(cli, tmp_path) -> None:
+    """A dangling link or a loop of links said 'no such file or directory' while `ls` shows the name."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "gone").symlink_to(tmp_path / "moved-away")
+    line = cli("diagnose", tmp_path / "a").error_line()
+    assert line.startswith(f"error: {tmp_path / 'a'}: a symbolic link that leads to no file (a loop of links)"), line
+    line = cli("diagnose", tmp_path / "gone").error_line()
+    assert line.startswith(
+        f"error: {tmp_path / 'gone'}: a symbolic link to {tmp_path / 'moved-away'}, which does not exist"
+    ), line

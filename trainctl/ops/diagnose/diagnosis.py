@@ -7,6 +7,7 @@ kind is detected, never asked for.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -69,6 +70,20 @@ RAW_PARSERS: tuple[RawParser, ...] = (
 
 
 def detect_input(path: Path) -> InputKind:
+    if not path.exists() and path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:  # Python 3.11: a loop of links
+            what = "a symbolic link that leads to no file (a loop of links)"
+        except OSError as exc:
+            what = (
+                "a symbolic link that leads to no file (a loop of links)"
+                if exc.errno == errno.ELOOP
+                else f"a symbolic link to {path.readlink()}, which does not exist"
+            )
+        else:  # pragma: no cover - exists() said no
+            what = f"a symbolic link to {target}"
+        raise InputError(f"{path}: {what}; fix or remove the link, or pass the file it should lead to")
     if not path.exists():
         raise InputError(
             f"{path}: no such file or directory; pass a run dir, a collected dataset, a Flight Recorder dump dir or a log file"
