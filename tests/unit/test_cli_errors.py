@@ -62,6 +62,7 @@ def test_an_output_the_system_refuses_is_one_line_not_a_traceback(cli, tmp_path)
         (["demo", "--steps", "5"], "--steps"),  # under the straggler analysis' minimum: a demo without its finding
         (["collect", "x", "--hosts", "a", "--out", "y", "--timeout-s", "-5"], "--timeout-s"),
         (["collect", "x", "--hosts", "a", "--out", "y", "--max-failed-hosts", "-1"], "--max-failed-hosts"),
+        (["fleet-sim", "--out", "y", "--minutes", "inf"], "--minutes"),  # was a traceback (OverflowError)
     ],
 )
 def test_values_that_mean_nothing_are_usage_errors(cli, argv, flag) -> None:

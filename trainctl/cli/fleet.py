@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -40,6 +41,8 @@ def fleet_sim(
     seed: int = typer.Option(0, "--seed", help="Random seed (same seed, same data)."),
 ) -> None:
     """Simulate a training fleet's GPU/host metrics with injected faults, for demos, tests and benchmarks."""
+    if not math.isfinite(minutes):  # inf passes min=0.1 and was an OverflowError traceback
+        raise typer.BadParameter(f"{minutes} is not a number of minutes; e.g. --minutes 10", param_hint="'--minutes'")
     # diagnose reads every host folder it finds: an older simulation's hosts left in --out would be judged
     # with this one's (silent, then unreachable or faulty). No merging: a new or empty directory only.
     if out_dir.is_dir() and any(out_dir.iterdir()):
