@@ -63,6 +63,7 @@ def test_an_output_the_system_refuses_is_one_line_not_a_traceback(cli, tmp_path)
         (["collect", "x", "--hosts", "a", "--out", "y", "--timeout-s", "-5"], "--timeout-s"),
         (["collect", "x", "--hosts", "a", "--out", "y", "--max-failed-hosts", "-1"], "--max-failed-hosts"),
         (["fleet-sim", "--out", "y", "--minutes", "inf"], "--minutes"),  # was a traceback (OverflowError)
+        (["diagnose", "x", "--watch", "--interval-s", "inf"], "--interval-s"),  # a traceback after round 1
     ],
 )
 def test_values_that_mean_nothing_are_usage_errors(cli, argv, flag) -> None:

@@ -42,7 +42,9 @@ def diagnose(
     watch: bool = typer.Option(
         False, "--watch", help="Diagnose again every --interval-s and print what changed (new, resolved, severity)."
     ),
-    interval_s: float = typer.Option(10.0, "--interval-s", min=0.1, help="With --watch: seconds between rounds."),
+    interval_s: float = typer.Option(
+        10.0, "--interval-s", min=0.1, max=86400.0, help="With --watch: seconds between rounds (at most a day)."
+    ),
     rounds: int | None = typer.Option(None, "--rounds", min=1, help="With --watch: stop after N rounds (else Ctrl-C)."),
 ) -> None:
     """Find stragglers, hung collectives, faulty hosts and crashes in PATH, with evidence."""
