@@ -102,3 +102,16 @@ def test_a_link_that_leads_nowhere_is_said_as_a_link(cli, tmp_path) -> None:
     assert line.startswith(
         f"error: {tmp_path / 'gone'}: a symbolic link to {tmp_path / 'moved-away'}, which does not exist"
     ), line
+
+
+def test_launch_into_a_run_dir_that_holds_a_run_is_refused(cli, tmp_path) -> None:
+    """`launch --run-dir OLD` overwrote OLD's run.json and timeline and left its gpu_metrics beside the new run's:
+    `diagnose OLD` then said 'GPU 0 on node01 stopped reporting' (critical), a finding about no run at all."""
+    from trainctl.rundir import HostRanks, RunInfo, write_run_info
+
+    old = tmp_path / "old"
+    write_run_info(old, RunInfo(run_id="r-old", world_size=1, nproc_per_node=1, hosts=(HostRanks("node01", (0,)),)))
+    before = (old / "run.json").read_text()
+    line = cli("launch", "--local", "--run-dir", old, "--", "--steps", "2").error_line(code=2)
+    assert f"--run-dir {old}: already holds run r-old" in line, line
+    assert (old / "run.json").read_text() == before and sorted(p.name for p in old.iterdir()) == ["run.json"]

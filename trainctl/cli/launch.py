@@ -14,15 +14,34 @@ import typer
 from rich.text import Text
 
 from trainctl.cli.console import err, out, styled
+from trainctl.errors import TrainctlError, UsageError
 from trainctl.exit_codes import ExitCode
 from trainctl.ops.launch.request import TRAINER_MODULE, LaunchRequest, OptionDecl
+from trainctl.rundir import RUN_INFO_FILE, read_run_info
 
 
 def _with_run_dir(request: LaunchRequest, run_id: str) -> LaunchRequest:
     """The run dir decided: --run-dir, else ./runs/<run_id>; absolute for --hosts (it is the default
     path on every host and the key of the run's records)."""
     run_dir = request.run_dir or Path("runs") / run_id
+    _refuse_a_finished_run(run_dir)
     return replace(request, run_dir=run_dir.resolve() if request.hosts else run_dir)
+
+
+def _refuse_a_finished_run(run_dir: Path) -> None:
+    """A run dir that holds another run's run.json: launching into it overwrote that run's run.json and timeline
+    and left its metrics and logs to be diagnosed as this run's. (A relaunch's new run dir holds only launch.json.)"""
+    if not (run_dir / RUN_INFO_FILE).is_file():
+        return
+    try:
+        info = read_run_info(run_dir)
+        which = f"run {info.run_id}" if info else "a run"
+    except TrainctlError:
+        which = "a run"
+    raise UsageError(
+        f"--run-dir {run_dir}: already holds {which} ({run_dir / RUN_INFO_FILE}); its timeline, metrics and logs "
+        "would mix with this run's: pick a new directory, or leave --run-dir out (./runs/<run_id>)"
+    )
 
 
 def build_spec(**options: Any):
