@@ -120,3 +120,23 @@ def test_environment_names_follow_the_long_option(cli, tmp_path: Path) -> None:
     assert r.code == ExitCode.FINDINGS and r.stdout.lstrip().startswith("{"), r
     r = cli("nodes", "list", "-h", env={**os.environ, "COLUMNS": "250"})
     assert "TRAINCTL_NODES_LIST_JSON]" in r.stdout and "JSON_OUT" not in r.stdout, r.stdout
+
+
+def test_a_bad_value_says_where_it_came_from(cli, tmp_path: Path) -> None:
+    """A bad value from the config file was said as 'Invalid value for --fail-on (env var: TRAINCTL_DIAGNOSE_FAIL_ON)':
+    the file, not the variable, holds it. The hint names the file, the variable, or nothing for a typed flag."""
+    log = tmp_path / "w.log"
+    log.write_text(LOG)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("[diagnose]\nfail-on = 3\n")
+
+    def said(r) -> str:
+        assert r.code == 2 and "Traceback" not in r.stderr, r
+        return "".join(r.stderr.split())  # rich wraps the panel
+
+    text = said(cli("diagnose", log, env=_env(cfg)))
+    assert "".join(str(cfg).split()) in text and "envvar" not in text, text
+    text = said(cli("diagnose", log, env={**os.environ, "TRAINCTL_DIAGNOSE_FAIL_ON": "bogus"}))
+    assert "TRAINCTL_DIAGNOSE_FAIL_ON" in text, text
+    text = said(cli("diagnose", log, "--fail-on", "bogus"))
+    assert "envvar" not in text and "TRAINCTL_DIAGNOSE_FAIL_ON" not in text, text

@@ -85,6 +85,28 @@ def _convert(path: Path, where: str, cmd: Command, table: Mapping[str, Any]) -> 
     return out
 
 
+def _say_the_source_of_a_bad_value(p: Any, legacy_env: str) -> None:
+    """'Invalid value for --fail-on' names where the value came from: the variable that was set, the config file,
+    or nothing more for a flag (Click named the variable whatever the source, a config file's value included)."""
+    consume, source = p.consume_value, {"name": ""}
+
+    def consume_value(ctx: Any, opts: Any) -> Any:
+        value, src = consume(ctx, opts)
+        source["name"] = getattr(src, "name", "")
+        return value, src
+
+    def get_error_hint() -> str:
+        hint = " / ".join(f"'{o}'" for o in p.opts)
+        if source["name"] == "ENVIRONMENT":
+            names = [n for n in (p.envvar, legacy_env) if isinstance(n, str) and os.environ.get(n)]
+            return f"{hint} (env var: '{names[0] if names else p.envvar}')"
+        if source["name"] == "DEFAULT_MAP":
+            return f"{hint} (from the config file {config_path()})"
+        return hint
+
+    p.consume_value, p.get_error_hint = consume_value, get_error_hint
+
+
 def settle_environment_names(cmd: Command, help_option_names: list[str], prefix: str = ENV_PREFIX) -> None:
     """Name each option's variable `TRAINCTL_<COMMAND>_<OPTION>` after its long option, as documented (Click would
     name it after the Python parameter: `--json` read TRAINCTL_NODES_LIST_JSON_OUT; that name still works,
@@ -100,6 +122,7 @@ def settle_environment_names(cmd: Command, help_option_names: list[str], prefix:
         longs = [o[2:] for o in p.opts if o.startswith("--")]
         if p.envvar is None and longs:
             p.envvar = f"{prefix}_{longs[0].replace('-', '_').upper()}"
+        _say_the_source_of_a_bad_value(p, f"{prefix}_{p.name.upper()}")
     for name, sub in (getattr(cmd, "commands", None) or {}).items():
         settle_environment_names(sub, help_option_names, f"{prefix}_{name.replace('-', '_').upper()}")
 
