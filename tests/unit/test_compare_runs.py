@@ -143,3 +143,11 @@ def test_a_corrupt_part_of_a_lazy_table_is_skipped_and_said_and_the_rest_compare
     for side, part in bad.items():
         assert sum(str(broken / side / part) in line for line in got["skipped"]) == 1, got["skipped"]
     assert [p["phase"] for p in got["phases"]][:1] == ["step"] and got["phases"][0]["b_steps"] == 0  # A's timeline read
+
+
+def test_a_run_that_is_not_there_is_said_as_compare_takes_it(cli, tmp_path) -> None:
+    """`compare A NOPE` said '...; pass a run dir, a collected dataset, a Flight Recorder dump dir or a log file',
+    two of which compare then refuses."""
+    line = cli("compare", tmp_path / "nope", tmp_path).error_line()
+    assert line.startswith(f"error: {tmp_path / 'nope'}: no such file or directory"), line
+    assert "log file" not in line and "run dirs or collected datasets" in line, line

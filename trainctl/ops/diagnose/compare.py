@@ -41,6 +41,8 @@ def _analysed(signals: Signals) -> tuple[Analysis, RunProfile]:
 
 
 def _run_kind(p: Path) -> InputKind:
+    if not p.exists() and not p.is_symlink():  # detect_input's line offers a log or dump folder: not for compare
+        raise InputError(f"{p}: no such file or directory; compare takes two runs (run dirs or collected datasets)")
     if (kind := detect_input(p)) not in _RUNS:
         raise InputError(
             f"{p}: {kind.value.replace('_', ' ')}, not a run; compare takes two runs (run dirs or collected "
