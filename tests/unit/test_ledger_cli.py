@@ -321,3 +321,12 @@ def test_reading_a_ledger_that_does_not_exist_creates_nothing(cli, env, tmp_path
     r = cli("evict-node", "node03", "--reason", "ecc", "--dry-run", env=env)
     assert r.code == 0, r
     assert not (tmp_path / "home").exists()
+
+
+def test_a_finding_file_that_is_not_text_is_one_line(cli, env, tmp_path) -> None:
+    """--finding @FILE on a binary file (a .pkl dump picked by mistake) was a UnicodeDecodeError traceback."""
+    blob = tmp_path / "finding.json"
+    blob.write_bytes(b"\x80\x04\x95\x90\xff\x00binary")
+    line = cli("evict-node", "node01", "--reason", "r", "--finding", f"@{blob}", "--dry-run", env=env).error_line()
+    assert line.startswith(f"error: {blob}: not JSON"), line
+    assert not (tmp_path / "home").exists()

@@ -245,6 +245,11 @@ def load_finding(
                 raise InputError(
                     f"{path}: cannot read the finding file ({exc.strerror}); pass --finding @FILE or inline JSON"
                 ) from exc
+            except UnicodeDecodeError as exc:  # a binary file: said as the JSON it is not, not a traceback
+                raise InputError(
+                    f"{path}: not JSON (not UTF-8 text: {exc.reason} at byte {exc.start}); pass one finding object "
+                    "from `trainctl diagnose --json`"
+                ) from exc
         try:
             doc = json.loads(text)
         except ValueError as exc:
