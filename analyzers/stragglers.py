@@ -777,7 +777,9 @@ def find_stragglers(
     # A straggler is slower than most of its peers. Where half the ranks of a (phase, window) or more read slow against
     # the others, the odd one out is a fast minority, not slow ones: 3 ranks on 2 busy cores, one of them on a core of
     # its own, named the other two (a 20-step nan drill, 1.8x each). With 2 ranks the one slow rank is half: kept.
-    sizes = np.bincount(group_key, minlength=int(group_key.max()) + 1)
+    if len(slow) == 0:
+        return []  # no window is slow (a run of one rank has no peers: every row was dropped above)
+    sizes = np.bincount(group_key)
     slow_in_group = np.bincount(group_key[slow], minlength=len(sizes))
     slow = slow[2 * slow_in_group[group_key[slow]] <= sizes[group_key[slow]]]
     pair = w.rank[slow] * len(_PHASE_NAMES) + w.phase[slow]

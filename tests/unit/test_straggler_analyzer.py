@@ -208,6 +208,8 @@ NO_FINDING = [
     # 3 ranks, one of them fast (on a core of its own): the other two read 1.5x against a peer median that averages
     # the fast rank in. Two of three are not stragglers; the odd one out is the fast one.
     ("3 ranks: one fast, two alike", dict(ranks=3, per_host=1, rank_scale={2: 0.5})),
+    # one rank has no peer to be slower than (a one-GPU run): nothing, and no error
+    ("1 rank", dict(ranks=1, per_host=1)),
 ]
 
 
