@@ -12,7 +12,10 @@ rank's Flight Recorder trace with torch's own API (`torch._C._distributed_c10d._
 format `torchfrtrace` reads; `_dump_fr_trace_json()` for the JSON scenarios) into OUT/<scenario>/ as
 `<prefix><rank>` (prefix `nccl_trace_rank_`, torch's default dump file name), then exits. The culprit is alive
 but stuck outside the collective (sleeping), so its watchdog dumps too. A rank whose collective raised (gloo
-notices some mismatches) dumps from its exception handler; a rank that finishes dumps at the end. Rings are
+notices some mismatches) dumps from its exception handler; when gloo aborts a rank outright (SIGABRT on a
+size/dtype mismatch: that rank leaves no dump) torchrun SIGTERMs the rest, and they dump on SIGTERM (the
+watchdog thread watches signal.set_wakeup_fd, since the main thread is blocked in gloo); a rank that
+finishes dumps at the end. Rings are
 kept small with TORCH_FR_BUFFER_SIZE. Nothing is frozen: the data comes from real runs; the scenario list
 below is fixed (ranks, steps) so reruns are comparable. OUT/<scenario>/labels.json holds the expected verdict
 (kind, culprit ranks) and what each rank did; torchrun's output lies in OUT/_logs/<scenario>.log.
@@ -23,7 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -122,6 +127,15 @@ SCENARIOS: list[Scenario] = [
         {"steps": 4, "stall_at": "allreduce"},
         note="p2p all fine; rank 3 then never enters the step's all_reduce",
     ),
+    Scenario(
+        "p2p_ok_ar_w4_r1",
+        4,
+        "pipeline",
+        "hung_collective",
+        (1,),
+        {"steps": 4, "stall_at": "allreduce"},
+        note="p2p all fine; rank 1 (mid-pipeline) then never enters the step's all_reduce",
+    ),
     # ring buffer rolled over
     Scenario(
         "ring_w4_r2",
@@ -163,7 +177,8 @@ SCENARIOS: list[Scenario] = [
         "collective_mismatch",
         (1,),
         {"steps": 3, "what": "size"},
-        note="rank 1 all_reduces 2048 elements, ranks 0, 2, 3 1024",
+        note="rank 1 all_reduces 2048 elements, ranks 0, 2, 3 1024; gloo aborts a receiver (SIGABRT, no dump), "
+        "torchrun SIGTERMs the rest, which dump",
     ),
     Scenario(
         "mm_dtype_w4_r3",
@@ -172,7 +187,7 @@ SCENARIOS: list[Scenario] = [
         "collective_mismatch",
         (3,),
         {"steps": 3, "what": "dtype"},
-        note="rank 3 all_reduces float64, ranks 0, 1, 2 float32 (same numel)",
+        note="rank 3 all_reduces float64, ranks 0, 1, 2 float32 (same numel); gloo aborts a receiver as above",
     ),
     Scenario(
         "mm_op_w8_r0",
@@ -249,7 +264,7 @@ class Rank:
         suffix = ".json" if self.sc.fmt == "json" else ""
         return self.out / f"{PREFIX}{self.rank}{suffix}"
 
-    def dump(self, reason: str) -> None:
+    def dump(self, reason: str, wait_peers: bool = True) -> None:
         from torch._C._distributed_c10d import _dump_fr_trace, _dump_fr_trace_json
 
         with self.lock:
@@ -275,7 +290,7 @@ class Rank:
             side.mkdir(parents=True, exist_ok=True)
             (side / f"rank-{self.rank}.json").write_text(json.dumps(meta))
             # wait for the peers' dumps (a shared folder), then leave: torchrun then ends the job
-            deadline = time.monotonic() + PEER_WAIT_S
+            deadline = time.monotonic() + (PEER_WAIT_S if wait_peers else 0)
             while time.monotonic() < deadline:
                 if len(list(side.glob("rank-*.json"))) >= self.world:
                     break
@@ -284,9 +299,11 @@ class Rank:
             sys.stderr.flush()
             os._exit(0)
 
-    def watchdog(self) -> None:
+    def watchdog(self, wake_fd: int) -> None:
         while True:
-            time.sleep(0.1)
+            ready, _, _ = select.select([wake_fd], [], [], 0.1)
+            if ready:  # SIGTERM: torchrun stops us because a peer died (gloo aborts on some mismatches)
+                self.dump("SIGTERM from torchrun (a peer exited)", wait_peers=False)
             if time.monotonic() - self.last > HANG_S:
                 self.dump(f"watchdog: no progress for {HANG_S:.0f} s")
 
@@ -398,7 +415,13 @@ def worker(name: str, out: Path) -> None:
     rk = Rank(sc, out)
     try:
         rk.progress("init")
-        threading.Thread(target=rk.watchdog, daemon=True).start()
+        # dump on SIGTERM too: the main thread may be blocked in gloo, so the Python handler would never run;
+        # the C-level handler writes to the wakeup fd, which the watchdog thread watches
+        rfd, wfd = os.pipe()
+        os.set_blocking(wfd, False)
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        signal.set_wakeup_fd(wfd)
+        threading.Thread(target=rk.watchdog, args=(rfd,), daemon=True).start()
         PROGRAMS[sc.program](rk, dist, torch)
         rk.dump("finished")
     except Exception as e:  # gloo noticed something (a size mismatch, a peer gone): dump what we saw

@@ -6,7 +6,8 @@ For each OUT/<scenario>/ with a labels.json, as a user would:
   - `trainctl diagnose OUT/<scenario> --json --fail-on never` on the folder as torch's tooling left it
     (files `nccl_trace_rank_<R>`, torch's default dump name), view "as-is";
   - the same on a copy whose files are renamed `rank-<R>.pkl` / `rank-<R>.json` (the name trainctl's docs show
-    for a run dir's `fr/H/rank-R.*`), view "renamed": the analyzer's verdict once the files are read at all;
+    for a run dir's `fr/H/rank-R.*`), kept in OUT/_renamed/<scenario>/, view "renamed": the analyzer's verdict
+    once the files are read at all (trainctl reads no file whose name holds "nccl", torch's default name);
   - torch's analyzer `python -m torch.distributed.flight_recorder.fr_trace` on the folder as-is, and on a copy
     whose pg_config is filled in from the job's known topology (gloo leaves it empty, which crashes the analyzer;
     JSON dumps are converted to pickle, the only format it reads), view "torch+pgcfg".
@@ -96,9 +97,11 @@ def score(res: dict, lab: dict) -> dict:
     }
 
 
-def renamed_copy(d: Path, tmp: Path) -> Path:
-    dst = tmp / (d.name + "-renamed")
-    dst.mkdir()
+def renamed_copy(d: Path, keep: Path) -> Path:
+    """OUT/_renamed/<scenario>/rank-<R>.pkl|json, kept so a wrong verdict can be reproduced."""
+    dst = keep / d.name
+    shutil.rmtree(dst, ignore_errors=True)
+    dst.mkdir(parents=True)
     for r, p in _dumps(d).items():
         shutil.copy(p, dst / f"rank-{r}{'.json' if p.suffix == '.json' else '.pkl'}")
     return dst
@@ -172,8 +175,10 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
-    order_file = a.out / "scenarios.json"
-    order = [s["name"] for s in json.loads(order_file.read_text())] if order_file.exists() else []
+    sys.path.insert(0, str(Path(__file__).parent))
+    from frwild import SCENARIOS
+
+    order = [s.name for s in SCENARIOS]
     dirs = sorted(
         (p for p in a.out.iterdir() if (p / "labels.json").exists()),
         key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name),
@@ -186,7 +191,7 @@ def main() -> None:
         for d in dirs:
             lab = json.loads((d / "labels.json").read_text())
             asis = run_trainctl(d)
-            ren = run_trainctl(renamed_copy(d, tmp))
+            ren = run_trainctl(renamed_copy(d, a.out / "_renamed"))
             torch_raw = run_torch(d) if lab["format"] == "pickle" else {"verdict": "n/a (JSON: reads pickle only)"}
             torch_cfg = run_torch(pgcfg_copy(d, lab, tmp))
             rows.append(
@@ -245,12 +250,15 @@ def _print(rows: list[dict]) -> None:
             why.append(n["cli_error"])
         print(f"  {r['scenario']}: {n['summary'] or '-'}")
         if why:
-            print(f"      WRONG: {', '.join(why)}")
+            print(f"      WRONG: {', '.join(why)}; reproduce: {n['cmd']}")
         print(f"      torch raw: {r['torch_raw']['verdict'][:110]}")
     for view in ("asis", "renamed"):
         ok = sum(r[view]["ok"] for r in rows)
         fails = [(r["scenario"], r[view]["cli_error"]) for r in rows if r[view]["cli_error"]]
         print(f"\n{view}: {ok}/{len(rows)} right; CLI failures: {len(fails)}")
+        for r in rows:
+            if not r[view]["ok"]:
+                print(f"  wrong: {r['scenario']}: {r[view]['cmd']}")
         for name, err in fails:
             print(f"  {name}: {err}")
     tok = sum(
