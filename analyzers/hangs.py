@@ -490,8 +490,11 @@ def _collective_hangs(
 
     Returns a mismatch (then the group gets no hang: the mismatch finding covers it)."""
     bk = key[0]
-    # pg_status counts p2p works in a group that carries p2p (ProcessGroupNCCL::workEnqueue).
-    status_usable = pp.empty
+    # pg_status counts p2p works in a group that carries p2p (ProcessGroupNCCL::workEnqueue), so it is a collective
+    # position only where the group shows no p2p. Gloo counts its send/recv there too but records no p2p entry: a
+    # gloo group's p2p cannot be seen, and its counter is never a collective position (a healthy 4-rank pipeline's
+    # counters read 8/12/12/8, the first and last stages doing half the send/recv, and named 2 ranks hung).
+    status_usable = pp.empty and bk in NCCL_BACKENDS
     exact: dict[int, int] = {}  # proven position (last collective seq entered)
     floor: dict[int, int] = {}  # entered at least (unknown beyond)
     done_all = 0  # a seq some member completed (NCCL): every member entered it

@@ -9,8 +9,9 @@ timeout to `<TORCH_FR_DUMP_TEMP_FILE><rank>`). Both write the same format, versi
 `getCollectiveTrace` / `dump_json`): top-level `version`, `pg_config` ({pg name: {name, desc,
 ranks: "[0, 1]"}}), `pg_status` ({rank-local pg_id: {last_enqueued_collective,
 last_started_collective, last_completed_collective}}), `comm_lib_version` and `entries` (JSON:
-absent when empty). A file whose name holds "nccl" (`nccl-rank-3.json` from the hang dump,
-`nccl_trace_rank_3` from the watchdog) or whose entries are `nccl:` ops is the NCCL recorder's.
+absent when empty). A dump whose entries are `nccl:` ops is the NCCL recorder's, one whose entries
+are another backend's the CPU recorder's, whatever its name; an empty one is the NCCL recorder's when
+its name holds "nccl" (`nccl-rank-3.json` from the hang dump, `nccl_trace_rank_3` from the watchdog).
 Any file name prefix is accepted; the rank comes from the dump's own `rank` key when present,
 else from the digits the file name ends with (`rank-3.pkl`, `nccl_trace_rank_3`, `fr3.json`).
 
@@ -187,15 +188,18 @@ def backend_of(profiling_name: str | None) -> str | None:
 
 
 def recorder_of(path: Path, entries: Iterable[Mapping[str, Any]], comm_lib_version: str | None = None) -> str:
-    """'nccl' for ProcessGroupNCCL's recorder, else 'cpu'. Said by the file name, else the entries'
-    backend, else `comm_lib_version`: only accelerator backends call record_accelerator_version
-    (ProcessGroupNCCL records the NCCL version; gloo leaves it "")."""
-    if "nccl" in path.name.lower():
-        return "nccl"
+    """'nccl' for ProcessGroupNCCL's recorder, else 'cpu'. Said by the entries' backend, else the file
+    name, else `comm_lib_version`: only accelerator backends call record_accelerator_version
+    (ProcessGroupNCCL records the NCCL version; gloo leaves it ""). The entries come first because
+    torch's default dump prefix names every recorder's file `nccl_trace_rank_<R>`
+    (TORCH_FR_DUMP_TEMP_FILE): gloo dumps under that name were taken for the NCCL recorder's, and
+    their entries, gloo's, were then nobody's (no finding on 4 ranks with one hung)."""
     for e in entries:
         b = backend_of(e.get("profiling_name"))
         if b is not None:
             return "nccl" if b in _NCCL_BACKENDS else "cpu"
+    if "nccl" in path.name.lower():
+        return "nccl"
     return "nccl" if comm_lib_version else "cpu"
 
 

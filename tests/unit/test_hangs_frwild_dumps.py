@@ -1,0 +1,33 @@
+"""Real gloo Flight Recorder dumps written by a helper who never read the hang analyzer
+(tests/fixtures/hangs/frwild/README.md), diagnosed as a user would: `trainctl diagnose DIR --json`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from trainctl.collectors.flight_recorder import load_dumps
+
+FRWILD = Path(__file__).resolve().parents[1] / "fixtures" / "hangs" / "frwild"
+
+
+def _findings(cli, scenario: str) -> list[dict]:
+    r = cli("diagnose", FRWILD / scenario, "--json", "--fail-on", "never")
+    assert r.code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["source_kind"] == "flight_recorder" and doc["skipped"] == [], doc
+    return doc["findings"]
+
+
+def test_gloo_dumps_under_torchs_default_file_names_are_the_cpu_recorders_and_their_hang_is_named(cli) -> None:
+    dumps = load_dumps(sorted((FRWILD / "ar_w4_r2").glob("nccl_trace_rank_*")))
+    assert [(d.rank, d.recorder) for d in dumps] == [(0, "cpu"), (1, "cpu"), (2, "cpu"), (3, "cpu")]
+    (f,) = _findings(cli, "ar_w4_r2")
+    assert (f["kind"], f["ranks"], f["severity"]) == ("hung_collective", [2], "critical"), f
+
+
+def test_gloo_pg_status_counting_send_recv_is_not_read_as_a_collective_position(cli) -> None:
+    assert [f for f in _findings(cli, "healthy_w4_mix") if f["kind"] == "hung_collective"] == []
+    (f,) = _findings(cli, "p2p_ok_ar_w4_r1")
+    assert (f["kind"], f["ranks"]) == ("hung_collective", [1]), f
+    assert "all_reduce" in f["summary"], f
