@@ -29,6 +29,13 @@ def test_export_refuses_to_overwrite_the_run_it_reads(cli, run: Path, tmp_path: 
     assert cli("export", run, "--perfetto", tmp_path / "trace.json").code == 0
 
 
+def test_a_dash_is_not_taken_for_a_file_named_dash(cli, run: Path, tmp_path: Path) -> None:
+    for args in (("export", run, "--perfetto", "-"), ("report", run, "--out", "-")):
+        line = cli(*args, cwd=str(tmp_path)).error_line(2)
+        assert "this writes a file, not stdout" in line, line
+    assert not (tmp_path / "-").exists()
+
+
 def test_report_refuses_to_overwrite_the_log_it_reads(cli, tmp_path: Path) -> None:
     victim = tmp_path / "victim.log"
     shutil.copy(FIXTURE / "logs" / "node01" / "rank-0.log", victim)

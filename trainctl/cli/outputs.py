@@ -27,8 +27,12 @@ def same_path(a: Path, b: Path) -> bool:
 
 
 def refuse_onto_input(flag: str, output: Path, source: Path, *, allowed: Path | None = None) -> None:
-    """UsageError (exit 2) when `output` is the input `source` itself or lies inside the input directory
-    `source` (symlinks resolved); `allowed` is the command's own default file there."""
+    """UsageError (exit 2) when `output` is `-` (stdout is not a file these commands write), the input
+    `source` itself, or inside the input directory `source` (symlinks resolved); `allowed` is the command's
+    own default file there."""
+    if str(output) == "-":
+        # Not stdout: the writers take a path, and `-` became a file named "-" in the working directory.
+        raise UsageError(f"{flag} -: this writes a file, not stdout; give a path (e.g. {flag} out.json)")
     if allowed is not None and same_path(output, allowed):
         return
     if same_path(output, source):
