@@ -1061,7 +1061,14 @@ def _ras_events(ras: RasReport) -> list[Event]:
     others wait for in a collective. Each names the node the report gives, as a peer of the process that printed the
     report (the printer is not that node: a run dir's attribution never moves the blame onto the writer's host), at
     basis `nccl_ras`; the rank it gives is the communicator's, kept as evidence, not taken for the job's rank."""
-    out = []
+    out: list[Event] = []
+
+    def add(ev: Event) -> None:
+        _finish(ev)
+        if ev.culprit_host:
+            ev.culprit_basis = "nccl_ras"
+        out.append(ev)
+
     for p, dead in [*((p, True) for p in ras.dead), *((p, False) for p in ras.behind)]:
         ev = Event(p.line_no, p.text, "nccl_ras_dead_process" if dead else "nccl_ras_rank_behind",
                    K.CRASH if dead else K.HUNG_COLLECTIVE, None if dead else C.COLLECTIVE_TIMEOUT, S.CRITICAL,
@@ -1070,20 +1077,14 @@ def _ras_events(ras: RasReport) -> list[Event]:
         if not dead:
             ev.fields.update(comm_rank=p.comm_rank, comm_hash=p.comm, op=p.op, launched=p.launched,
                              most_launched=p.most_launched)  # fmt: skip
-        _finish(ev)
-        if ev.culprit_host:
-            ev.culprit_basis = "nccl_ras"
-        out.append(ev)
+        add(ev)
     for p in ras.errored:
         kind, category, own = _RAS_ERRORS.get(p.error or "", (K.CRASH, None, False))
         ev = Event(p.line_no, p.text, "nccl_ras_rank_error", kind, category, S.CRITICAL if own else S.WARNING,
                    Blame.PEER if own else Blame.NONE, not own, peer=p.node if own else None)  # fmt: skip
         ev.fields.update(pid=p.pid, node=p.node, comm_rank=p.comm_rank, comm_hash=p.comm, error=p.error,
                          error_phase=p.phase)  # fmt: skip
-        _finish(ev)
-        if ev.culprit_host:
-            ev.culprit_basis = "nccl_ras"
-        out.append(ev)
+        add(ev)
     return out
 
 
