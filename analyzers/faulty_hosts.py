@@ -35,7 +35,8 @@ like:
 - peers: GPUs of the same SKU (gpu_name), default and enforced power limit (and, if given, the
   same role: `peer_groups`; `analyze` takes pipeline stages from the run's grid), in seconds
   where both the GPU and its group are working (group median utilisation >= `load_util_pct`;
-  the GPU itself not idle). Idle phases, staggered starts and checkpoints are not compared.
+  the GPU itself not idle). Idle phases, staggered starts and checkpoints are not compared, nor
+  the first `late_start_warmup_s` of a machine that starts working after most of its peers.
 - deviation: a machine's mean over `outlier_window` samples (Minder's w = 8) minus the group's
   median of those means, in the metric's own unit; the machine's median over the window must
   clear the floor too (a few deep dips move a mean, not a median).
@@ -78,6 +79,7 @@ from trainctl.nvml_codes import (
     HW_POWER_BRAKE,
     HW_SLOWDOWN,
     HW_THERMAL,
+    SW_POWER_CAP,
     SW_THERMAL,
     THROTTLE_BITS,
 )
@@ -442,6 +444,7 @@ class _Thresholds:
     persistent_floor_factor: float
     max_outlier_fraction: float
     min_fleet_hosts: int
+    late_start_warmup_s: float
     outlier_metrics: tuple[OutlierMetric, ...]
     peer_groups: Mapping[str, str] | None
 
@@ -477,6 +480,7 @@ def find_faulty_hosts(
     persistent_floor_factor: float = 1.5,
     max_outlier_fraction: float = 0.1,
     min_fleet_hosts: int = 4,
+    late_start_warmup_s: float = 300.0,
     outlier_metrics: tuple[OutlierMetric, ...] = DEFAULT_OUTLIER_METRICS,
     peer_groups: Mapping[str, str] | None = None,
     ib_error_rate_per_min: float = 10.0,
@@ -510,7 +514,8 @@ def find_faulty_hosts(
         many floors, while one that starts inside the data needs one floor from its peers and
         one from its own usual level; max_outlier_fraction: above this share of a group's
         hosts deviating at once it is a fleet-wide event; min_fleet_hosts: fewer hosts in a peer
-        group, no comparison.
+        group, no comparison. late_start_warmup_s: a GPU (host) that starts working after most
+        of its peer group is not compared for this long (it warms up while they run).
       outlier_metrics: which metrics to compare (DEFAULT_OUTLIER_METRICS; TEMPERATURE_OUTLIER
         is available). peer_groups: host -> role (pipeline stage, data-loader host, ...) so
         machines are compared only with machines of the same role.
@@ -547,6 +552,7 @@ def find_faulty_hosts(
         persistent_floor_factor,
         max_outlier_fraction,
         min_fleet_hosts,
+        late_start_warmup_s,
         tuple(outlier_metrics),
         peer_groups,
     )
@@ -731,6 +737,7 @@ def _metrics(
         host_last = np.maximum(host_last, g.last_g.max(axis=1))
         _throttle_rules(col, gt, g, fr, th, pw, rows)
         _power_limit_rule(col, gt, g, fr, th, pw)
+        _capped_below_peers(col, gt, g, fr, th, pw)
         _pcie_rule(col, gt, g, fr, th, pw, rows)
         _ecc_rules(col, gt, g, fr, th)
         _nvlink_rule(col, gt, g, fr, th)
@@ -1171,6 +1178,82 @@ def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
     return ref_u[g.unit]
 
 
+def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int) -> None:
+    """A GPU whose enforced limit is not reported, held at its power cap while it draws `floor_power_w` less than
+    the loaded GPUs of its SKU at the same moment: it runs under a lower limit than they do.
+
+    NVML's SW power cap reason (nvml.h nvmlClocksEventReasonSwPowerCap: "the SW Power Scaling algorithm is reducing
+    the clocks below requested clocks because the GPU is consuming too much power") says the limit binds, so the
+    power it draws is its limit; healthy GPUs of one SKU under one limit draw within tens of watts of each other at
+    equal load. (Where power_limit_w is reported, _power_limit_rule reads the limit itself.) A lower draw shared by
+    `power_policy_fraction` of the SKU on 2 hosts or more is a site's policy, as there."""
+    if "throttle_reasons" not in gt.column_names or "power_w" not in gt.column_names:
+        return
+    unknown = np.isnan(g.unit_limit)
+    if not unknown.any():
+        return
+    bits = pc.fill_null(gt.column("throttle_reasons").cast(pa.uint64()), 0).to_numpy()
+    capped = (bits & np.uint64(SW_POWER_CAP)) != 0
+    if not capped.any():
+        return
+    H, G, T = g.shape
+    power = _grid(g.flat, _np(gt, "power_w", np.float32), (H * G, T), np.nan, np.float32)
+    loaded = g.loaded.reshape(H * G, T)
+    on_cap = _grid(g.flat, capped, (H * G, T), False, bool)
+    floor = th.floors["floor_power_w"]
+    on = np.zeros((H * G, T), bool)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for u in np.flatnonzero(g.row_of_unit >= 0):
+        groups.setdefault(g.sku_key(int(u)), []).append(int(u))
+    for us in groups.values():
+        us_a = np.asarray(us)
+        if len(np.unique(us_a // G)) < 2 or not (unknown[us_a] & on_cap[us_a].any(1)).any():
+            continue
+        ref = _nanmedian0(np.where(loaded[us_a], power[us_a], np.nan)[_sample_rows(len(us_a))])
+        cand = us_a[unknown[us_a]]
+        with np.errstate(invalid="ignore"):
+            on[cand] = loaded[cand] & on_cap[cand] & (ref[None, :] - power[cand] >= floor)
+        held = _window_sum(on[cand], pw, np.float32)
+        hit = cand[((held >= th.persist_fraction * pw) & (held >= 2)).any(1)]
+        if len(hit) >= th.power_policy_fraction * len(us_a) and len(np.unique(hit // G)) >= 2:
+            on[cand] = False  # a capped pod or fleet: policy, not one host's fault
+    if not on.any():
+        return
+    ref_all = {}
+
+    def extra(h: int, gi: int) -> dict[str, Any]:
+        u = h * G + gi
+        sel = on[u]
+        key = g.sku_key(u)
+        if key not in ref_all:
+            us_a = np.asarray(groups[key])
+            ref_all[key] = _nanmedian0(np.where(loaded[us_a], power[us_a], np.nan)[_sample_rows(len(us_a))])
+        return {
+            "power_w_median": _r(np.nanmedian(power[u][sel])),
+            "peer_power_w_median": _r(np.nanmedian(ref_all[key][sel])),
+            "peers": f"{key[0] or 'GPUs'}" + (f" (default {key[1]:g} W)" if key[1] is not None else ""),
+            "enforced_limit_w": None,
+        }
+
+    _persist_rule(
+        col,
+        fr.names,
+        on.reshape(H, G, T),
+        pw,
+        th.persist_fraction,
+        fr,
+        Category.POWER,
+        Severity.WARNING,
+        0.85,
+        lambda h, gi, ev: (
+            f"held at its power cap at {ev['power_w_median']:g} W while its peers draw {ev['peer_power_w_median']:g} W"
+            " at the same load (a lower enforced power limit than theirs; the limit itself is not reported)"
+        ),
+        {"metric": "power_w", "throttle_mask": hex(SW_POWER_CAP)},
+        extra=extra,
+    )
+
+
 def _pcie_rule(
     col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
 ) -> None:
@@ -1346,6 +1429,9 @@ def _counter_growth(
 
 
 def _nvlink_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds) -> None:
+    """NVLink CRC errors at DCGM's failing rate. Below it DCGM's health watch only warns (modules/health/
+    DcgmHealthWatch.cpp MonitorNVLink4Fields) and NVIDIA says they do not matter: a steady trickle, even tens a
+    minute, is not named (healthy links trickle too; BENCHMARKS.md, the third generator)."""
     moved = g.moving(gt, "nvlink_crc_errors_total")
     if moved is None:
         return
@@ -1482,6 +1568,7 @@ def _peer_outliers(
             rows = np.flatnonzero(gpu_group == k)
             group_loaded[k] = True if no_util else _nanmedian0(util2[rows[_sample_rows(len(rows))]]) >= th.load_util_pct
         gpu_active = g.working.reshape(H * G, T) & group_loaded[np.maximum(gpu_group, 0)] & (gpu_group >= 0)[:, None]
+        _skip_late_starts(gpu_active, g.working.reshape(H * G, T), gpu_group, fr.samples(th.late_start_warmup_s))
         # Hosts: grouped by their GPUs' most common peer group (and role); active when their GPUs work.
         host_keys: list[tuple[Any, ...] | None] = []
         for h in range(H):
@@ -1500,6 +1587,7 @@ def _peer_outliers(
             hs = np.flatnonzero(host_group == k)
             hg_loaded[k] = host_loaded[hs].mean(0) >= 0.5
         host_active = host_active_self & hg_loaded[host_group]
+        _skip_late_starts(host_active, host_active_self, host_group, fr.samples(th.late_start_warmup_s))
     else:
         host_active = host_active_self
 
@@ -1550,6 +1638,21 @@ def _peer_outliers(
         for calls in pool.map(one, th.outlier_metrics):
             for args in calls:
                 col.add(*args)
+
+
+def _skip_late_starts(active: np.ndarray, working: np.ndarray, group: np.ndarray, warmup: int) -> None:
+    """Clear `active` (unit, time) over the first `warmup` samples of work of each unit that starts working later
+    than most of its peer group: a late-joining host (a staggered start, a replacement) warms up its allocator,
+    autotuning and first collectives while they run steady, which is not a departure from them. Units that start at
+    the group's median start or before it are compared from their first sample (a fault from the start stays seen)."""
+    T = working.shape[1]
+    starts = np.where(working.any(1), working.argmax(1), T)
+    for k in np.unique(group[group >= 0]):
+        rows = np.flatnonzero((group == k) & (starts < T))
+        if len(rows) < 2:
+            continue
+        for r in rows[starts[rows] > np.median(starts[rows])]:
+            active[r, starts[r] : starts[r] + warmup] = False
 
 
 class _Deferred:

@@ -8,11 +8,13 @@ Tables are built here with numpy (no simulator), so each test states exactly wha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
+from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts
 from trainctl.findings import Category
 from trainctl.nvml_codes import GPU_IDLE, SW_POWER_CAP, SW_THERMAL
@@ -148,6 +150,25 @@ def test_lowered_power_limit_is_power_and_names_the_limit() -> None:
     )
 
 
+def test_a_gpu_held_at_its_power_cap_below_its_peers_is_power_where_no_limit_is_reported() -> None:
+    """No power_limit_w column (an exporter that does not report it): one GPU held at its power cap (SW power cap set)
+    130 W below its peers at the same load runs under a lower limit than theirs: power, not a generic outlier or
+    nothing. Healthy spread at the cap (tens of watts) and a capped pod of 4 hosts (site policy) name nobody."""
+    f = Fleet(seed=2)
+    rng = np.random.default_rng(5)
+    f.power += np.where(f.busy, rng.normal(0, 25, (12, 4, 1)), 0)  # per-GPU spread at equal load
+    assert f.findings(drop=("power_limit_w",)) == []
+    f.power[f.h("h04"), 1, 200:] = 430 + rng.normal(0, 5, 280)  # capped lower from 200 s
+    (fi,) = consolidate(f.findings(drop=("power_limit_w",)))  # the power reading names it, not the generic outlier
+    assert (fi.hosts, fi.category) == (("h04",), Category.POWER)
+    sig = fi.evidence["findings"][0]["evidence"]["signals"][0]
+    assert sig["gpu"] == 1 and sig["power_w_median"] == pytest.approx(430, abs=10)
+    assert sig["peer_power_w_median"] == pytest.approx(560, abs=15)
+    pod = Fleet(seed=2)
+    pod.power[:4] = np.where(pod.busy[:4], 430.0, 70.0)  # a pod of 4 hosts capped lower: policy
+    assert pod.findings(drop=("power_limit_w",)) == []
+
+
 def test_site_power_policy_is_not_a_fault() -> None:
     # A capped pod (a quarter of the hosts at 600 W) and, separately, a fleet capped at 550 W.
     pod = Fleet(hosts=12)
@@ -259,6 +280,36 @@ def test_intermittent_dips_move_a_window_mean_but_are_not_a_departure() -> None:
     f.power[h, :, 150:450] = 400.0
     (fi,) = f.findings()
     assert (fi.hosts, fi.category) == (("h06",), Category.METRIC_OUTLIER) and "power_w" in fi.summary
+
+
+def _start_late(f: Fleet, h: int, at_s: int, ramp_s: int, power_w: float) -> None:
+    """Host h idles until at_s, then warms up to power_w over ramp_s while its peers run steady."""
+    t = np.arange(f.seconds)
+    ramp = np.clip((t - at_s) / ramp_s, 0.0, 1.0)
+    busy = t >= at_s
+    f.busy[h] = busy
+    f.util[h] = np.where(busy, 20 + 75 * ramp, 0.0)
+    f.power[h] = np.where(busy, 150 + (power_w - 150) * ramp, 70.0)
+    f.clock[h] = np.where(busy, 1900.0, 345.0)
+    f.gen[h] = np.where(busy, 5, 1)
+    f.throttle[h] = np.where(busy, SW_POWER_CAP, GPU_IDLE)
+
+
+def test_a_late_starter_warming_up_is_not_compared_until_it_has_warmed_up() -> None:
+    """One host of twelve starts 3 minutes after its peers and takes 4 minutes to reach their power (a staggered
+    start: its data loader, allocator and autotuning warm up while they run steady): not a departure. The same late
+    host that stays 160 W below them once warmed up is one."""
+    f = Fleet(seconds=1000)
+    _start_late(f, f.h("h05"), 210, 240, 560.0)
+    assert f.findings() == []
+    _start_late(f, f.h("h05"), 210, 240, 400.0)
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h05",), Category.METRIC_OUTLIER) and "power_w" in fi.summary
+    assert fi.evidence["signals"][0]["detected_ts"] >= _iso_at(210 + 300)
+
+
+def _iso_at(s: int) -> str:
+    return datetime.fromtimestamp(T0 / 1e9 + s, UTC).isoformat(timespec="milliseconds")
 
 
 def test_nvlink_crc_judged_at_nvidias_rate() -> None:
