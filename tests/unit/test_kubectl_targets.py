@@ -78,6 +78,15 @@ def test_collect_takes_exactly_one_way_to_find_hosts(cli, tmp_path) -> None:
         assert f"exactly one of --hosts, --k8s-job, --k8s-selector (got {got})" in res.stderr
 
 
+def test_a_blank_host_list_is_said_as_blank_not_as_missing(cli, tmp_path) -> None:
+    """`--hosts ''` (an unset shell variable) was "got none", as if the option had not been passed."""
+    for spec, said in (("", "empty host list"), (" , ", "--hosts ' , ' names no host")):
+        res = cli("collect", "/runs/x", "--hosts", spec, "--out", tmp_path / "ds")
+        assert res.code == 1 and "Traceback" not in res.stderr and "got none" not in res.stderr
+        assert said in res.stderr
+    assert not (tmp_path / "ds").exists()
+
+
 def test_no_kubectl_on_path_is_a_clear_error(cli, tmp_path, monkeypatch) -> None:
     import os
 

@@ -59,13 +59,20 @@ def _targets(
     from trainctl.errors import InputError
 
     given = [f for f, v in (("--hosts", hosts), ("--k8s-job", k8s_job), ("--k8s-selector", k8s_selector)) if v]
+    if not given and hosts is not None:
+        given = ["--hosts"]  # given, but blank: said below as what it is, not as a missing option
     if len(given) != 1:
         raise InputError(
             f"collect needs exactly one of --hosts, --k8s-job, --k8s-selector (got {', '.join(given) or 'none'}); "
             "e.g. --hosts node[01-04] or --k8s-job my-pytorchjob --namespace training"
         )
-    if hosts:
-        return None, tuple(h.name for h in parse_hosts(hosts))
+    if hosts is not None:
+        names = tuple(h.name for h in parse_hosts(hosts))
+        if not names:
+            raise InputError(
+                f"--hosts {hosts!r} names no host; e.g. --hosts node[01-04], --hosts node01,node02 or --hosts @hostfile"
+            )
+        return None, names
     from trainctl.collectors.kubectl import KubectlClient, find_job_pods
 
     selector, pods = find_job_pods(k8s_job, namespace=namespace, selector=k8s_selector, context=context)
