@@ -1178,6 +1178,23 @@ def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
     return ref_u[g.unit]
 
 
+def _own_link(gt: pa.Table, g: _GpuContext, cur: str, pw: int) -> np.ndarray | None:
+    """Per row, the highest link value (`cur`) its own GPU held under load for a persistence window (pw samples) or
+    more: the reference of last resort, where neither a maximum nor a known SKU's peers give one (no `_max`, no
+    `gpu_name`, memory or default limit). A link that ran at x16 under load and now runs at x4 under load has trained
+    down, whatever the SKU; one that ran at x4 from its first loaded sample has no history to depart from."""
+    vals = _np(gt, cur, np.float32)
+    use = g.loaded.reshape(-1)[g.flat] & ~np.isnan(vals)
+    if not use.any():
+        return None
+    n_units, top = len(g.row_of_unit), 33  # gen 1-6, width 1-32: one count per (GPU, value), no sort
+    v = np.clip(vals[use], 0, top - 1).astype(np.int64)
+    counts = np.bincount(g.unit[use].astype(np.int64) * top + v, minlength=n_units * top).reshape(n_units, top)
+    held = counts >= pw
+    ref_u = np.where(held.any(1), top - 1 - held[:, ::-1].argmax(1), np.nan).astype(np.float32)
+    return ref_u[g.unit]
+
+
 def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int) -> None:
     """A GPU whose enforced limit is not reported, held at its power cap while it draws `floor_power_w` less than
     the loaded GPUs of its SKU at the same moment: it runs under a lower limit than they do.
@@ -1258,10 +1275,12 @@ def _pcie_rule(
     col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
 ) -> None:
     """A link below its maximum under load; where the maximum is not reported (a row's `_max` is null or the column
-    is absent), below what most GPUs of its SKU run at under load. Idle links train down (gen 1) and are not read."""
+    is absent), below what most GPUs of its SKU run at under load, and where no SKU is known either, below what it
+    ran at itself under load (_own_link). Idle links train down (gen 1) and are not read."""
     below = np.zeros(gt.num_rows, bool)
     refs: dict[str, np.ndarray] = {}
     from_peers = np.zeros(gt.num_rows, bool)
+    from_own = np.zeros(gt.num_rows, bool)
     for cur, top in (("pcie_link_gen", "pcie_link_gen_max"), ("pcie_link_width", "pcie_link_width_max")):
         if cur not in gt.column_names or gt.column(cur).null_count == gt.num_rows:
             continue
@@ -1274,11 +1293,16 @@ def _pcie_rule(
         missing = np.isnan(ref)
         if (peer := _peer_link(gt, g, cur)) is not None:
             ref = np.where(missing, peer, ref)
+        own_used = np.zeros(gt.num_rows, bool)
+        if np.isnan(ref).any() and (own := _own_link(gt, g, cur, pw)) is not None:
+            own_used = np.isnan(ref) & ~np.isnan(own)
+            ref = np.where(own_used, own, ref)
         refs[cur] = ref
         with np.errstate(invalid="ignore"):
             low = _np(gt, cur, np.float32) < ref  # NaN (no value, no reference): not below
         below |= low
-        from_peers |= low & missing  # below what its peers run at, not a reported maximum
+        from_peers |= low & missing & ~own_used  # below what its peers run at, not a reported maximum
+        from_own |= low & own_used  # below what it ran at itself under load
     if not below.any():
         return
     down = below & g.loaded.reshape(-1)[g.flat]
@@ -1295,6 +1319,7 @@ def _pcie_rule(
     gmax_g = _grid(g.flat[down], genref[down], g.shape, np.nan, np.float32)
     wmax_g = _grid(g.flat[down], widref[down], g.shape, np.nan, np.float32)
     peers_g = _grid(g.flat[down], from_peers[down], g.shape, False, bool)
+    own_g = _grid(g.flat[down], from_own[down], g.shape, False, bool)
 
     def nan_or(f: Any, a: np.ndarray) -> float | None:
         return None if np.isnan(a).all() else _r(f(a), 0)
@@ -1305,7 +1330,11 @@ def _pcie_rule(
             "pcie_link_gen_max": nan_or(np.nanmax, gmax_g[h, gi]),
             "pcie_link_width_min": nan_or(np.nanmin, wid_g[h, gi]),
             "pcie_link_width_max": nan_or(np.nanmax, wmax_g[h, gi]),
-            "reference": "peers_under_load" if peers_g[h, gi].any() else "device_max",
+            "reference": "peers_under_load"
+            if peers_g[h, gi].any()
+            else "own_history_under_load"
+            if own_g[h, gi].any()
+            else "device_max",
         }
         # Replays while the link was down, per minute (NVIDIA recommends at most 8:
         # DCGM_LIMIT_MAX_PCIREPLAY_RATE); read only now, for this GPU.
@@ -1324,7 +1353,10 @@ def _pcie_rule(
 
     def what(h: int, gi: int, ev: dict[str, Any]) -> str:
         ref = link(ev.get("pcie_link_gen_max"), ev.get("pcie_link_width_max"))
-        basis = f"its SKU's GPUs run at {ref} under load" if ev["reference"] == "peers_under_load" else f"max {ref}"
+        basis = {
+            "peers_under_load": f"its SKU's GPUs run at {ref} under load",
+            "own_history_under_load": f"it ran at {ref} under load before; no maximum or SKU reported",
+        }.get(ev["reference"], f"max {ref}")
         return f"PCIe link at {link(ev.get('pcie_link_gen_min'), ev.get('pcie_link_width_min'))} under load ({basis})"
 
     _persist_rule(

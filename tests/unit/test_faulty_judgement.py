@@ -222,18 +222,25 @@ def test_pcie_downgrade_without_a_reported_maximum_is_judged_against_its_skus_pe
         "peers_under_load",
     )
     assert "x4 under load (its SKU's GPUs run at gen 5 x16 under load)" in fi.summary
-    # two platforms of one SKU (a third of the hosts at gen 4 under load) are two populations, not a downgrade; nor
-    # is anything judged against peers whose SKU is unknown (no name, memory or default limit: a mixed fleet would
-    # read as one); with the name gone the board's default limit still tells the peers apart
+    # two platforms of one SKU (a third of the hosts at gen 4 under load) are two populations, not a downgrade; with
+    # the name gone the board's default limit still tells the peers apart
     two = Fleet()
     two.gen[8:] = np.where(two.busy[8:], 4, 1)
     assert two.findings(drop=no_max) == []
-    assert f.findings(drop=(*no_max, "gpu_name", "power_limit_default_w")) == []
     (fi,) = f.findings(drop=(*no_max, "gpu_name"))
     assert fi.hosts == ("h07",) and "x4 under load" in fi.summary
     # a maximum for one of the two (width) and none for the other (gen): read, not a KeyError
     (fi,) = f.findings(drop=("pcie_link_gen_max",))
     assert fi.category is Category.PCIE_DOWNGRADE and "(max gen 5 x16)" in fi.summary
+    # no SKU at all: the link is judged against its own history under load (x16 from 30 s to 150 s, then x4), as a
+    # third generator's dev-like fleet with neither `_max` nor a name showed it; one at x4 from its first loaded
+    # sample has no history to depart from and no peers to compare with, and is not named
+    unknown = (*no_max, "gpu_name", "power_limit_default_w")
+    (fi,) = f.findings(drop=unknown)
+    assert fi.hosts == ("h07",) and fi.evidence["signals"][0]["reference"] == "own_history_under_load"
+    assert "x4 under load (it ran at gen 5 x16 under load before" in fi.summary
+    f.width[h, 3, :] = 4
+    assert f.findings(drop=unknown) == []
 
 
 def test_one_host_under_a_lower_limit_is_not_site_policy_however_small_its_sku() -> None:
