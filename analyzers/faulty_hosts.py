@@ -36,7 +36,7 @@ like:
   same role: `peer_groups`; `analyze` takes pipeline stages from the run's grid), in seconds
   where both the GPU and its group are working (group median utilisation >= `load_util_pct`;
   the GPU itself not idle). Idle phases, staggered starts and checkpoints are not compared, nor
-  the first `late_start_warmup_s` of a machine that starts working after most of its peers.
+  the first `late_start_warmup_s` of a machine that starts working well after most of its peers.
 - deviation: a machine's mean over `outlier_window` samples (Minder's w = 8) minus the group's
   median of those means, in the metric's own unit; the machine's median over the window must
   clear the floor too (a few deep dips move a mean, not a median).
@@ -514,8 +514,9 @@ def find_faulty_hosts(
         many floors, while one that starts inside the data needs one floor from its peers and
         one from its own usual level; max_outlier_fraction: above this share of a group's
         hosts deviating at once it is a fleet-wide event; min_fleet_hosts: fewer hosts in a peer
-        group, no comparison. late_start_warmup_s: a GPU (host) that starts working after most
-        of its peer group is not compared for this long (it warms up while they run).
+        group, no comparison. late_start_warmup_s: a GPU (host) that starts working more than
+        persist_window_s after its peer group's median start is not compared for this long (it
+        warms up while they run).
       outlier_metrics: which metrics to compare (DEFAULT_OUTLIER_METRICS; TEMPERATURE_OUTLIER
         is available). peer_groups: host -> role (pipeline stage, data-loader host, ...) so
         machines are compared only with machines of the same role.
@@ -1582,6 +1583,8 @@ def _peer_outliers(
     named = th.peer_groups or {}
     per_role = Counter(named.get(n) for n in fr.names)
     roles = {n: r for n, r in named.items() if per_role[r] >= th.min_fleet_hosts}
+    # A late starter (more than a persistence window after its group's median start) warms up unseen.
+    late_warmup, late_margin = fr.samples(th.late_start_warmup_s), fr.samples(th.persist_window_s)
     # Peer groups: same SKU, same default and enforced power limit, same role.
     if g is not None:
         G = g.G
@@ -1600,7 +1603,7 @@ def _peer_outliers(
             rows = np.flatnonzero(gpu_group == k)
             group_loaded[k] = True if no_util else _nanmedian0(util2[rows[_sample_rows(len(rows))]]) >= th.load_util_pct
         gpu_active = g.working.reshape(H * G, T) & group_loaded[np.maximum(gpu_group, 0)] & (gpu_group >= 0)[:, None]
-        _skip_late_starts(gpu_active, g.working.reshape(H * G, T), gpu_group, fr.samples(th.late_start_warmup_s))
+        _skip_late_starts(gpu_active, g.working.reshape(H * G, T), gpu_group, late_warmup, late_margin)
         # Hosts: grouped by their GPUs' most common peer group (and role); active when their GPUs work.
         host_keys: list[tuple[Any, ...] | None] = []
         for h in range(H):
@@ -1619,7 +1622,7 @@ def _peer_outliers(
             hs = np.flatnonzero(host_group == k)
             hg_loaded[k] = host_loaded[hs].mean(0) >= 0.5
         host_active = host_active_self & hg_loaded[host_group]
-        _skip_late_starts(host_active, host_active_self, host_group, fr.samples(th.late_start_warmup_s))
+        _skip_late_starts(host_active, host_active_self, host_group, late_warmup, late_margin)
     else:
         host_active = host_active_self
 
@@ -1672,18 +1675,19 @@ def _peer_outliers(
                 col.add(*args)
 
 
-def _skip_late_starts(active: np.ndarray, working: np.ndarray, group: np.ndarray, warmup: int) -> None:
-    """Clear `active` (unit, time) over the first `warmup` samples of work of each unit that starts working later
-    than most of its peer group: a late-joining host (a staggered start, a replacement) warms up its allocator,
-    autotuning and first collectives while they run steady, which is not a departure from them. Units that start at
-    the group's median start or before it are compared from their first sample (a fault from the start stays seen)."""
+def _skip_late_starts(active: np.ndarray, working: np.ndarray, group: np.ndarray, warmup: int, margin: int) -> None:
+    """Clear `active` (unit, time) over the first `warmup` samples of work of each unit that starts working more than
+    `margin` samples after its peer group's median start: a late-joining host (a staggered start, a replacement)
+    warms up its allocator, autotuning and first collectives while they run steady, which is not a departure from
+    them. Units that start with their group (within the margin) warm up with it and are compared from their first
+    sample: a fault present from the start of a short run stays seen."""
     T = working.shape[1]
     starts = np.where(working.any(1), working.argmax(1), T)
     for k in np.unique(group[group >= 0]):
         rows = np.flatnonzero((group == k) & (starts < T))
         if len(rows) < 2:
             continue
-        for r in rows[starts[rows] > np.median(starts[rows])]:
+        for r in rows[starts[rows] > np.median(starts[rows]) + margin]:
             active[r, starts[r] : starts[r] + warmup] = False
 
 
