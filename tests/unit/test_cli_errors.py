@@ -12,6 +12,21 @@ def test_empty_dir(cli, tmp_path) -> None:
     assert line.startswith(f"error: {tmp_path}: directory is empty")
 
 
+def test_parquet_parts_outside_host_folders_are_said_where_they_are(cli, tmp_path) -> None:
+    """Parts straight in gpu_metrics/ (no host=<host>/) were "holds no signals yet ... did the run start?"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "gpu_metrics").mkdir()
+    for i in range(2):
+        pq.write_table(pa.table({"gpu": pa.array([0], pa.int16())}), tmp_path / "gpu_metrics" / f"part-{i}.parquet")
+    res = cli("diagnose", tmp_path)
+    assert res.code == 1 and "Traceback" not in res.stderr
+    line = res.error_line()
+    assert f"{tmp_path / 'gpu_metrics'}: 2 Parquet part(s) not in host=<host>/ folders" in line
+    assert "no signals" not in line
+
+
 def test_dir_that_is_not_a_run(cli, tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     line = cli("diagnose", tmp_path).error_line()

@@ -219,6 +219,13 @@ def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
         tables[k] = ts[0] if len(ts) == 1 else pa.concat_tables(ts, promote_options="default")
     if not tables and unreadable:
         raise _all_unreadable(path, unreadable)
+    if not tables and (flat := sorted(f for k in SignalKind for f in (path / k.value).glob("*.parquet"))):
+        # Parts written straight into <kind>/ (by another tool, or moved by hand): the dataset reader reads a kind by
+        # its host=<host>/ folders (DESIGN.md), so these are not "no signals", they are in the wrong place.
+        raise InputError(
+            f"{flat[0].parent}: {len(flat)} Parquet part(s) not in host=<host>/ folders; a dataset holds each kind by "
+            f"host, as `trainctl collect` writes it: move each host's parts to {flat[0].parent}/host=<host>/"
+        )
     if not tables:
         raise InputError(f"{path}: holds no signals yet (no tables, dumps or logs); did the run start? see {path}/logs")
     return Signals(run, tables, str(path))
