@@ -27,6 +27,22 @@ def test_parquet_parts_outside_host_folders_are_said_where_they_are(cli, tmp_pat
     assert "no signals" not in line
 
 
+def test_collect_out_onto_a_launch_run_dir_is_a_usage_error(cli, tmp_path) -> None:
+    """`collect --out RUN` wrote collection_status (and would write parts) into the run dir of `trainctl launch`.
+    A dataset collect wrote before is collected into again (its sync state says so)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    res = cli("collect", str(run), "--hosts", "127.0.0.9", "--out", run, "--connect-timeout-s", "1")
+    assert res.code == 2 and "Traceback" not in res.stderr
+    line = res.error_line(2)
+    assert f"--out {run}: a run dir of `trainctl launch`" in line and "run-collected" in line
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]
+    (run / ".trainctl-collect").mkdir()  # collected into before: not refused (the host is down: exit 1, not 2)
+    again = cli("collect", str(run), "--hosts", "127.0.0.9", "--out", run, "--connect-timeout-s", "1")
+    assert again.code == 1 and "a run dir of" not in again.stderr
+
+
 def test_dir_that_is_not_a_run(cli, tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     line = cli("diagnose", tmp_path).error_line()

@@ -48,7 +48,7 @@ from trainctl.collectors.ssh import (
     error_type_of,
     fan_out,
 )
-from trainctl.errors import CollectError, InputError
+from trainctl.errors import CollectError, InputError, UsageError
 from trainctl.ops.collect.tar_stream import TarStream
 from trainctl.rundir import atomic_write_text
 from trainctl.schemas import SignalKind
@@ -671,6 +671,16 @@ def collect(
         raise InputError(
             f"run dir {opts.run_dir!r} must be an absolute path (as on the hosts); "
             "pass the --run-dir given to `trainctl launch`"
+        )
+    if (opts.out / "run.json").is_file() and not any(
+        (opts.out / d).exists() for d in ("collection_status", _STATE_DIR)
+    ):
+        # A run dir that `trainctl launch` writes (run.json, never collected into): collect's parts, state and status
+        # would be mixed into the run's own files, and the run's tables read twice. A dataset collect wrote before
+        # (its status or its sync state) is collected into again, incrementally.
+        raise UsageError(
+            f"--out {opts.out}: a run dir of `trainctl launch` (run.json); collect writes a dataset of its own: "
+            f"pass another --out, e.g. --out {opts.out.with_name(opts.out.name + '-collected')}"
         )
     opts.out.mkdir(parents=True, exist_ok=True)
     client = client or SshClient(
