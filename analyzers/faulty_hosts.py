@@ -1179,6 +1179,31 @@ def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
     return ref_u[g.unit]
 
 
+# What a link can be found below, stored per row as an index (a row below on gen and width keeps the first).
+_LINK_BASES = ("device_max", "peers_under_load", "own_history_under_load", "host_siblings_under_load")
+
+
+def _sibling_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
+    """Per row, the link value (`cur`) the GPUs of its host run at under load, where at least 4 of its GPUs are
+    loaded and _LINK_MAJORITY of them hold that value (each GPU by the value it holds most under load): a host's
+    GPUs sit on one baseboard (HGX, DGX, OAM), one SKU on one PCIe topology, so the odd one out trained down, even
+    from its first sample. NaN where the host has too few loaded GPUs or no majority."""
+    vals = _np(gt, cur, np.float32)
+    use = g.loaded.reshape(-1)[g.flat] & ~np.isnan(vals)
+    if not use.any():
+        return None
+    H, G, top = g.shape[0], g.G, 33  # gen 1-6, width 1-32
+    v = np.clip(vals[use], 0, top - 1).astype(np.int64)
+    counts = np.bincount(g.unit[use].astype(np.int64) * top + v, minlength=H * G * top).reshape(H * G, top)
+    has = counts.any(1)
+    mode = counts.argmax(1)  # each GPU's usual value under load
+    per_host = np.bincount((np.arange(H * G) // G * top + mode)[has], minlength=H * top).reshape(H, top)
+    n = per_host.sum(1)
+    ok = (n >= 4) & (per_host.max(1) >= _LINK_MAJORITY * n)
+    ref_h = np.where(ok, per_host.argmax(1), np.nan).astype(np.float32)
+    return np.repeat(ref_h, G)[g.unit]
+
+
 def _own_link(gt: pa.Table, g: _GpuContext, cur: str, pw: int) -> np.ndarray | None:
     """Per row, the highest link value (`cur`) its own GPU held under load for a persistence window (pw samples) or
     more: the reference of last resort, where neither a maximum nor a known SKU's peers give one (no `_max`, no
@@ -1237,7 +1262,7 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
             on[cand] = False  # a capped pod or fleet: policy, not one host's fault
     if not on.any():
         return
-    ref_all = {}
+    ref_all: dict[tuple[Any, ...], np.ndarray] = {}
 
     def extra(h: int, gi: int) -> dict[str, Any]:
         u = h * G + gi
@@ -1276,12 +1301,12 @@ def _pcie_rule(
     col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
 ) -> None:
     """A link below its maximum under load; where the maximum is not reported (a row's `_max` is null or the column
-    is absent), below what most GPUs of its SKU run at under load, and where no SKU is known either, below what it
-    ran at itself under load (_own_link). Idle links train down (gen 1) and are not read."""
+    is absent), below what most GPUs of its SKU run at under load; where no SKU is known either, below what it ran
+    at itself under load (_own_link) or what the other GPUs of its host run at (_sibling_link: one baseboard, one
+    SKU). Idle links train down (gen 1) and are not read."""
     below = np.zeros(gt.num_rows, bool)
     refs: dict[str, np.ndarray] = {}
-    from_peers = np.zeros(gt.num_rows, bool)
-    from_own = np.zeros(gt.num_rows, bool)
+    basis = np.zeros(gt.num_rows, np.int8)  # index into _LINK_BASES of the reference a row was found below
     for cur, top in (("pcie_link_gen", "pcie_link_gen_max"), ("pcie_link_width", "pcie_link_width_max")):
         if cur not in gt.column_names or gt.column(cur).null_count == gt.num_rows:
             continue
@@ -1291,19 +1316,20 @@ def _pcie_rule(
             below |= pc.fill_null(pc.less(gt.column(cur), gt.column(top)), False).to_numpy(zero_copy_only=False)
             continue
         ref = _np(gt, top, np.float32)
-        missing = np.isnan(ref)
+        src = np.where(np.isnan(ref), 1, 0).astype(np.int8)
         if (peer := _peer_link(gt, g, cur)) is not None:
-            ref = np.where(missing, peer, ref)
-        own_used = np.zeros(gt.num_rows, bool)
-        if np.isnan(ref).any() and (own := _own_link(gt, g, cur, pw)) is not None:
-            own_used = np.isnan(ref) & ~np.isnan(own)
-            ref = np.where(own_used, own, ref)
+            ref = np.where(src == 1, peer, ref)
+        if (unknown := np.isnan(ref)).any():
+            own, sib = _own_link(gt, g, cur, pw), _sibling_link(gt, g, cur)
+            with np.errstate(invalid="ignore"):
+                use_sib = unknown & (np.nan_to_num(sib, nan=-1) > np.nan_to_num(own, nan=-1))
+            ref = np.where(unknown, np.where(use_sib, sib, own), ref)
+            src = np.where(unknown, np.where(use_sib, 3, 2), src).astype(np.int8)
         refs[cur] = ref
         with np.errstate(invalid="ignore"):
             low = _np(gt, cur, np.float32) < ref  # NaN (no value, no reference): not below
         below |= low
-        from_peers |= low & missing & ~own_used  # below what its peers run at, not a reported maximum
-        from_own |= low & own_used  # below what it ran at itself under load
+        basis = np.where(low & (basis == 0), src, basis).astype(np.int8)
     if not below.any():
         return
     down = below & g.loaded.reshape(-1)[g.flat]
@@ -1319,8 +1345,7 @@ def _pcie_rule(
     wid_g = _grid(g.flat[down], wid[down], g.shape, np.nan, np.float32)
     gmax_g = _grid(g.flat[down], genref[down], g.shape, np.nan, np.float32)
     wmax_g = _grid(g.flat[down], widref[down], g.shape, np.nan, np.float32)
-    peers_g = _grid(g.flat[down], from_peers[down], g.shape, False, bool)
-    own_g = _grid(g.flat[down], from_own[down], g.shape, False, bool)
+    basis_g = _grid(g.flat[down], basis[down], g.shape, 0, np.int8)
 
     def nan_or(f: Any, a: np.ndarray) -> float | None:
         return None if np.isnan(a).all() else _r(f(a), 0)
@@ -1331,11 +1356,7 @@ def _pcie_rule(
             "pcie_link_gen_max": nan_or(np.nanmax, gmax_g[h, gi]),
             "pcie_link_width_min": nan_or(np.nanmin, wid_g[h, gi]),
             "pcie_link_width_max": nan_or(np.nanmax, wmax_g[h, gi]),
-            "reference": "peers_under_load"
-            if peers_g[h, gi].any()
-            else "own_history_under_load"
-            if own_g[h, gi].any()
-            else "device_max",
+            "reference": _LINK_BASES[int(basis_g[h, gi].max())],
         }
         # Replays while the link was down, per minute (NVIDIA recommends at most 8:
         # DCGM_LIMIT_MAX_PCIREPLAY_RATE); read only now, for this GPU.
@@ -1357,6 +1378,7 @@ def _pcie_rule(
         basis = {
             "peers_under_load": f"its SKU's GPUs run at {ref} under load",
             "own_history_under_load": f"it ran at {ref} under load before; no maximum or SKU reported",
+            "host_siblings_under_load": f"its host's other GPUs run at {ref} under load; no maximum or SKU reported",
         }.get(ev["reference"], f"max {ref}")
         return f"PCIe link at {link(ev.get('pcie_link_gen_min'), ev.get('pcie_link_width_min'))} under load ({basis})"
 

@@ -233,13 +233,18 @@ def test_pcie_downgrade_without_a_reported_maximum_is_judged_against_its_skus_pe
     (fi,) = f.findings(drop=("pcie_link_gen_max",))
     assert fi.category is Category.PCIE_DOWNGRADE and "(max gen 5 x16)" in fi.summary
     # no SKU at all: the link is judged against its own history under load (x16 from 30 s to 150 s, then x4), as a
-    # third generator's dev-like fleet with neither `_max` nor a name showed it; one at x4 from its first loaded
-    # sample has no history to depart from and no peers to compare with, and is not named
+    # third generator's dev-like fleet with neither `_max` nor a name showed it, and against its host's other GPUs
+    # (one baseboard, one SKU): at x4 from its first loaded sample it has no history, but 3 of 3 siblings at x16
     unknown = (*no_max, "gpu_name", "power_limit_default_w")
     (fi,) = f.findings(drop=unknown)
     assert fi.hosts == ("h07",) and fi.evidence["signals"][0]["reference"] == "own_history_under_load"
     assert "x4 under load (it ran at gen 5 x16 under load before" in fi.summary
     f.width[h, 3, :] = 4
+    (fi,) = f.findings(drop=unknown)
+    assert fi.hosts == ("h07",) and fi.evidence["signals"][0]["reference"] == "host_siblings_under_load"
+    assert "x4 under load (its host's other GPUs run at gen 5 x16 under load" in fi.summary
+    # with no majority on its host (two GPUs of four at x4 from the start) nothing says which is right: not named
+    f.width[h, 2, :] = 4
     assert f.findings(drop=unknown) == []
 
 
