@@ -205,10 +205,20 @@ def one_line(what: object) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in str(what)).split())
 
 
+def _not_a_file(path: str | os.PathLike[str]) -> DatasetError:
+    p = Path(path)
+    return DatasetError(
+        f"{p}: a directory named like a Parquet part; a part is one file (part-<name>.parquet) in {p.parent}: "
+        "move the files it holds up into that folder, or delete it"
+    )
+
+
 def _read_footer(part: PartFile, read: Callable[[], pq.FileMetaData]) -> pq.FileMetaData:
     try:
         return read()
     except (pa.ArrowInvalid, OSError) as exc:
+        if part.path.is_dir():  # not "truncated": nothing was cut, the name holds a folder
+            raise _not_a_file(part.path) from exc
         raise DatasetError(
             f"{part.path}: not a readable Parquet file ({one_line(exc)}); it may be truncated: "
             "re-run collect for this host or delete the file"
@@ -322,13 +332,16 @@ def open_dataset(
     kind = SignalKind(kind)
     parts = list_parts(root, kind, skip)
     schema = schema_for(kind).append(pa.field(HOST_COLUMN, pa.string()))
-    ds = pads.dataset(
-        [str(p.path) for p in parts],
-        schema=schema,
-        format="parquet",
-        partitioning=pads.partitioning(pa.schema([(HOST_COLUMN, pa.string())]), flavor="hive"),
-        partition_base_dir=str(Path(root) / kind.value),
-    )
+    try:
+        ds = pads.dataset(
+            [str(p.path) for p in parts],
+            schema=schema,
+            format="parquet",
+            partitioning=pads.partitioning(pa.schema([(HOST_COLUMN, pa.string())]), flavor="hive"),
+            partition_base_dir=str(Path(root) / kind.value),
+        )
+    except IsADirectoryError as exc:  # the caller finds it among the unreadable parts (validate_part) and skips it
+        raise _not_a_file(next(p.path for p in parts if p.path.is_dir())) from exc
     by_path = {str(p.path): p for p in parts}
     valid: set[tuple[pa.Schema, tuple[tuple[bytes, bytes], ...]]] = set()  # schemas already checked
     for frag in ds.get_fragments():

@@ -41,6 +41,18 @@ def test_a_torn_metrics_part_is_skipped_and_the_others_are_read(cli, run: Path) 
     assert report["summary"]["steps"] > 0  # the timeline is read as before
 
 
+@pytest.mark.parametrize("kind", ["gpu_metrics", "timeline"])  # timeline: opened lazily (a pyarrow Dataset)
+def test_a_directory_named_like_a_part_is_skipped_and_said_as_a_directory(cli, run: Path, kind: str) -> None:
+    """A folder named part-x.parquet was 'not a readable Parquet file ... it may be truncated' (nothing was cut), or,
+    where the kind is opened as a dataset, pyarrow's 'points to a directory' ended the whole diagnosis."""
+    host_dir = next((run / kind).glob("host=*"))
+    folder = host_dir / "part-zz.parquet"
+    folder.mkdir()
+    report = _diagnose(cli, run)
+    said = [s for s in report["skipped"] if str(folder) in s]
+    assert said and "a directory named like a Parquet part" in said[0] and "truncated" not in said[0], report
+
+
 def test_a_run_whose_timeline_is_unreadable_says_stragglers_were_not_judged(cli, run: Path) -> None:
     (part,) = (run / "timeline" / "host=node01").glob("part-*.parquet")
     part.write_bytes(b"PAR1 torn")
