@@ -198,15 +198,24 @@ ERRORS: tuple[Signature, ...] = (
     sig(
         "nccl_ib_completion_error",
         # (2.4-2.9 net_ib.cc: "NET/IB : Got completion with error %d, opcode %d, len %d, vendor err %d": no peer)
-        rf"NET/IB\s*:\s*Got completion (?:from peer {ADDR}<(?P<peer_port>\d+)> )?with "
-        r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)|status=(?P<ib_status__2>\d+) opcode=(?P<ib_opcode__2>\d+))"
-        r".*?vendor err (?P<vendor_err>\d+)",
+        # NCCL 2.28.7+ (v2.28.9-1 src/transport/net_ib.cc; v2.29.2-1/v2.30 src/transport/net_ib/p2p.cc
+        # ncclIbLogCompletionWithError) names the status and opcode: WARN("NET/IB: Got completion from peer %s with
+        # status=%s(%d) opcode=%s(%d) vendor_err=%u ...", ibvWcStatusStr(..) e.g. "IBV_WC_RETRY_EXC_ERR(12)"), and
+        # its GIN transport (v2.28.9-1 net_ib.cc, v2.29+ net_ib/gin.cc) prints WARN("NET/IB/GIN: Got completion from
+        # peer %s with status=%d opcode=%d len=%u vendor err %u ..."). The status and opcode lead the line, so a
+        # line cut before its "vendor err" (a paste, a wrapped terminal, a shipper's length limit) still says what
+        # failed and with whom.
+        rf"NET/IB(?:/GIN)?\s*:\s*Got completion (?:from peer {ADDR}<(?P<peer_port>\d+)> )?with "
+        r"(?:error (?P<ib_status>\d+), opcode (?P<ib_opcode>\d+)"
+        r"|status=(?:IBV_WC_\w+\()?(?P<ib_status__2>\d+)\)? opcode=(?:IBV_WC_\w+\()?(?P<ib_opcode__2>\d+)\)?)"
+        r"(?:.*?vendor[ _]err[ =](?P<vendor_err>\d+))?",
         K.NETWORK_ERROR,
         C.IB,
         S.CRITICAL,
         Blame.NONE,
         ["Got completion"],
-        "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0'); "
+        "IB work completion error (<=2.18 'error 12, opcode 0', 2.19+ 'status=12 opcode=0', "
+        "2.28.7+ 'status=IBV_WC_RETRY_EXC_ERR(12)'); "
         "remote statuses (9-13, e.g. 12 retry exceeded) name the peer.",
         post=_ib_completion_post,
     ),

@@ -315,6 +315,24 @@ def test_legacy_thc_ecc_error_is_a_faulty_gpu() -> None:
             5,
             False,
         ),
+        # NCCL 2.28.7+ (v2.29.2-1 src/transport/net_ib/p2p.cc ncclIbLogCompletionWithError): the status by name
+        (
+            "node3:1:2 [0] transport/net_ib/p2p.cc:550 NCCL WARN NET/IB: Got completion from peer 10.0.0.7<4000> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129  hca mlx5_0",
+            12,
+            True,
+        ),
+        # its GIN transport (v2.29.2-1 src/transport/net_ib/gin.cc)
+        (
+            "node3:1:2 [0] transport/net_ib/gin.cc:522 NCCL WARN NET/IB/GIN: Got completion from peer 10.0.0.7<4000> with status=5 opcode=0 len=0 vendor err 249 (Send) hca mlx5_0",
+            5,
+            False,
+        ),
+        # a line cut before its vendor error (x6b-011's paste): the status and the peer are already there
+        (
+            "node3:1:2 [4] transport/net_ib.cc:1238 NCCL WARN NET/IB : Got completion from peer 10.0.0.7<37948> with error 12, opcode 2, len 1, ven",
+            12,
+            True,
+        ),
     ],
 )
 def test_ib_completion_eras(line, status, peer_blamed) -> None:
