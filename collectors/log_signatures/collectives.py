@@ -423,4 +423,49 @@ DEVICE_CHECK: tuple[Signature, ...] = (
         ["notify register times out"],
         "An HCCL collective on Ascend timed out waiting for a peer (CANN EI0002): the ranks that noticed.",
     ),
+    # The rest of HCCL's own error codes, from the table HCCL registers its messages with (hicann/hcomm, the open
+    # CANN HCCL communication library of 2025, hcomm_g_msg passed to REG_FORMAT_ERROR_MSG; the same texts as the
+    # CANN error-code reference): printed "EI0006: [PID: N] <time> <message>" by the error manager, or
+    # "<errTitle>(EI0006): <message>" by newer torch_npu/CANN. Matched on the message, which both forms keep.
+    sig(
+        "hccl_get_socket_timeout",
+        # EI0006 Communication_Error_Get_Socket: "Getting socket times out. Reason: %s" (e.g. "Remote Rank did not
+        # send the data in time. Please check the reason for the rank being stuck"): a link of the collective was
+        # not set up within HCCL_CONNECT_TIMEOUT because the other end never came (stuck, late or dead) or the
+        # link is cut. HCCL's connect-time collective timeout; names no one.
+        r"Getting socket times out\.",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["getting socket times out"],
+        "HCCL on Ascend could not set up a link of a collective in time (CANN EI0006): a peer never came.",
+    ),
+    sig(
+        "hccl_args_inconsistent",
+        # EI0005 Inconsistent_Collective_Communication_Arguments_Between_Ranks: "The arguments for collective
+        # communication are inconsistent between ranks: tag [%s], parameter [%s], local [%s], remote [%s]"
+        r"The arguments for collective communication are inconsistent between ranks"
+        r"(?:: tag \[(?P<hccl_tag>[^\]\n]{0,200})\], parameter \[(?P<hccl_param>[^\]\n]{0,80})\])?",
+        K.COLLECTIVE_MISMATCH,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["arguments for collective communication are inconsistent"],
+        "HCCL found the ranks calling a collective with different arguments (CANN EI0005); either side may differ.",
+    ),
+    sig(
+        "hccl_error_cqe",
+        # EI0013 Execution_Error_ROCE_CQE: "An error CQE occurred during operator execution. Local information:
+        # server %s, device ID %s, device IP %s. Peer information: server %s, device ID %s, device IP %s." The
+        # RoCE link between the two failed or the peer's process exited first (the table's causes): NCCL's IB
+        # completion error on Ascend, without the status that would say which.
+        r"An error CQE occurred during operator execution",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.CRITICAL,
+        Blame.NONE,
+        ["error cqe occurred"],
+        "HCCL's RoCE transfer completed with an error (CANN EI0013): the link or the peer's process.",
+    ),
 )
