@@ -69,6 +69,7 @@ BASIS_CONFIDENCE: Mapping[str, float] = {
     "peer": 0.6,  # a remote end named by the side that saw the failure
     "absent_from_barrier": 0.7,  # the one rank of world_size that no waiting line names (complete roster)
     "desync_report": 0.85,  # torch's desync report: the rank it found behind in every rank's store trace
+    "horovod_stall_report": 0.85,  # Horovod's stall inspector: the one rank missing from every stalled tensor
     "endpoint": 0.6,
     "sole_reporter": 0.6,  # the one process that printed every error line, unclassified ones of a crash or an OOM
     "fr_trace": 0.85,  # torch's Flight Recorder analyzer's "missing ranks" (global ranks of the group) pasted in a log
@@ -438,6 +439,22 @@ def _fr_trace_summary(s: _Said) -> str:
     )
 
 
+def _horovod_stall_summary(s: _Said) -> str:
+    f = s.f
+    missing = f.get("missing_ranks") or []
+    who = (
+        f"rank {missing[0]} missing (the rank behind)"
+        if len(missing) == 1
+        else f"ranks {', '.join(map(str, missing))} missing"
+        if missing
+        else "the missing ranks not in the excerpt"
+    )
+    shut = "; Horovod shuts the job down" if s.first.severity is Severity.CRITICAL else ""
+    return (
+        f"Horovod stall: tensors submitted by some ranks wait for the rest past {f.get('stall_s', '?')} s, {who}" + shut
+    )
+
+
 def _nvrx_monitor_summary(s: _Said) -> str:
     f = s.f
     if f.get("section"):
@@ -455,6 +472,7 @@ def _nvrx_monitor_summary(s: _Said) -> str:
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
     "nvrx_rank_monitor_timeout": _nvrx_monitor_summary,
     "fr_trace_missing_ranks": _fr_trace_summary,
+    "horovod_stall_warning": _horovod_stall_summary,
     "nccl_ras_rank_behind": _ras_behind_summary,
     "nccl_ras_dead_process": _ras_dead_summary,
     "nccl_ras_rank_error": _ras_error_summary,

@@ -525,7 +525,48 @@ def _take_ray_node(ev: Event, rec: Record) -> _Took:
     return _Took.NO
 
 
+# Horovod's stall report after its first line (horovod/common/stall_inspector.cc; see the horovod_stall_warning rule):
+# "Missing ranks:" / "Stalled ranks:", then "R: [tensors]" per missing rank ("R!: " past the shutdown time; a
+# bare "R: " may have been read as srun's task label, kept in the record's fields); v0.13.6-0.16.1's "Stalled ops:"
+# and "TENSOR [missing ranks: R, ...]"; "One or more rank (marked by "!") is stalled ... Will shutdown." ends it.
+_HVD_RANKS_HEADER = re.compile(r"^(?:Missing|Stalled) ranks:\s*$")
+_HVD_RANK_LINE = re.compile(r"^(?P<rank>\d{1,6})(?P<bang>!)?: \[")
+_HVD_OLD_OP = re.compile(r"\[missing ranks: (?P<ranks>\d{1,6}(?:, \d{1,6}){0,1000})\]\s*$")
+_HVD_SHUTDOWN = re.compile(
+    r"One or more rank \(marked by \"!\"\) is stalled for longer than \d+ seconds\. Will shutdown"
+)
+
+
+def _take_horovod_stall(ev: Event, rec: Record) -> _Took:
+    """The ranks Horovod's stall inspector lists as missing, on the lines after its warning."""
+    missing: list[int] = ev.fields.setdefault("missing_ranks", [])
+    took = _Took.MORE
+    if _HVD_SHUTDOWN.search(rec.text):
+        ev.severity, took = S.CRITICAL, _Took.LAST
+    elif _HVD_RANKS_HEADER.match(rec.text) or rec.text.startswith("Stalled ops:"):
+        if mo := _HVD_OLD_OP.search(rec.text):  # v0.13.6-0.16.1: the first tensor on the header's line
+            missing.extend(int(r) for r in mo["ranks"].split(", "))
+    elif m := _HVD_RANK_LINE.match(rec.text):
+        missing.append(int(m["rank"]))
+        if m["bang"]:
+            ev.severity = S.CRITICAL
+    elif rec.fields.get("slurm_task") is not None and rec.text.startswith("["):  # "R: [" peeled as srun's label
+        missing.append(int(rec.fields["slurm_task"]))
+    elif mo := _HVD_OLD_OP.search(rec.text):
+        missing.extend(int(r) for r in mo["ranks"].split(", "))
+    else:
+        return _Took.NO
+    ranks = sorted(set(missing))
+    ev.fields["missing_ranks"] = ranks
+    if len(ranks) == 1:
+        ev.culprit_rank, ev.culprit_basis = ranks[0], "horovod_stall_report"
+    else:
+        ev.culprit_rank = ev.culprit_basis = None
+    return took
+
+
 _FOLLOWERS: Mapping[str, Callable[[Event, Record], _Took]] = {
+    "horovod_stall_warning": _take_horovod_stall,
     "stack_dump_thread": _take_frame,
     "ray_actor_died": _take_actor_field,
     "orte_lost_daemon": _take_orte_hostname,

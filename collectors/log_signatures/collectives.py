@@ -66,6 +66,28 @@ TIMEOUTS: tuple[Signature, ...] = (
         post=_desync_post,
     ),
     sig(
+        "horovod_stall_warning",
+        # horovod/common/stall_inspector.cc StallInspector::CheckForStalledTensors (v0.16.2+; horovod 2026-06
+        # 2626dc87 read), printed by the coordinator through Horovod's LOG(WARNING) (LOG(ERROR) where it shuts
+        # down): "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and
+        # are waiting for remainder of ranks for more than N seconds. This may indicate ..." then "Missing ranks:"
+        # ("Stalled ranks:" in v0.16.2-0.20.0) and one line per missing global rank, "R: [tensor, ...]" ("R!: [...]"
+        # for one stalled past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, then "... Will shutdown."); v0.13.6-0.16.1
+        # (common/operations.cc CheckForStalledTensors) printed "Stalled ops:" and "TENSOR [missing ranks: R, ...]"
+        # per tensor. The lines after it are read by the log collector (its follower): one missing rank in every
+        # stalled tensor is the rank behind; several name nobody. A stall may clear (a slow rank catches up), so a
+        # warning until Horovod says it shuts down.
+        r"One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are "
+        r"waiting for remainder of ranks for more than (?P<stall_s>\d+) seconds",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.WARNING,
+        Blame.NONE,
+        ["submitted to be reduced, gathered or broadcasted by subset of ranks"],
+        "Horovod's stall inspector: a collective some ranks submitted waits for the rest past the stall time; "
+        "the missing ranks follow.",
+    ),
+    sig(
         "nccl_timeout_at_work",
         # The counters are optional: a terminal or a log shipper that wraps the line keeps the SeqNum.
         r"Timeout at NCCL work: (?P<seq>\d+)(?:, last enqueued NCCL work: (?P<last_enqueued>-?\d+), "
