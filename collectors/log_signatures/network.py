@@ -27,6 +27,11 @@ def _ib_completion_post(ev: Event) -> None:
     ev.blame = Blame.PEER if status is not None and int(status) in _IB_REMOTE_STATUS else Blame.NONE
 
 
+def _nccl_call_post(ev: Event) -> None:
+    if ev.fields.get("nccl_call_text") == "unhandled cuda error":  # ncclUnhandledCudaError: this process's CUDA
+        ev.kind, ev.category, ev.blame = K.CRASH, C.CUDA_ERROR, Blame.SELF
+
+
 def _reset_by_peer_post(ev: Event) -> None:
     # RST from the peer (its process died or its stack aborted) names the peer; "closed by peer"
     # (an orderly FIN, as at shutdown), "refused", "no route", "timed out" do not.
@@ -105,6 +110,27 @@ ERRORS: tuple[Signature, ...] = (
         ["unhandled system error", "remote process exited or there was a network error"],
         "An NCCL call failed with a system (socket, network) or remote error; the line names no peer.",
         generic=True,
+    ),
+    sig(
+        "nccl_call_failed",
+        # A framework's check of an NCCL call, with NCCL's own text for the result (NVIDIA/nccl src/init.cc
+        # ncclGetErrorString, v2.4 "unhandled system error" ... to 2.30 "... (run with NCCL_DEBUG=INFO for details)"):
+        # Horovod horovod/common/ops/nccl_operations.cc NCCLContext::ErrorCheck throws std::logic_error(op_name +
+        # " failed: " + ncclGetErrorString(r)) ("ncclAllReduce failed: unhandled system error", raised as
+        # HorovodInternalError); XLA xla/service/gpu (nccl_utils.cc ToStatus, XLA_NCCL_STATUS) and TensorFlow's
+        # nccl_manager "%s:%d: NCCL operation %s failed: %s" ("NCCL operation ncclCommInitRank(&comm, nranks, id,
+        # rank) failed: unhandled cuda error"). An unhandled CUDA error is this process's CUDA failure; the others
+        # an NCCL failure, as torch's "NCCL error in: ..." of the same result reads.
+        r"(?:\bNCCL operation \S[^\n]{0,300}?|\bnccl[A-Z]\w{2,40}(?:\([^\n]{0,200}?\))?) failed: "
+        r"(?P<nccl_call_text>unhandled system error|remote process exited or there was a network error|internal error"
+        r"|invalid usage|invalid argument|unhandled cuda error)",
+        K.NETWORK_ERROR,
+        C.NCCL,
+        S.CRITICAL,
+        Blame.NONE,
+        [" failed: "],
+        "A framework's NCCL call failed with NCCL's result text (Horovod, XLA/JAX, TensorFlow).",
+        post=_nccl_call_post,
     ),
     sig(
         "python_connection_error",

@@ -1135,3 +1135,33 @@ def test_a_failure_the_line_says_is_being_retried_is_a_warning_and_its_last_word
 def test_hccl_error_codes(text, kind, category) -> None:
     f = first_finding(text)
     assert (f.kind, f.category, f.ranks, f.hosts) == (kind, category, (), ())
+
+
+# ---- a framework's check of an NCCL call, with NCCL's ncclGetErrorString text -------------------------------
+@pytest.mark.parametrize(
+    "text,kind,category",
+    [
+        # Horovod horovod/common/ops/nccl_operations.cc NCCLContext::ErrorCheck
+        (
+            "horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled system error",
+            FindingKind.NETWORK_ERROR,
+            Category.NCCL,
+        ),
+        (
+            "tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: internal error",
+            FindingKind.NETWORK_ERROR,
+            Category.NCCL,
+        ),
+        # XLA xla/service/gpu nccl_utils.cc ToStatus
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL "
+            "operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) ''.",
+            FindingKind.CRASH,
+            Category.CUDA_ERROR,
+        ),
+    ],
+)
+def test_nccl_call_failed(text, kind, category) -> None:
+    f = first_finding(text)
+    assert (f.kind, f.category, f.ranks, f.hosts) == (kind, category, (), ())
