@@ -1183,18 +1183,26 @@ def _peer_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
 _LINK_BASES = ("device_max", "peers_under_load", "own_history_under_load", "host_siblings_under_load")
 
 
-def _sibling_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
-    """Per row, the link value (`cur`) the GPUs of its host run at under load, where at least 4 of its GPUs are
-    loaded and _LINK_MAJORITY of them hold that value (each GPU by the value it holds most under load): a host's
-    GPUs sit on one baseboard (HGX, DGX, OAM), one SKU on one PCIe topology, so the odd one out trained down, even
-    from its first sample. NaN where the host has too few loaded GPUs or no majority."""
+_LINK_VALUES = 33  # gen 1-6, width 1-32: one count per (GPU, value), no sort
+
+
+def _link_counts(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
+    """(GPU unit, link value) -> samples under load at that value (`cur`: gen or width); None where none is loaded."""
     vals = _np(gt, cur, np.float32)
     use = g.loaded.reshape(-1)[g.flat] & ~np.isnan(vals)
     if not use.any():
         return None
-    H, G, top = g.shape[0], g.G, 33  # gen 1-6, width 1-32
+    n_units, top = len(g.row_of_unit), _LINK_VALUES
     v = np.clip(vals[use], 0, top - 1).astype(np.int64)
-    counts = np.bincount(g.unit[use].astype(np.int64) * top + v, minlength=H * G * top).reshape(H * G, top)
+    return np.bincount(g.unit[use].astype(np.int64) * top + v, minlength=n_units * top).reshape(n_units, top)
+
+
+def _sibling_link(counts: np.ndarray, g: _GpuContext) -> np.ndarray:
+    """Per row, the link value the GPUs of its host run at under load, where at least 4 of its GPUs are loaded and
+    _LINK_MAJORITY of them hold that value (each GPU by the value it holds most under load): a host's GPUs sit on one
+    baseboard (HGX, DGX, OAM), one SKU on one PCIe topology, so the odd one out trained down, even from its first
+    sample. NaN where the host has too few loaded GPUs or no majority."""
+    H, G, top = g.shape[0], g.G, _LINK_VALUES
     has = counts.any(1)
     mode = counts.argmax(1)  # each GPU's usual value under load
     per_host = np.bincount((np.arange(H * G) // G * top + mode)[has], minlength=H * top).reshape(H, top)
@@ -1204,20 +1212,13 @@ def _sibling_link(gt: pa.Table, g: _GpuContext, cur: str) -> np.ndarray | None:
     return np.repeat(ref_h, G)[g.unit]
 
 
-def _own_link(gt: pa.Table, g: _GpuContext, cur: str, pw: int) -> np.ndarray | None:
-    """Per row, the highest link value (`cur`) its own GPU held under load for a persistence window (pw samples) or
-    more: the reference of last resort, where neither a maximum nor a known SKU's peers give one (no `_max`, no
-    `gpu_name`, memory or default limit). A link that ran at x16 under load and now runs at x4 under load has trained
-    down, whatever the SKU; one that ran at x4 from its first loaded sample has no history to depart from."""
-    vals = _np(gt, cur, np.float32)
-    use = g.loaded.reshape(-1)[g.flat] & ~np.isnan(vals)
-    if not use.any():
-        return None
-    n_units, top = len(g.row_of_unit), 33  # gen 1-6, width 1-32: one count per (GPU, value), no sort
-    v = np.clip(vals[use], 0, top - 1).astype(np.int64)
-    counts = np.bincount(g.unit[use].astype(np.int64) * top + v, minlength=n_units * top).reshape(n_units, top)
+def _own_link(counts: np.ndarray, g: _GpuContext, pw: int) -> np.ndarray:
+    """Per row, the highest link value its own GPU held under load for a persistence window (pw samples) or more:
+    where neither a maximum nor a known SKU's peers give a reference (no `_max`, no `gpu_name`, memory or default
+    limit). A link that ran at x16 under load and now runs at x4 under load has trained down, whatever the SKU; one
+    that ran at x4 from its first loaded sample has no history to depart from."""
     held = counts >= pw
-    ref_u = np.where(held.any(1), top - 1 - held[:, ::-1].argmax(1), np.nan).astype(np.float32)
+    ref_u = np.where(held.any(1), _LINK_VALUES - 1 - held[:, ::-1].argmax(1), np.nan).astype(np.float32)
     return ref_u[g.unit]
 
 
@@ -1319,8 +1320,8 @@ def _pcie_rule(
         src = np.where(np.isnan(ref), 1, 0).astype(np.int8)
         if (peer := _peer_link(gt, g, cur)) is not None:
             ref = np.where(src == 1, peer, ref)
-        if (unknown := np.isnan(ref)).any():
-            own, sib = _own_link(gt, g, cur, pw), _sibling_link(gt, g, cur)
+        if (unknown := np.isnan(ref)).any() and (counts := _link_counts(gt, g, cur)) is not None:
+            own, sib = _own_link(counts, g, pw), _sibling_link(counts, g)
             with np.errstate(invalid="ignore"):
                 use_sib = unknown & (np.nan_to_num(sib, nan=-1) > np.nan_to_num(own, nan=-1))
             ref = np.where(unknown, np.where(use_sib, sib, own), ref)
