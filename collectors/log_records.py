@@ -151,6 +151,10 @@ _NOT_HOSTS = re.compile(
     # the NVIDIA drivers' device prefixes ("nvidia-nvswitch3: SXid ...", common_nvswitch.h) and nvidia-ml-py's
     # exception classes ("pynvml.NVMLError_GpuIsLost: GPU is lost") are printers, not hosts
     r"|^nvidia-(?:nvswitch|peermem|modeset|uvm|drm)\d*$|\bNVMLError_"
+    # a program naming itself before its error, as command-line tools do ("nvidia-smi: No devices were found",
+    # NVIDIA's nvidia-smi/nv-hostengine; CPython's "python3: can't open file ..." from Modules/main.c): a printer,
+    # not a host (a name with no digit, dot or dash is never read as a host anyway)
+    r"|^nvidia-(?:smi|debugdump|persistenced)$|^nv-hostengine$|^python\d(?:\.\d{1,2})?$|^pip\d(?:\.\d{1,2})?$"
     # a shell script's name in front of its error ("train.sh: line 12: ..."), not a host
     r"|\.(?:sh|bash|py)$"
     # Huawei CANN's error codes ("EH9999: ...", Ascend): a code, not a host (upper case only: "eb0001" may be a node)

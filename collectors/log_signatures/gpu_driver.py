@@ -509,7 +509,7 @@ DRIVER: tuple[Signature, ...] = (
         # The kernel module's side of the mismatch (src/nvidia/arch/nvalloc/unix/src/osapi.c): "NVRM: API mismatch: the
         # client has the version %s, but" (535.x), "NVRM: API mismatch: the client '%s' (pid %u)" (595.x).
         r"Failed to initialize NVML: Driver/library version mismatch|NVRM: API mismatch: the client"
-        r"|NVMLError_(?P<nvml_class>LibRmVersionMismatch|GpuIsLost|ResetRequired)\b|^No devices were found\s*$",
+        r"|NVMLError_(?P<nvml_class>LibRmVersionMismatch|GpuIsLost|ResetRequired)\b|^(?:nvidia-smi: )?No devices were found\s*$",
         K.FAULTY_HOST,
         None,
         S.CRITICAL,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from trainctl.analyzers.logs import analyze_log_events
-from trainctl.collectors.logs import parse_log_text, parse_run_logs
+from trainctl.collectors.logs import clean_lines, parse_log_text, parse_run_logs
 from trainctl.findings import Category, FindingKind, Severity
 
 
@@ -1165,3 +1165,12 @@ def test_hccl_error_codes(text, kind, category) -> None:
 def test_nccl_call_failed(text, kind, category) -> None:
     f = first_finding(text)
     assert (f.kind, f.category, f.ranks, f.hosts) == (kind, category, (), ())
+
+
+def test_a_program_naming_itself_is_no_host() -> None:
+    # a command-line tool's "prog: message" (nvidia-smi; CPython's Modules/main.c "python3: can't open file") is not
+    # pdsh's "host: line"
+    f = first_finding("nvidia-smi: No devices were found")
+    assert (f.kind, f.hosts) == (FindingKind.FAULTY_HOST, ())
+    (rec,) = clean_lines("python3: can't open file '/work/train.py': [Errno 2] No such file or directory")
+    assert rec.host is None
