@@ -817,7 +817,9 @@ def _interrupted_tracebacks(records: list[Record]) -> set[int]:
     return out
 
 
-def _unclassified(records: list[Record], default_rank: int | None, default_host: str | None) -> list[Event]:
+def _unclassified(
+    records: list[Record], default_rank: int | None, default_host: str | None, goodbye: set[int]
+) -> list[Event]:
     """Error-looking lines of a log in which no signature matched anything: one warning event each
     (at most MAX_UNCLASSIFIED_LINES), quoting the line. They blame no rank or host: the line says
     something failed, not who; the rank/host that printed it is kept as the reporter."""
@@ -828,6 +830,7 @@ def _unclassified(records: list[Record], default_rank: int | None, default_host:
         if _ERRORISH.search(rec.text[:4000])
         and not _HARMLESS.search(rec.text[:4000])
         and rec.line_no not in interrupted
+        and rec.line_no not in goodbye  # torchrun's goodbye (_store_goodbyes): its store call's failure and backtrace
     ]
     return _quoted(errorish, default_rank, default_host)
 
@@ -900,6 +903,7 @@ def parse_log_text(
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
     _retries_are_warnings(events)
+    goodbye = _store_goodbyes(records, events)
     # a blamed printer's other half (its host, its rank) from other lines of the text
     complete_culprits(events, read_identity(records, events, plausible_host=plausible_host))
     if not any(e.kind is K.OOM for e in events):
@@ -912,7 +916,7 @@ def parse_log_text(
     if fr := read_fr_trace_missing((r.line_no, r.text) for r in records):
         events = events + [_fr_trace_event(fr)]
     if not any(e.kind is not None for e in events):
-        events = events + _unclassified(records, rank, host)
+        events = events + _unclassified(records, rank, host, goodbye)
     if not any(e.kind is not None for e in events):
         events = events + _nccl_return_trace(records)
     # hosts that chose disjoint NCCL networks (collectors/log_net_mismatch.py): what a stalled set-up
@@ -955,6 +959,31 @@ def _retries_are_warnings(events: list[Event]) -> None:
         if ev.severity is S.CRITICAL and _RETRYING.search(ev.message):
             ev.severity = S.WARNING
             ev.fields["retrying"] = True
+
+
+# torchrun's goodbye on a run of several agents: DynamicRendezvousHandler.shutdown() (torch/distributed/elastic/
+# rendezvous/dynamic_rendezvous.py) logs "The node '%s' has failed to shutdown the rendezvous '%s' due to an error of
+# type %s." when its last store call failed because the store's host, the first agent, had already exited after a
+# run that ended (healthy or not). That call's own failure, TCPStore.cpp's C10D_WARNING "[c10d] <op> failed on
+# SocketImpl(...)" with its c10::Error backtrace, is printed just before the goodbye: part of it, not a lost store.
+_GOODBYE = re.compile(r"has failed to shutdown the rendezvous")
+_GOODBYE_LINES = 64  # the C++ warning and its backtrace (about 30 frames) before the goodbye
+
+
+def _store_goodbyes(records: list[Record], events: list[Event]) -> set[int]:
+    """The store failures that are torchrun's goodbye lose their kind (no finding: the run's own findings say how it
+    ended); returns the lines from each such failure to its goodbye, which the unknown-error fallback does not quote."""
+    byes = [r.line_no for r in records if _GOODBYE.search(r.text)]
+    quiet: set[int] = set()
+    if not byes:
+        return quiet
+    for ev in events:
+        bye = next((b for b in byes if 0 < b - ev.line_no <= _GOODBYE_LINES), None)
+        if ev.signature == "store_socket_failed" and bye is not None:
+            ev.kind = None
+            ev.fields["agent_shutdown"] = True
+            quiet.update(range(ev.line_no, bye + 1))
+    return quiet
 
 
 # Schema metadata of the table of a log handed over on its own: [its lines up to the last non-blank one, that line
