@@ -1004,6 +1004,11 @@ def _throttle_rules(
         )
 
 
+def _peers_name(sku_key: tuple[Any, ...]) -> str:
+    """A SKU group as the power findings name it: "NVIDIA H100 80GB HBM3 (default 700 W)"."""
+    return f"{sku_key[0] or 'GPUs'}" + (f" (default {sku_key[1]:g} W)" if sku_key[1] is not None else "")
+
+
 def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int) -> None:
     """An enforced power limit below the board's default or below what its peers run at.
 
@@ -1052,7 +1057,7 @@ def _power_limit_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame,
         sku_of[us] = k
         sku_policy.append(frequent(lim_u, np.asarray(us)))
         info = {
-            "peers": f"{key[0] or 'GPUs'}" + (f" (default {key[1]:g} W)" if key[1] is not None else ""),
+            "peers": _peers_name(key),
             "peer_gpus": len(us),
             "peer_usual_limit_w": mode,
             "peer_limits_w": {f"{v:g}": int(c) for v, c in zip(vals, counts)},
@@ -1249,11 +1254,12 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
     groups: dict[tuple[Any, ...], list[int]] = {}
     for u in np.flatnonzero(g.row_of_unit >= 0):
         groups.setdefault(g.sku_key(int(u)), []).append(int(u))
-    for us in groups.values():
+    refs: dict[tuple[Any, ...], np.ndarray] = {}  # per SKU, the loaded GPUs' median draw at each moment
+    for key, us in groups.items():
         us_a = np.asarray(us)
         if len(np.unique(us_a // G)) < 2 or not (unknown[us_a] & on_cap[us_a].any(1)).any():
             continue
-        ref = _nanmedian0(np.where(loaded[us_a], power[us_a], np.nan)[_sample_rows(len(us_a))])
+        ref = refs[key] = _nanmedian0(np.where(loaded[us_a], power[us_a], np.nan)[_sample_rows(len(us_a))])
         cand = us_a[unknown[us_a]]
         with np.errstate(invalid="ignore"):
             on[cand] = loaded[cand] & on_cap[cand] & (ref[None, :] - power[cand] >= floor)
@@ -1263,19 +1269,15 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
             on[cand] = False  # a capped pod or fleet: policy, not one host's fault
     if not on.any():
         return
-    ref_all: dict[tuple[Any, ...], np.ndarray] = {}
 
     def extra(h: int, gi: int) -> dict[str, Any]:
         u = h * G + gi
         sel = on[u]
         key = g.sku_key(u)
-        if key not in ref_all:
-            us_a = np.asarray(groups[key])
-            ref_all[key] = _nanmedian0(np.where(loaded[us_a], power[us_a], np.nan)[_sample_rows(len(us_a))])
         return {
             "power_w_median": _r(np.nanmedian(power[u][sel])),
-            "peer_power_w_median": _r(np.nanmedian(ref_all[key][sel])),
-            "peers": f"{key[0] or 'GPUs'}" + (f" (default {key[1]:g} W)" if key[1] is not None else ""),
+            "peer_power_w_median": _r(np.nanmedian(refs[key][sel])),
+            "peers": _peers_name(key),
             "enforced_limit_w": None,
         }
 
