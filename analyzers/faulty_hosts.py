@@ -902,13 +902,17 @@ def _persist_rule(
     what: Any,
     base: dict[str, Any],
     extra: Any = None,
+    also: np.ndarray | None = None,
 ) -> None:
-    """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples, and in 2 samples at least.
+    """Alarm (host, gpu) where `on` holds in >= frac of a window of pw samples, and in 2 samples at least, or where
+    `also` is True (a rule's other way of showing the condition held).
 
     `what` is the summary's description, or a callable (h, g, evidence) -> description.
     """
     held = _window_sum(on, pw, np.float32)
     hit = (held >= frac * pw) & (held >= 2)
+    if also is not None:
+        hit |= also
     hh, gg = np.nonzero(hit.any(-1))
     if not len(hh):
         return
@@ -938,6 +942,17 @@ def _persist_rule(
         )
 
 
+def _held_to_the_end(on: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """(H, G, T): True at a GPU's last sample where `on` holds in its last 2 samples (a condition its data ends in);
+    `last` (H, G) is each GPU's last sample index (-1: none)."""
+    out = np.zeros_like(on)
+    hh, gg = np.nonzero(last >= 1)
+    k = last[hh, gg]
+    end = on[hh, gg, k] & on[hh, gg, k - 1]
+    out[hh[end], gg[end], k[end]] = True
+    return out
+
+
 def _throttle_rules(
     col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, pw: int, rows: _HostRows
 ) -> None:
@@ -961,6 +976,11 @@ def _throttle_rules(
             "temp_slowdown_c": None if sd is None else _r(sd.max()),
         }
 
+    # HW thermal slowdown and the HW power brake are the hardware protecting itself (nvml.h), and DCGM's health watch
+    # warns on any thermal violation time in its minute (DcgmHealthWatch.cpp, MonitorThermal). One that the data
+    # ends in (its GPU's last 2 samples) has no window left to fill and was not seen to pass, so it counts as held;
+    # one that comes and goes inside the data still needs the window. The SW thermal bit is the driver's (a hot GPU
+    # raises it for a sample now and then), so it never counts this way.
     for cat, mask, what, extra in (
         (Category.THERMAL, HW_THERMAL | SW_THERMAL, "thermal slowdown (clocks cut to hold the temperature)", temps),
         (Category.POWER, HW_POWER_BRAKE, "HW power brake slowdown (an external power brake: PSU or BMC)", None),
@@ -968,6 +988,7 @@ def _throttle_rules(
         if not seen & mask:
             continue
         on = (bits & np.uint64(mask)) != 0
+        hard = (bits & np.uint64(mask & (HW_THERMAL | HW_POWER_BRAKE))) != 0
         _persist_rule(
             col,
             fr.names,
@@ -981,6 +1002,7 @@ def _throttle_rules(
             what,
             {"throttle_mask": hex(mask)},
             extra=extra,
+            also=_held_to_the_end(_grid(g.flat, hard, g.shape, False, bool), g.last_g),
         )
     # HW slowdown alone (no thermal / brake bit): NVML says it means temperature too high, an
     # external power brake, or power above the fast-trigger limit; the temperature decides.

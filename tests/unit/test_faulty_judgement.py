@@ -17,7 +17,7 @@ import pytest
 from trainctl.analyzers.consolidate import consolidate
 from trainctl.analyzers.faulty_hosts import find_faulty_hosts
 from trainctl.findings import Category
-from trainctl.nvml_codes import GPU_IDLE, SW_POWER_CAP, SW_THERMAL
+from trainctl.nvml_codes import GPU_IDLE, HW_POWER_BRAKE, HW_SLOWDOWN, HW_THERMAL, SW_POWER_CAP, SW_THERMAL
 
 T0 = 1_800_000_000 * 10**9
 H100 = "NVIDIA H100 80GB HBM3"
@@ -277,6 +277,30 @@ def test_a_throttle_bit_in_one_sample_is_not_a_condition_held() -> None:
     f.throttle[h, 1, 290:400] |= SW_THERMAL
     (fi,) = f.findings(every_s=30)
     assert (fi.hosts, fi.category) == (("h02",), Category.THERMAL)
+
+
+@pytest.mark.parametrize(
+    ("bits", "category"), [(HW_THERMAL | HW_SLOWDOWN, Category.THERMAL), (HW_POWER_BRAKE | HW_SLOWDOWN, Category.POWER)]
+)
+def test_a_hardware_slowdown_in_a_runs_last_two_samples_is_held(bits: int, category: Category) -> None:
+    """At 10 s sampling a GPU whose hardware cuts its clocks (HW thermal slowdown, the HW power brake) in the run's
+    last 20 s has no 60 s window left to fill: the data ends in the condition, so it counts as held. One sample is
+    not; two that pass mid-run (a blip seen to end) are not; the driver's SW thermal bit in the last two is not."""
+    f = Fleet()
+    h = f.h("h05")
+    f.throttle[h, 2, 455:] |= bits  # samples at 460 and 470 s
+    f.clock[h, 2, 455:] -= 250
+    f.temp[h, 2, 400:] += 20
+    (fi,) = f.findings(every_s=10)
+    assert (fi.hosts, fi.category) == (("h05",), category)
+    assert "GPU 2 on h05" in fi.summary and "in 2 samples" in fi.summary
+    g = Fleet()
+    g.throttle[h, 2, 465:] |= bits  # the sample at 470 s only
+    assert g.findings(every_s=10) == []
+    g.throttle[h, 2, 295:315] |= bits  # 300 and 310 s, gone at 320 s
+    assert g.findings(every_s=10) == []
+    g.throttle[h, 2, 455:] |= SW_THERMAL
+    assert g.findings(every_s=10) == []
 
 
 def test_intermittent_dips_move_a_window_mean_but_are_not_a_departure() -> None:
