@@ -1257,7 +1257,11 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
     the clocks below requested clocks because the GPU is consuming too much power") says the limit binds, so the
     power it draws is its limit; healthy GPUs of one SKU under one limit draw within tens of watts of each other at
     equal load. (Where power_limit_w is reported, _power_limit_rule reads the limit itself.) A lower draw shared by
-    `power_policy_fraction` of the SKU on 2 hosts or more is a site's policy, as there."""
+    `power_policy_fraction` of the SKU on 2 hosts or more is a site's policy, as there.
+
+    At a moment when most of those GPUs are not at their cap, `power_limit_margin_w` below them is enough: under one
+    limit a capped GPU draws that limit, at or above what uncapped peers draw, so a capped GPU drawing less than
+    they do has a lower limit (silicon that wants more power reaches the cap first, and draws more, not less)."""
     if "throttle_reasons" not in gt.column_names or "power_w" not in gt.column_names:
         return
     unknown = np.isnan(g.unit_limit)
@@ -1281,10 +1285,14 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
         us_a = np.asarray(us)
         if len(np.unique(us_a // G)) < 2 or not (unknown[us_a] & on_cap[us_a].any(1)).any():
             continue
-        ref = refs[key] = _nanmedian0(np.where(loaded[us_a], power[us_a], np.nan)[_sample_rows(len(us_a))])
+        sampled = us_a[_sample_rows(len(us_a))]
+        ref = refs[key] = _nanmedian0(np.where(loaded[sampled], power[sampled], np.nan))
+        n_loaded = loaded[sampled].sum(0)
+        peers_capped = (loaded[sampled] & on_cap[sampled]).sum(0) * 2 > n_loaded
+        need = np.where(peers_capped, floor, th.power_limit_margin_w)
         cand = us_a[unknown[us_a]]
         with np.errstate(invalid="ignore"):
-            on[cand] = loaded[cand] & on_cap[cand] & (ref[None, :] - power[cand] >= floor)
+            on[cand] = loaded[cand] & on_cap[cand] & (ref[None, :] - power[cand] >= need[None, :])
         held = _window_sum(on[cand], pw, np.float32)
         hit = cand[((held >= th.persist_fraction * pw) & (held >= 2)).any(1)]
         if len(hit) >= th.power_policy_fraction * len(us_a) and len(np.unique(hit // G)) >= 2:

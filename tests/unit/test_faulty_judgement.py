@@ -169,6 +169,24 @@ def test_a_gpu_held_at_its_power_cap_below_its_peers_is_power_where_no_limit_is_
     assert pod.findings(drop=("power_limit_w",)) == []
 
 
+def test_a_capped_gpu_drawing_less_than_uncapped_peers_is_power() -> None:
+    """No power_limit_w column, peers running below their cap (no SW power-cap bit, as an A100 at ~280 W of 400 W
+    does): a host's GPUs held at their cap 60 W below them have a lower limit (under one limit the capped GPU would
+    draw more, not less). Where the peers are at their cap too, 60 W is healthy spread and names nobody."""
+    f = Fleet(seed=3)
+    h = f.h("h07")
+    f.power[h, :, 200:] = 500 + np.random.default_rng(1).normal(0, 4, (4, 280))
+    assert f.findings(drop=("power_limit_w",)) == []  # everyone at the cap: 60 W is within the 100 W floor
+    f.throttle[:] = np.where(f.busy, 0, GPU_IDLE).astype(np.uint64)
+    f.throttle[h, :, 200:] |= SW_POWER_CAP
+    (fi,) = f.findings(drop=("power_limit_w",))
+    assert (fi.hosts, fi.category) == (("h07",), Category.POWER)
+    sig = fi.evidence["signals"][0]
+    assert sig["power_w_median"] == pytest.approx(500, abs=8) and sig["peer_power_w_median"] == pytest.approx(
+        560, abs=8
+    )
+
+
 def test_site_power_policy_is_not_a_fault() -> None:
     # A capped pod (a quarter of the hosts at 600 W) and, separately, a fleet capped at 550 W.
     pod = Fleet(hosts=12)
