@@ -262,6 +262,48 @@ TIMEOUTS: tuple[Signature, ...] = (
         "TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch check; either side may be the one that diverged.",
     ),
     sig(
+        "horovod_request_mismatch",
+        # horovod/common/controller.cc Controller::ConstructResponse (horovod 2626dc87 read; the same texts in
+        # common/operations.cc from v0.13, tensorflow/mpi_ops.cc in v0.9): the coordinator compares every rank's
+        # request for one tensor and fails that collective on every rank with "Mismatched data types: One rank had
+        # type T, but another rank had type U.", "Mismatched operations: One rank did an ALLREDUCE, but another rank
+        # did an ALLGATHER." ("Mismatched MPI operations: ..." before v0.19), "Mismatched ALLREDUCE tensor shapes:
+        # One rank sent a tensor of shape [..]" (or "of rank N", "with dimension D equal to N"), "Mismatched
+        # BROADCAST root ranks: One rank specified root rank ...", "... CPU/GPU device selection: One rank specified
+        # device ...", "Mismatched prescale and/or postscale factors: One rank sent factors ...", "Mismatched
+        # reduction operation: One rank sent reduction op ...". Raised as HorovodInternalError (torch, mxnet) or
+        # FailedPreconditionError (TensorFlow). "One rank ... another rank": no rank is named.
+        r"Mismatched (?:(?:MPI )?operations: One rank did an? |data types: One rank had type "
+        r"|[A-Z_]+ (?:tensor shapes: One rank sent a tensor |root ranks: One rank specified root rank "
+        r"|CPU/GPU device selection: One rank specified device )"
+        r"|prescale and/or postscale factors: One rank sent factors |reduction operation: One rank sent reduction op )",
+        K.COLLECTIVE_MISMATCH,
+        C.TYPE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["one rank"],
+        "Horovod's coordinator: the ranks submitted one tensor's collective with different shapes, types, "
+        "operations or roots; either side may be the one that diverged.",
+    ),
+    sig(
+        "horovod_shut_down",
+        # horovod/common/common.h SHUT_DOWN_ERROR (v0.16+; v0.13-0.15 "This has been caused by an exception on one
+        # of the ranks ..."): "Horovod has been shut down. This was caused by an exception on one of the ranks or an
+        # attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution. If the
+        # shutdown was caused by an exception, you should see the exception in the log before the first shutdown
+        # message." Every collective submitted after the shutdown fails with it, on every rank: the failure is the
+        # one printed before it (a mismatch, a stall, a crash), or a rank that left the loop early.
+        r"Horovod has been shut down\. This (?:was|has been) caused by",
+        K.CRASH,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["horovod has been shut down"],
+        "Horovod's background loop stopped; every later collective fails with this. A follow-on of the error "
+        "before it (or of a rank that finished early).",
+        generic=True,
+    ),
+    sig(
         "fsdp_order_mismatch",
         # torch/distributed/fsdp/_exec_order_utils.py (torch 2.x): warnings.warn("Forward order differs from
         # that of the first iteration on rank {r}. Collectives are unchecked and may give incorrect results
