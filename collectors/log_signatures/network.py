@@ -43,6 +43,15 @@ def _ibv_post(ev: Event) -> None:
         ev.blame = Blame.NONE
 
 
+def _socket_truncated_post(ev: Event) -> None:
+    """NCCL 2.12.10+ returns ncclInvalidUsage for a truncated socket message and says why in the same WARN: "If you
+    believe your socket network is in a healthy state, there may be a mismatch in collective sizes or environment
+    settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks". Its own verdict is a usage error, not the network's
+    (before 2.12.10 the line had no such text and the error was ncclInternalError)."""
+    if "mismatch in collective sizes" in ev.message:
+        ev.kind, ev.category = K.COLLECTIVE_MISMATCH, C.TYPE_MISMATCH
+
+
 def _nvml_post(ev: Event) -> None:
     if ev.fields.get("nvml_error") == "GPU is lost":
         ev.category = C.GPU_LOST
@@ -487,7 +496,8 @@ NCCL_TRANSPORTS: tuple[Signature, ...] = (
     sig(
         "nccl_socket_truncated",
         # net_socket.cc: WARN("NET/Socket : peer %s message truncated : receiving %d bytes instead of %d. ...")
-        # (2.4-2.9: "NET/Socket : message truncated : ..." without the peer)
+        # (2.4-2.9: "NET/Socket : message truncated : ..." without the peer; the "... there may be a mismatch in
+        # collective sizes ..." hint and ncclInvalidUsage from 2.12.10-1, NVIDIA/nccl 353e8ba4)
         r"NET/Socket : (?:peer (?P<peer>\S+?) )?message truncated : receiving (?P<got>\d+) bytes instead of (?P<want>\d+)",
         K.NETWORK_ERROR,
         C.SOCKET,
@@ -495,7 +505,8 @@ NCCL_TRANSPORTS: tuple[Signature, ...] = (
         Blame.NONE,
         ["message truncated"],
         "NCCL socket transport: a message of the wrong size; usually mismatched collectives or corrupted traffic, "
-        "not a bad peer.",
+        "not a bad peer (a collective mismatch where NCCL 2.12.10+ says so in the line).",
+        post=_socket_truncated_post,
     ),
     sig(
         "nccl_proxy_failed",
