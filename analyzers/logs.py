@@ -708,6 +708,29 @@ def _name_sole_reporter(incident: list[_Ev], groups: list[_Group]) -> list[_Grou
     return groups
 
 
+def _banner_abort_after_named_failure(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> bool:
+    """torchelastic's banner names the first failure its own agent observed (torch/distributed/elastic/multiprocessing/
+    errors/__init__.py ChildFailedError.get_first_failure, v2.13: the earliest failure among that agent's own
+    workers): on a run of several
+    agents, a rank on another node (or one whose own line came first) may have failed before it. Where the banner's
+    root cause exited 1 (a Python exception) or -6 (SIGABRT: torch's NCCL watchdog aborts its process after a
+    collective timed out or an NCCL error it noticed) and an earlier line of the incident blames another rank for its
+    own failure (an OOM, a CUDA error printed under that rank's prefix), that failure came first: the banner says
+    where its consequence surfaced."""
+    roots = [e for e in g.events if e.signature == "elastic_root_cause" and e.culprit_rank is not None]
+    if not roots or any(e.exit_code not in (1, -6) for e in roots):
+        return False
+    first = min(pos[id(e)] for e in g.events)
+    banner_ranks = {e.culprit_rank for e in roots}
+    return any(
+        e.culprit_rank is not None and e.culprit_rank not in banner_ranks and e.basis not in ("peer", "endpoint")
+        for other in groups
+        if other is not g and not all(x.generic for x in other.events)
+        for e in other.events
+        if pos[id(e)] < first
+    )
+
+
 def _printer_of(e: _Ev) -> tuple[str | None, int | None, int | None]:
     """The process that printed a line, as far as the line says: its host, NCCL's pid on it, its rank."""
     return e.host, e.fields.get("nccl_pid"), e.rank
@@ -837,17 +860,22 @@ def analyze_log_events(
         in_incident = [e for e in evs if e.incident == incident]
         groups = _adopt_root_cause(_fold_exit_reports(_groups_for_incident(in_incident)))
 
-        def settled_root(g: _Group) -> bool:
-            return any(e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events)
+        # (read before the sort below: a list being sorted reads as empty)
+        late_banners = {id(g) for g in groups if _banner_abort_after_named_failure(g, groups, pos)}
 
-        def wrapper(g: _Group) -> bool:
+        def settled_root(g: _Group, late_banners: set[int] = late_banners) -> bool:
+            return id(g) not in late_banners and any(
+                e.signature == "elastic_root_cause" and e.culprit_rank is not None for e in g.events
+            )
+
+        def wrapper(g: _Group, late_banners: set[int] = late_banners) -> bool:
             # torchelastic's failure banner (or its agent's "failed (exitcode: N)") for exit code 1: the worker
             # raised an exception, which the banner quotes; for -6 (SIGABRT) it aborted itself, as torch's NCCL
             # watchdog does after a timeout or an NCCL error (c10d ProcessGroupNCCL: the watchdog's exception
             # terminates the process). Where that exception or timeout is classified (an OOM, a collective
             # mismatch, an NCCL error or timeout), it is the cause and the banner only says where it surfaced.
             # (the banner's exit 1 wraps even where it names the rank; the others only where they name none)
-            return all(
+            return id(g) in late_banners or all(
                 (e.signature == "elastic_failure" and e.exit_code == 1)
                 or (
                     e.signature in ("elastic_failure", "elastic_agent_failed")

@@ -1,0 +1,64 @@
+"""torchelastic's failure banner names the first failure its own agent observed (torch/distributed/elastic/
+multiprocessing/errors/__init__.py ChildFailedError.format_msg, 'Root Cause (first observed failure)'). On a run of
+several agents that is not the run's first failure: a rank on another node may have failed before, and this node's
+rank only aborted (exit -6, torch's NCCL watchdog after the collective that rank left behind timed out) or raised
+(exit 1). Where an earlier line blames another rank for its own failure, that failure is put first."""
+
+from __future__ import annotations
+
+from trainctl.analyzers.logs import analyze_log_events
+from trainctl.collectors.logs import parse_log_text
+from trainctl.findings import FindingKind
+
+OOM = (
+    "[rank11]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+    "79.15 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process has 77.9 GiB memory in use.\n"
+)
+TIMEOUT = (
+    "[rank0]:[E1206 18:54:10.715298746 ProcessGroupNCCL.cpp:607] [PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog "
+    "caught collective operation timeout: WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n"
+)
+
+
+def banner(rank: int, exitcode: int, traceback: str) -> str:
+    # torch 2.4+ ChildFailedError.format_msg, as torchrun prints it on the agent of node-1
+    return (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "============================================================\n"
+        "train.py FAILED\n"
+        "------------------------------------------------------------\n"
+        "Failures:\n"
+        "  <NO_OTHER_FAILURES>\n"
+        "------------------------------------------------------------\n"
+        "Root Cause (first observed failure):\n"
+        "[0]:\n"
+        "  time      : 2024-12-06_18:54:11\n"
+        "  host      : node-1\n"
+        f"  rank      : {rank} (local_rank: {rank % 8})\n"
+        f"  exitcode  : {exitcode} (pid: 2904040)\n"
+        "  error_file: <N/A>\n"
+        f"  traceback : {traceback}\n"
+        "============================================================\n"
+    )
+
+
+def kinds_and_ranks(text: str):
+    return [(f.kind, f.ranks) for f in analyze_log_events(parse_log_text(text, source="t.log"))]
+
+
+def test_a_watchdog_abort_on_this_node_follows_another_ranks_oom() -> None:
+    found = kinds_and_ranks(OOM + TIMEOUT + banner(0, -6, "Signal 6 (SIGABRT) received by PID 2904040"))
+    assert found[0] == (FindingKind.OOM, (11,))
+    assert (FindingKind.CRASH, (0,)) in found[1:]  # the banner is kept, below
+
+
+def test_the_banners_own_rank_failing_first_stays_the_root_cause() -> None:
+    found = kinds_and_ranks(OOM.replace("rank11", "rank0") + banner(0, 1, "To enable traceback see: ..."))
+    assert found[0][1] == (0,)
+
+
+def test_a_banner_killed_by_a_signal_is_not_moved() -> None:
+    # SIGKILL (-9: the OOM killer, the scheduler) is a failure of the banner's own rank, whatever else was printed
+    found = kinds_and_ranks(OOM + banner(0, -9, "Signal 9 (SIGKILL) received by PID 2904040"))
+    assert found[0] == (FindingKind.CRASH, (0,))
