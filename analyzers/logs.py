@@ -31,7 +31,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -178,6 +178,18 @@ def _rows(table: pa.Table) -> list[_Ev]:
     return out
 
 
+def _span(e: _Ev, at: datetime) -> tuple[datetime, datetime]:
+    """From when what a line reports began to when it was printed (`at`). A collective timeout is printed once the
+    collective has waited out its timeout (torch ProcessGroupNCCL's watchdog: "WorkNCCL(..., Timeout(ms)=T) ran for N
+    milliseconds before timing out", gloo's "Timed out waiting Tms for ..."): the rank it waited for failed up to that
+    long before the line, so the wait belongs to that failure's incident however long the timeout (10 or 30 minutes by
+    default) was."""
+    waited = e.fields.get("ran_ms") or e.fields.get("timeout_ms")
+    if e.kind is FindingKind.HUNG_COLLECTIVE and isinstance(waited, int):
+        return at - timedelta(milliseconds=waited), at
+    return at, at
+
+
 def _assign_incidents(evs: list[_Ev], gap_s: float) -> None:
     # Effective time: a line's own timestamp, else the last one seen above it in the same file.
     evs.sort(key=lambda e: (e.source, e.line_no, e.order))
@@ -186,15 +198,19 @@ def _assign_incidents(evs: list[_Ev], gap_s: float) -> None:
         if e.ts is not None:
             last[e.source] = e.ts
         e.eff_ts = e.ts or last.get(e.source)
-    stamps = sorted({e.eff_ts for e in evs if e.eff_ts is not None})
-    cluster: dict[datetime, int] = {}
-    idx = 0
-    for j, t in enumerate(stamps):
-        if j and (t - stamps[j - 1]).total_seconds() > gap_s:
+    # Each line spans from when what it reports began to when it was printed (one moment, but for a timeout's wait):
+    # a span that begins within gap_s of the latest end before it is the same incident. A wait thus joins both the
+    # failure it waited for and the teardown printed after it.
+    spans = {id(e): _span(e, e.eff_ts) for e in evs if e.eff_ts is not None}
+    cluster: dict[tuple[datetime, datetime], int] = {}
+    idx, end = 0, None
+    for began, printed in sorted(set(spans.values())):
+        if end is not None and (began - end).total_seconds() > gap_s:
             idx += 1
-        cluster[t] = idx
+        end = printed if end is None else max(end, printed)
+        cluster[(began, printed)] = idx
     for e in evs:
-        e.incident = cluster[e.eff_ts] if e.eff_ts is not None else 0
+        e.incident = cluster[spans[id(e)]] if id(e) in spans else 0
     src_order = {s: k for k, s in enumerate(OrderedDict.fromkeys(e.source for e in evs))}
     lo = datetime.min.replace(tzinfo=UTC)
     evs.sort(key=lambda e: (e.incident, e.eff_ts or lo, src_order[e.source], e.line_no, e.order))
