@@ -280,7 +280,14 @@ def join_wraps(lines: list[str]) -> list[tuple[int, str]]:
     return out
 
 
+# Fractions of a second past microseconds, which strptime's %f does not take: Go's time.RFC3339Nano (up to 9 digits: the
+# kubelet's CRI log files, kubernetes pkg/kubelet/kuberuntime/logs/logs.go; docker's json-file "time"), .NET's
+# round-trip "o" format (7 digits: GitHub Actions and Azure Pipelines runner logs).
+_SUB_MICROSECONDS = re.compile(r"(\.\d{6})\d+$")
+
+
 def parse_ts(raw: str) -> datetime | None:
+    raw = _SUB_MICROSECONDS.sub(r"\1", raw)
     for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%a %b %d %H:%M:%S %Y"):
         try:
             return datetime.strptime(raw, fmt).replace(tzinfo=UTC)
