@@ -58,7 +58,7 @@ ANALYZERS: list[Analyzer] = [
         _on_call("stragglers", "analyze_with_notes"),
     ),
     Analyzer("logs", (SignalKind.LOG_EVENTS,), _on_call("logs", "analyze")),
-    Analyzer("hangs", (SignalKind.COLLECTIVES,), _on_call("hangs", "analyze")),
+    Analyzer("hangs", (SignalKind.COLLECTIVES,), _on_call("hangs", "analyze"), _on_call("hangs", "notes")),
     Analyzer("stack_hangs", (SignalKind.STACKS,), _on_call("stack_hangs", "analyze")),
     Analyzer(
         "faulty_hosts",

@@ -1378,3 +1378,34 @@ def analyze(signals: Signals) -> list[Finding]:
         signals.run,
         dumps.to_pandas() if dumps is not None and dumps.num_rows else None,
     )
+
+
+def notes(signals: Signals) -> list[str]:
+    """Why Flight Recorder dumps named no hang, where every recorded op is over on every rank that dumped.
+
+    Dumps are taken when a job looks stuck, so "no finding" must say what was and was not seen: gloo records
+    collectives only (no send/recv entry: ProcessGroupGloo records no p2p in torch 2.13's Flight Recorder), and no
+    backend records compute, I/O or a data loader, so such a wait leaves every recorded op complete."""
+    coll = signals.table(SignalKind.COLLECTIVES)
+    if coll is None or coll.num_rows == 0:
+        return []
+    c = coll.select([n for n in ("rank", "pg_name", "seq", "state", "retired", "backend") if n in coll.column_names])
+    df = c.to_pandas()
+    over = df["retired"].fillna(False).astype(bool) if "retired" in df else pd.Series(False, index=df.index)
+    if "state" in df:
+        over |= df["state"].eq("completed")
+    if not over.all():
+        return []  # something was pending and still no hang was proven: the findings' absence is the analyzer's call
+    last = df.groupby("pg_name")["seq"].max().sort_index()
+    groups = ", ".join(f"group {g} to seq {int(q)}" for g, q in list(last.items())[:4])
+    more = f" and {len(last) - 4} more groups" if len(last) > 4 else ""
+    gloo = "backend" in df and df["backend"].eq("gloo").any()
+    hidden = (
+        "gloo records no send/recv, so a point-to-point hang does not show in these dumps"
+        if gloo
+        else "a wait outside collectives (compute, I/O, a data loader) does not show in these dumps"
+    )
+    return [
+        f"Flight Recorder: {df['rank'].nunique()} rank(s) dumped and every recorded op is over on each ({groups}{more}):"
+        f" no collective is pending. {hidden}; take each rank's stack (py-spy dump --pid PID) to see where it waits."
+    ]

@@ -31,3 +31,15 @@ def test_gloo_pg_status_counting_send_recv_is_not_read_as_a_collective_position(
     (f,) = _findings(cli, "p2p_ok_ar_w4_r1")
     assert (f["kind"], f["ranks"]) == ("hung_collective", [1]), f
     assert "all_reduce" in f["summary"], f
+
+
+def test_dumps_with_every_recorded_op_over_say_what_they_cannot_show(cli) -> None:
+    """A p2p hang on gloo (rank 0 stalled before a send, rank 1 in the recv) leaves no pending entry: no finding,
+    and a note that nothing is pending, that gloo records no send/recv, and how to see where the ranks wait."""
+    r = cli("diagnose", FRWILD / "p2p_w2_r0", "--json", "--fail-on", "never")
+    doc = json.loads(r.stdout)
+    assert (r.code, doc["findings"]) == (0, []), r.stderr
+    (note,) = doc["notes"]
+    assert "2 rank(s) dumped" in note and "group 0 to seq 3" in note and "no collective is pending" in note
+    assert "gloo records no send/recv" in note and "py-spy dump" in note
+    assert not [n for n in json.loads(cli("diagnose", FRWILD / "ar_w4_r2", "--json").stdout)["notes"] if "pending" in n]
