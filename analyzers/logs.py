@@ -573,11 +573,19 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
             return f"CUDA error{on}: {first.message[:200]}"  # the line names no error string: it says what failed
         codes = ev.get("exit_codes") or []
         sig = ev.get("signals") or []
-        what = f"exit code {codes[0]}" if codes else "a failure"
+        # The worker the summary speaks of gives its own code and signal: the group's lists are sorted, so where two
+        # agents report different exits their first entries pair one line's code with another's signal (-9 read as
+        # SIGABRT, the -6 of the line after it).
+        own = first if first.exit_code is not None else next((e for e in g.events if e.exit_code is not None), None)
+        code = own.exit_code if own is not None else None
+        signal = own.fields.get("signal") if own is not None else None
+        if signal is None and len(sig) == 1:
+            signal = sig[0]
+        what = f"exit code {code}" if code is not None else "a failure"
         # A signal names this exit only where the code says a signal ended it (torchelastic's -N, a shell's 128+N)
         # or there is no code: next to an exit code 1 it is torchelastic's closing signal to the other workers.
-        if sig and (not codes or codes[0] < 0 or codes[0] > 128):
-            what += f" ({sig[0]})"
+        if signal and (code is None or code < 0 or code > 128):
+            what += f" ({signal})"
         lr = f.get("local_rank")
         subject = on.removeprefix(" on ") if who else (f"a worker (local_rank {lr})" if lr is not None else "a worker")
         if g.category is None and not codes and not sig:  # no exit to report: the line says what failed
