@@ -1396,16 +1396,19 @@ def notes(signals: Signals) -> list[str]:
         over |= df["state"].eq("completed")
     if not over.all():
         return []  # something was pending and still no hang was proven: the findings' absence is the analyzer's call
-    last = df.groupby("pg_name")["seq"].max().sort_index()
+    # A p2p entry may carry no collective seq (NCCL numbers it by p2p_seq): only numbered entries place a group.
+    df["seq"] = pd.to_numeric(df["seq"], errors="coerce") if "seq" in df else float("nan")
+    last = df.dropna(subset=["seq"]).groupby("pg_name")["seq"].max().sort_index()
     groups = ", ".join(f"group {g} to seq {int(q)}" for g, q in list(last.items())[:4])
     more = f" and {len(last) - 4} more groups" if len(last) > 4 else ""
+    where = f" ({groups}{more})" if groups else ""
     gloo = "backend" in df and df["backend"].eq("gloo").any()
     hidden = (
-        "gloo records no send/recv, so a point-to-point hang does not show in these dumps"
+        "Gloo records no send/recv, so a point-to-point hang does not show in these dumps"
         if gloo
-        else "a wait outside collectives (compute, I/O, a data loader) does not show in these dumps"
+        else "A wait outside collectives (compute, I/O, a data loader) does not show in these dumps"
     )
     return [
-        f"Flight Recorder: {df['rank'].nunique()} rank(s) dumped and every recorded op is over on each ({groups}{more}):"
+        f"Flight Recorder: {df['rank'].nunique()} rank(s) dumped and every recorded op is over on each{where}:"
         f" no collective is pending. {hidden}; take each rank's stack (py-spy dump --pid PID) to see where it waits."
     ]

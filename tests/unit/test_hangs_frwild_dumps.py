@@ -41,5 +41,29 @@ def test_dumps_with_every_recorded_op_over_say_what_they_cannot_show(cli) -> Non
     assert (r.code, doc["findings"]) == (0, []), r.stderr
     (note,) = doc["notes"]
     assert "2 rank(s) dumped" in note and "group 0 to seq 3" in note and "no collective is pending" in note
-    assert "gloo records no send/recv" in note and "py-spy dump" in note
+    assert "Gloo records no send/recv" in note and "py-spy dump" in note
     assert not [n for n in json.loads(cli("diagnose", FRWILD / "ar_w4_r2", "--json").stdout)["notes"] if "pending" in n]
+
+
+def test_the_note_reads_dumps_whose_entries_carry_no_collective_seq() -> None:
+    """NCCL numbers a send/recv by p2p_seq: completed entries with no collective seq still make the note (no group
+    position to give), never a failed analyzer."""
+    import pyarrow as pa
+
+    from trainctl.analyzers.hangs import notes
+    from trainctl.schemas import SignalKind
+    from trainctl.signals import Signals
+
+    t = pa.table(
+        {
+            "rank": pa.array([0, 1], pa.int64()),
+            "pg_name": ["0", "0"],
+            "seq": pa.array([None, None], pa.int64()),
+            "state": ["completed", "completed"],
+            "retired": [True, True],
+            "backend": ["nccl", "nccl"],
+        }
+    )
+    (note,) = notes(Signals(tables={SignalKind.COLLECTIVES: t}))
+    assert "2 rank(s) dumped and every recorded op is over on each: no collective is pending" in note
+    assert "A wait outside collectives" in note
