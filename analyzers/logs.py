@@ -735,12 +735,11 @@ def _name_sole_reporter(incident: list[_Ev], groups: list[_Group]) -> list[_Grou
 def _banner_abort_after_named_failure(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> bool:
     """torchelastic's banner names the first failure its own agent observed (torch/distributed/elastic/multiprocessing/
     errors/__init__.py ChildFailedError.get_first_failure, v2.13: the earliest failure among that agent's own
-    workers): on a run of several
-    agents, a rank on another node (or one whose own line came first) may have failed before it. Where the banner's
-    root cause exited 1 (a Python exception) or -6 (SIGABRT: torch's NCCL watchdog aborts its process after a
-    collective timed out or an NCCL error it noticed) and an earlier line of the incident blames another rank for its
-    own failure (an OOM, a CUDA error printed under that rank's prefix), that failure came first: the banner says
-    where its consequence surfaced."""
+    workers): on a run of several agents, a rank on another node (or one whose own line came first) may have failed
+    before it. Where the banner's root cause exited 1 (a Python exception) or -6 (SIGABRT: torch's NCCL watchdog
+    aborts its process after a collective timed out or an NCCL error it noticed) and an earlier line of the incident
+    blames another rank for its own failure (an OOM, a CUDA error printed under that rank's prefix), that failure came
+    first: the banner says where its consequence surfaced."""
     roots = [e for e in g.events if e.signature == "elastic_root_cause" and e.culprit_rank is not None]
     if not roots or any(e.exit_code not in (1, -6) for e in roots):
         return False
