@@ -1101,68 +1101,62 @@ def test_a_failure_the_line_says_is_being_retried_is_a_warning_and_its_last_word
 
 
 # ---- HCCL (Ascend) error codes, from its message table (hicann/hcomm hcomm_g_msg) ----------------------------
-@pytest.mark.parametrize(
-    "text,kind,category",
-    [
-        # EI0006 as the error manager prints it, and as newer CANN titles it (e30b-003's form)
-        (
-            "EI0006: [PID: 176930] 2025-07-01-00:40:04.135.732 Getting socket times out. Reason: Remote Rank did not "
-            "send the data in time. Please check the reason for the rank being stuck",
-            FindingKind.HUNG_COLLECTIVE,
-            Category.COLLECTIVE_TIMEOUT,
-        ),
-        (
-            "[PID: 108272] 2026-05-21-21:41:11.284.296 Communication_Error_Get_Socket(EI0006): Getting socket times "
-            "out. Reason: No abnormal periods were discovered.",
-            FindingKind.HUNG_COLLECTIVE,
-            Category.COLLECTIVE_TIMEOUT,
-        ),
-        (
-            "EI0005: [PID: 42] 2025-03-01-10:00:00.000.000 The arguments for collective communication are inconsistent "
-            "between ranks: tag [AllReduce_group_1], parameter [count], local [1024], remote [2048]",
-            FindingKind.COLLECTIVE_MISMATCH,
-            None,
-        ),
-        (
-            "EI0013: [PID: 42] 2025-03-01-10:00:00.000.000 An error CQE occurred during operator execution. Local "
-            "information: server 10.0.0.1, device ID 3, device IP 192.168.1.3. Peer information: server 10.0.0.2, "
-            "device ID 3, device IP 192.168.1.11.",
-            FindingKind.NETWORK_ERROR,
-            Category.IB,
-        ),
-    ],
-)
-def test_hccl_error_codes(text, kind, category) -> None:
-    f = first_finding(text)
-    assert (f.kind, f.category, f.ranks, f.hosts) == (kind, category, (), ())
+HCCL_CODES = [
+    # EI0006 as the error manager prints it, and as newer CANN titles it (e30b-003's form)
+    (
+        "EI0006: [PID: 176930] 2025-07-01-00:40:04.135.732 Getting socket times out. Reason: Remote Rank did not "
+        "send the data in time. Please check the reason for the rank being stuck",
+        FindingKind.HUNG_COLLECTIVE,
+        Category.COLLECTIVE_TIMEOUT,
+    ),
+    (
+        "[PID: 108272] 2026-05-21-21:41:11.284.296 Communication_Error_Get_Socket(EI0006): Getting socket times "
+        "out. Reason: No abnormal periods were discovered.",
+        FindingKind.HUNG_COLLECTIVE,
+        Category.COLLECTIVE_TIMEOUT,
+    ),
+    (
+        "EI0005: [PID: 42] 2025-03-01-10:00:00.000.000 The arguments for collective communication are inconsistent "
+        "between ranks: tag [AllReduce_group_1], parameter [count], local [1024], remote [2048]",
+        FindingKind.COLLECTIVE_MISMATCH,
+        None,
+    ),
+    (
+        "EI0013: [PID: 42] 2025-03-01-10:00:00.000.000 An error CQE occurred during operator execution. Local "
+        "information: server 10.0.0.1, device ID 3, device IP 192.168.1.3. Peer information: server 10.0.0.2, "
+        "device ID 3, device IP 192.168.1.11.",
+        FindingKind.NETWORK_ERROR,
+        Category.IB,
+    ),
+]
 
 
 # ---- a framework's check of an NCCL call, with NCCL's ncclGetErrorString text -------------------------------
-@pytest.mark.parametrize(
-    "text,kind,category",
-    [
-        # Horovod horovod/common/ops/nccl_operations.cc NCCLContext::ErrorCheck
-        (
-            "horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled system error",
-            FindingKind.NETWORK_ERROR,
-            Category.NCCL,
-        ),
-        (
-            "tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: internal error",
-            FindingKind.NETWORK_ERROR,
-            Category.NCCL,
-        ),
-        # XLA xla/service/gpu nccl_utils.cc ToStatus
-        (
-            "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL "
-            "operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error (run with "
-            "NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) ''.",
-            FindingKind.CRASH,
-            Category.CUDA_ERROR,
-        ),
-    ],
-)
-def test_nccl_call_failed(text, kind, category) -> None:
+FRAMEWORK_NCCL_CALLS = [
+    # Horovod horovod/common/ops/nccl_operations.cc NCCLContext::ErrorCheck
+    (
+        "horovod.common.exceptions.HorovodInternalError: ncclAllReduce failed: unhandled system error",
+        FindingKind.NETWORK_ERROR,
+        Category.NCCL,
+    ),
+    (
+        "tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: internal error",
+        FindingKind.NETWORK_ERROR,
+        Category.NCCL,
+    ),
+    # XLA xla/service/gpu nccl_utils.cc ToStatus
+    (
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL "
+        "operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error (run with "
+        "NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) ''.",
+        FindingKind.CRASH,
+        Category.CUDA_ERROR,
+    ),
+]
+
+
+@pytest.mark.parametrize("text,kind,category", HCCL_CODES + FRAMEWORK_NCCL_CALLS)
+def test_printers_own_error_codes_name_no_rank_or_host(text, kind, category) -> None:
     f = first_finding(text)
     assert (f.kind, f.category, f.ranks, f.hosts) == (kind, category, (), ())
 
