@@ -166,8 +166,10 @@ XIDS: tuple[Signature, ...] = (
     ),
     sig(
         "ecc_uncorrectable",
-        r"(?:uncorrectable ECC error|Double Bit ECC|DBE \(Double Bit Error\)|Row Remapping Failure|"
-        r"uncorrectable (?:memory|DRAM) error)",
+        # nvidia-smi -q's "Retired Pages" section prints "Double Bit ECC : <n>" on every pre-A100 GPU, healthy
+        # ones with 0 (N/A where retirement is unsupported): a count of 0 is no error
+        r"(?:uncorrectable ECC error|Double Bit ECC(?!\s*:\s*(?:0|N/A)\s*$)|DBE \(Double Bit Error\)"
+        r"|Row Remapping Failure|uncorrectable (?:memory|DRAM) error)",
         K.FAULTY_HOST,
         C.ECC,
         S.CRITICAL,
@@ -277,7 +279,8 @@ NVIDIA_SMI: tuple[Signature, ...] = (
         # "Pending : Yes" when a row remap / page retirement waits for a GPU reset, and
         # "Remapping Failure Occurred : Yes" when the GPU ran out of spare rows (NVIDIA's memory error
         # management guide: reset the GPU; a remapping failure means replace it).
-        r"^\s*(?P<smi_field>Pending|Remapping Failure Occurred)\s*:\s*Yes\s*$",
+        # ("Pending Page Blacklist : Yes" in "Retired Pages": a retirement waiting for the reset)
+        r"^\s*(?P<smi_field>Pending(?: Page Blacklist)?|Remapping Failure Occurred)\s*:\s*Yes\s*$",
         K.FAULTY_HOST,
         C.ECC,
         S.CRITICAL,

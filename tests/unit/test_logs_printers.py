@@ -306,6 +306,10 @@ NVIDIA_SMI_Q_HEALTHY = """    Clocks Throttle Reasons
         Uncorrectable Error               : 0
         Pending                           : No
         Remapping Failure Occurred        : No
+    Retired Pages
+        Single Bit ECC                    : 0
+        Double Bit ECC                    : 0
+        Pending Page Blacklist            : No
 """
 
 
@@ -315,6 +319,11 @@ def test_nvidia_smi_q_of_a_healthy_gpu_is_silent_and_its_faults_are_not() -> Non
     faulty = NVIDIA_SMI_Q_HEALTHY.replace("SRAM Uncorrectable            : 0", "SRAM Uncorrectable            : 2")
     (f,) = analyze_log_events(parse_log_text(faulty, "x.log"))
     assert (f.kind, f.category) == (FindingKind.FAULTY_HOST, Category.ECC)
+    # the pre-A100 "Retired Pages" section: pages retired for double-bit errors, or one waiting for the reset
+    for field, value in (("Double Bit ECC                    : 0", "Double Bit ECC : 2"),
+                         ("Pending Page Blacklist            : No", "Pending Page Blacklist : Yes")):  # fmt: skip
+        (r,) = analyze_log_events(parse_log_text(NVIDIA_SMI_Q_HEALTHY.replace(field, value), "x.log"))
+        assert (r.kind, r.category) == (FindingKind.FAULTY_HOST, Category.ECC), value
     hot = NVIDIA_SMI_Q_HEALTHY.replace("HW Slowdown                       : Not Active", "HW Slowdown : Active")
     (g,) = analyze_log_events(parse_log_text(hot, "x.log"))
     assert (g.kind, g.category) == (FindingKind.FAULTY_HOST, Category.POWER)
