@@ -53,6 +53,38 @@ STORE: tuple[Signature, ...] = (
         "The c10d store's socket timed out: the store did not answer (a key never set, its server gone).",
     ),
     sig(
+        "c10d_store_connection_closed",
+        # The c10d store's connection went away under a client (torch 2.13 libtorch_cpu strings):
+        # torch/csrc/distributed/c10d/Utils.hpp recvBytes / sendBytes (2.3+): C10D_THROW_ERROR(DistNetworkError,
+        # "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?")
+        # ("Failed to send, sent 0 bytes. ..."); before 2.3 the same calls threw DistNetworkError(strerror(errno))
+        # ("Connection reset by peer", "Broken pipe", "Connection timed out"); TCPStore.cpp TCPStore::waitHelper_
+        # TORCH_CHECK(response == STOP_WAITING, "Stop_waiting response is expected") when the store answers a wait
+        # with anything else. The store's host (rank 0's process, or the first agent) died or closed the
+        # connection: a consequence, so a warning that names nobody.
+        r"Failed to (?:recv, got|send, sent) 0 bytes\. Connection was likely closed|Stop_waiting response is expected"
+        r"|\bDistNetworkError: (?:Connection reset by peer|Broken pipe|Connection timed out|Connection refused)\s*$",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.WARNING,
+        Blame.NONE,
+        ["Connection was likely closed", "Stop_waiting response", "DistNetworkError"],
+        "A c10d store client lost its connection to the store (the store's host died or closed it).",
+    ),
+    sig(
+        "c10d_connect_timeout_legacy",
+        # torch 1.x torch/lib/c10d/Utils.cpp tcputil::connect: throw std::runtime_error("connect() timed out.")
+        # (1.8+: "connect() timed out. Original timeout was {} ms."): the TCPStore client never reached the
+        # store's host:port (MASTER_ADDR/MASTER_PORT unreachable, or its server not up). The endpoint is not printed.
+        r"\bconnect\(\) timed out\.(?: Original timeout was (?P<timeout_ms>\d+) ms\.)?",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["connect() timed out"],
+        "torch 1.x TCPStore connect timeout: the store's endpoint was unreachable.",
+    ),
+    sig(
         "c10d_client_timeout",
         # The endpoint is optional: a terminal wrap often cuts the line inside "(host\n, port)", and the
         # timeout alone says the store was unreachable (it then blames nobody).
@@ -259,6 +291,21 @@ STORE: tuple[Signature, ...] = (
         Blame.NONE,
         ["RendezvousConnectionError"],
         "Elastic agent could not reach the rendezvous backend.",
+    ),
+    sig(
+        "rendezvous_state_error",
+        # torch/distributed/elastic/rendezvous/api.py RendezvousError and its RendezvousStateError, raised by
+        # dynamic_rendezvous.py ("The node '...' has failed to ... the state of the rendezvous"), the c10d and etcd
+        # backends (c10d_rendezvous_backend.py, etcd_rendezvous_backend.py: a state that cannot be read, written
+        # or decoded) and etcd_rendezvous.py: the elastic rendezvous itself failed. Not "error of type ..." (the
+        # keep-alive's and shutdown's warnings: elastic_keepalive_failed, rendezvous_connection_error).
+        r"(?<!error of type )\bRendezvous(?:State)?Error\b(?!.*has failed to shutdown the rendezvous)",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["RendezvousError", "RendezvousStateError"],
+        "The elastic rendezvous failed: its state could not be read or written, or a node could not join.",
     ),
     sig(
         "rendezvous_closed",

@@ -923,6 +923,15 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
         ("  Warning  Evicted  2m  kubelet  The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi.",
          "kubelet_eviction", "crash"),
         ("        Pending                           : Yes", "nvidia_smi_remap_pending", "faulty_host"),
+        ("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote "
+         "server shutdown or crash?", "c10d_store_connection_closed", "rendezvous_error"),
+        ("RuntimeError: Stop_waiting response is expected", "c10d_store_connection_closed", "rendezvous_error"),
+        ("torch.distributed.DistNetworkError: Connection reset by peer", "c10d_store_connection_closed",
+         "rendezvous_error"),
+        ("RuntimeError: connect() timed out. Original timeout was 1800000 ms.", "c10d_connect_timeout_legacy",
+         "rendezvous_error"),
+        ("torch.distributed.elastic.rendezvous.api.RendezvousStateError: The node 'n0_1' has failed to read the state "
+         "of the rendezvous 'job'.", "rendezvous_state_error", "rendezvous_error"),
         ("link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 7 sm_lid 1 lmc 0 state DOWN physical_state POLLING",
          "rdma_port_not_active", "network_error"),
         ("\t\tState: Down", "rdma_port_not_active", "network_error"),
@@ -961,6 +970,22 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
 def test_signatures_from_the_printing_code(text, signature, kind) -> None:
     ev = [e for e in events(text) if e["signature"] == signature]
     assert ev and ev[0]["kind"] == kind, events(text)
+
+
+def test_a_store_that_went_away_follows_what_took_it_down_and_a_shutdown_warning_is_no_rendezvous_error() -> None:
+    """The store's host died first (rank 0's OOM); the other rank's lost store connection is its consequence.
+    The agent's goodbye, "... due to an error of type RendezvousError.", is no rendezvous failure of its own."""
+    text = (
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "[rank1]: torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. "
+        "Did the remote server shutdown or crash?\n"
+    )
+    assert first_finding(text).kind is FindingKind.OOM
+    bye = (
+        "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'n0_1' has failed to shutdown the "
+        "rendezvous 'job' due to an error of type RendezvousError."
+    )
+    assert not [e for e in events(bye) if e["signature"] == "rendezvous_state_error"]
 
 
 def test_an_exceptions_traceback_is_not_a_live_stack() -> None:
