@@ -160,7 +160,9 @@ _NOT_HOSTS = re.compile(
     # Huawei CANN's error codes ("EH9999: ...", Ascend): a code, not a host (upper case only: "eb0001" may be a node)
     r"|(?-i:^E[A-Z]\d{4}$)"
     # TensorFlow/TSL's TF_CHECK_OK failure ("Non-OK-status: <expr> status: ..."), not a host
-    r"|^Non-OK-status$",
+    r"|^Non-OK-status$"
+    # a rank tag in pdsh's place ("rank3: RuntimeError ...", a user's print or a launcher's): a rank, never a host
+    r"|^(?:local_|global_)?rank[-_]?\d{1,6}$",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")

@@ -107,10 +107,12 @@ def test_sxid_severity_follows_the_switch() -> None:
 
 
 def test_device_prefix_is_not_a_host() -> None:
-    """'nvidia-nvswitch3: ' and 'pynvml.NVMLError_GpuIsLost: ' look like pdsh's 'host: ' and are printers."""
+    """'nvidia-nvswitch3: ' and 'pynvml.NVMLError_GpuIsLost: ' look like pdsh's 'host: ' and are printers; a rank
+    tag in the same place ('rank3: ') is a rank, never a host."""
     for line in (
         "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 24007, Fatal, Link 44 sourcetrack TCEN0 crumbstore ECC DBE Error",
         "pynvml.NVMLError_GpuIsLost: GPU is lost",
+        "rank3: RuntimeError: CUDA error: an illegal memory access was encountered",
     ):
         (finding,) = _findings(line)
         assert finding.hosts == () and finding.severity == Severity.CRITICAL
