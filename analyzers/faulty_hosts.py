@@ -61,6 +61,7 @@ Everything is vectorised on (host, gpu, second) numpy grids: no Python loop over
 from __future__ import annotations
 
 import logging
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -1295,8 +1296,8 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
             on[cand] = loaded[cand] & on_cap[cand] & (ref[None, :] - power[cand] >= need[None, :])
         held = _window_sum(on[cand], pw, np.float32)
         hit = cand[((held >= th.persist_fraction * pw) & (held >= 2)).any(1)]
-        if len(hit) >= th.power_policy_fraction * len(us_a) and len(np.unique(hit // G)) >= 2:
-            on[cand] = False  # a capped pod or fleet: policy, not one host's fault
+        if len(hit) and _shared_low_cap(hit, us_a, on, power, loaded, G, th):
+            on[cand] = False  # a capped pod or fleet (or an unnamed second SKU): policy, not one host's fault
     if not on.any():
         return
 
@@ -1328,6 +1329,30 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
         {"metric": "power_w", "throttle_mask": hex(SW_POWER_CAP)},
         extra=extra,
     )
+
+
+def _shared_low_cap(
+    hit: np.ndarray, us: np.ndarray, on: np.ndarray, power: np.ndarray, loaded: np.ndarray, G: int, th: _Thresholds
+) -> bool:
+    """Whether the lower cap the `hit` GPUs are held at is a site's (or a second SKU's), not a fault: the hits are
+    `power_policy_fraction` of the SKU's GPUs `us` on 2 hosts or more; or 2 hosts or more run most of their GPUs at
+    or below that cap (median draw under load), together that share of the SKU. The second reads a population the
+    data does not name: H100 PCIe (350 W) beside H100 SXM (700 W) with no gpu_name or default limit, where only
+    the PCIe GPUs whose silicon wants more than 350 W sit at the cap (the others draw just under it, uncapped), so
+    the hits alone were a few GPUs on each of two hosts. One host under a lower limit is never policy."""
+    if len(hit) >= th.power_policy_fraction * len(us) and len(np.unique(hit // G)) >= 2:
+        return True
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a GPU never loaded: an all-NaN median
+        cap_w = max(float(np.nanmedian(power[u][on[u]])) for u in hit)
+        median_w = np.nanmedian(np.where(loaded[us], power[us], np.nan), axis=1)
+    low = np.union1d(hit, us[median_w <= cap_w + th.power_limit_margin_w])
+    hosts, n_low = np.unique(low // G, return_counts=True)
+    _, n_all = np.unique(us // G, return_counts=True)
+    n_all_of = dict(zip(np.unique(us // G).tolist(), n_all.tolist(), strict=True))
+    mostly = [h for h, n in zip(hosts.tolist(), n_low.tolist(), strict=True) if 2 * n > n_all_of[h]]
+    on_mostly = int(np.isin(low // G, mostly).sum())
+    return len(mostly) >= 2 and on_mostly >= th.power_policy_fraction * len(us)
 
 
 def _pcie_rule(

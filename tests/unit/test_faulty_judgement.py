@@ -187,6 +187,26 @@ def test_a_capped_gpu_drawing_less_than_uncapped_peers_is_power() -> None:
     )
 
 
+def test_an_unnamed_second_sku_at_its_own_cap_is_not_a_lower_limit() -> None:
+    """No gpu_name, no limits (an exporter that reports neither): 2 hosts of H100 PCIe (350 W) beside 2 of H100 SXM
+    drawing ~560 W uncapped. Only the PCIe GPUs whose silicon wants more than 350 W sit at the cap (one per host, too
+    few to be read as policy on their own); the others draw just under it, uncapped. The population that runs at or
+    below the cap is two whole hosts: a second SKU, not two faults. One such host alone is still named."""
+    f = Fleet(hosts=4, seed=4)
+    rng = np.random.default_rng(7)
+    f.throttle[:] = np.where(f.busy, 0, GPU_IDLE).astype(np.uint64)  # the SXM GPUs run below their cap
+    for h in (0, 1):
+        f.power[h] = np.where(f.busy[h], 332 + rng.normal(0, 3, (4, 480)), 45.0)
+        f.power[h, 0] = np.where(f.busy[h, 0], 345 + rng.normal(0, 1, 480), 45.0)
+        f.throttle[h, 0] |= np.where(f.busy[h, 0], SW_POWER_CAP, 0).astype(np.uint64)
+    drop = ("gpu_name", "power_limit_w", "power_limit_default_w")
+    assert f.findings(drop=drop) == []
+    one = Fleet(hosts=4, seed=4)
+    one.throttle[:] = np.where(one.busy, 0, GPU_IDLE).astype(np.uint64)
+    one.power[0], one.throttle[0] = f.power[0], f.throttle[0]
+    assert ("h00", "power") in _hosts(consolidate(one.findings(drop=drop)))
+
+
 def test_site_power_policy_is_not_a_fault() -> None:
     # A capped pod (a quarter of the hosts at 600 W) and, separately, a fleet capped at 550 W.
     pod = Fleet(hosts=12)
