@@ -979,7 +979,7 @@ def _store_goodbyes(records: list[Record], events: list[Event]) -> set[int]:
         return quiet
     for ev in events:
         bye = next((b for b in byes if 0 < b - ev.line_no <= _GOODBYE_LINES), None)
-        if ev.signature == "store_socket_failed" and bye is not None:
+        if ev.signature in ("store_socket_failed", "c10d_store_connection_closed") and bye is not None:
             ev.kind = None
             ev.fields["agent_shutdown"] = True
             quiet.update(range(ev.line_no, bye + 1))

@@ -61,9 +61,11 @@ STORE: tuple[Signature, ...] = (
         # ("Connection reset by peer", "Broken pipe", "Connection timed out"); TCPStore.cpp TCPStore::waitHelper_
         # TORCH_CHECK(response == STOP_WAITING, "Stop_waiting response is expected") when the store answers a wait
         # with anything else. The store's host (rank 0's process, or the first agent) died or closed the
-        # connection: a consequence, so a warning that names nobody.
-        r"Failed to (?:recv, got|send, sent) 0 bytes\. Connection was likely closed|Stop_waiting response is expected"
-        r"|\bDistNetworkError: (?:Connection reset by peer|Broken pipe|Connection timed out|Connection refused)\s*$",
+        # connection: a consequence, so a warning that names nobody. (TCPStore.cpp's own warning of the same failure,
+        # "[c10d] <op> failed on SocketImpl(...): Failed to recv, ...", is store_socket_failed's, which names the
+        # socket and which torchrun's goodbye silences: collectors/logs.py _store_goodbyes.)
+        r"^(?!.*failed on SocketImpl\().*?(?:Failed to (?:recv, got|send, sent) 0 bytes\. Connection was likely closed|Stop_waiting response is expected"
+        r"|\bDistNetworkError: (?:Connection reset by peer|Broken pipe|Connection timed out|Connection refused)\s*$)",
         K.RENDEZVOUS_ERROR,
         None,
         S.WARNING,
