@@ -754,6 +754,29 @@ def _banner_abort_after_named_failure(g: _Group, groups: list[_Group], pos: Mapp
     )
 
 
+def _banner_wraps_its_exception(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> bool:
+    """torchelastic's root cause that exited 1 says its rank raised a Python exception (torch/distributed/elastic/
+    multiprocessing/errors/__init__.py: exit code 1 is the interpreter's for an uncaught exception). Where the excerpt
+    printed a classified exception before the banner (a rendezvous or network error, a timeout, a mismatch, a NaN
+    check) from that rank or with no rank prefix, that exception is what the banner reports: the cause goes first,
+    with its own blame (a rank that could not reach the store is not the store's fault), and the banner is its
+    evidence of where it surfaced."""
+    roots = [e for e in g.events if e.signature == "elastic_root_cause" and e.culprit_rank is not None]
+    if not roots or any(e.exit_code != 1 for e in roots):
+        return False
+    first = min(pos[id(e)] for e in g.events)
+    ranks = {e.culprit_rank for e in roots}
+    return any(
+        other is not g
+        and other.kind is not FindingKind.CRASH
+        and other.severity_is_critical
+        and not all(e.generic for e in other.events)
+        and all(e.rank is None or e.rank in ranks for e in other.events)
+        and min(pos[id(e)] for e in other.events) < first
+        for other in groups
+    )
+
+
 def _printer_of(e: _Ev) -> tuple[str | None, int | None, int | None]:
     """The process that printed a line, as far as the line says: its host, NCCL's pid on it, its rank."""
     return e.host, e.fields.get("nccl_pid"), e.rank
@@ -884,7 +907,11 @@ def analyze_log_events(
         groups = _adopt_root_cause(_fold_exit_reports(_groups_for_incident(in_incident)))
 
         # (read before the sort below: a list being sorted reads as empty)
-        late_banners = {id(g) for g in groups if _banner_abort_after_named_failure(g, groups, pos)}
+        late_banners = {
+            id(g)
+            for g in groups
+            if _banner_abort_after_named_failure(g, groups, pos) or _banner_wraps_its_exception(g, groups, pos)
+        }
 
         def settled_root(g: _Group, late_banners: set[int] = late_banners) -> bool:
             return id(g) not in late_banners and any(

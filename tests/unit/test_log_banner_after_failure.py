@@ -62,3 +62,18 @@ def test_a_banner_killed_by_a_signal_is_not_moved() -> None:
     # SIGKILL (-9: the OOM killer, the scheduler) is a failure of the banner's own rank, whatever else was printed
     found = kinds_and_ranks(OOM + banner(0, -9, "Signal 9 (SIGKILL) received by PID 2904040"))
     assert found[0] == (FindingKind.CRASH, (0,))
+
+
+def test_an_exit_1_banner_follows_the_exception_its_rank_raised_with_that_exceptions_own_blame() -> None:
+    """Exit 1 is the interpreter's for an uncaught exception: the rendezvous timeout printed before the banner is what
+    rank 1 raised, and goes first naming the store it could not reach, not rank 1 (which only waited for it)."""
+    raised = (
+        "torch.distributed.DistNetworkError: The client socket has timed out after 1800s while trying to connect to "
+        "(10.0.0.1, 29500).\n"
+    )
+    found = analyze_log_events(parse_log_text(raised + banner(1, 1, "To enable traceback see: ..."), source="t.log"))
+    assert found[0].kind is FindingKind.RENDEZVOUS_ERROR and found[0].hosts == ("10.0.0.1",)
+    assert (found[1].kind, found[1].ranks) == (FindingKind.CRASH, (1,))  # the banner is kept, below
+    # another rank's prefixed line is not this rank's exception: the late-banner rule's (above), not this one
+    other = raised.replace("torch.distributed", "[rank5]: torch.distributed", 1)
+    assert kinds_and_ranks(other + banner(1, 1, "To enable traceback see: ..."))[0] == (FindingKind.CRASH, (1,))
