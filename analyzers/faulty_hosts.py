@@ -25,7 +25,8 @@ Hard evidence, categorised by what it means (each finding names the GPU, the val
 - thermal: HW/SW thermal slowdown bits (or HW slowdown alone), persisting.
 - nvlink: CRC errors at or above `crc_rate_per_s` (NVIDIA's line: DCGM's health watch fails a link
   at 100 CRC errors/s, "RM has informed us that CRC errors only matter at rates of 100+ per
-  second", DCGM DcgmGpuHardwareLimits.h), or Xid 74.
+  second", DCGM DcgmGpuHardwareLimits.h), or Xid 74; below it, DCGM's per-minute warning held (a
+  median of CRC_SUSTAINED_PER_MIN a minute over CRC_SUSTAINED_MINUTES minutes), a weaker warning.
 - unreachable: a host whose samples stop while the fleet keeps reporting.
 
 Peer outliers (Minder, NSDI'25, made robust): machines of one job behave alike, so a host that
@@ -1541,10 +1542,20 @@ def _counter_growth(
         )
 
 
+# DCGM's health watch (NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp MonitorNVLink4Fields) warns on a link with any
+# CRC error in its minute (nvLinkError >= DCGM_LIMIT_MAX_NVLINK_ERROR, 1: DCGM_FR_NVLINK_ERROR_THRESHOLD, "Detected %ld
+# %s NvLink errors ... which exceeds threshold of %u") and fails it at 100/s (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR). Below
+# the failing rate trainctl names a link whose warning holds: CRC errors in its minute-by-minute count at this median
+# over this many minutes. Healthy links stay well below it: at most a few a minute (the first generator's trickle
+# reaches ~2/min; the median of ten minutes of a 3/min trickle touches 5-6 by chance, never 10), and a retrain's
+# one-second burst is one minute of the ten, which the median passes over.
+CRC_SUSTAINED_PER_MIN = 10.0
+CRC_SUSTAINED_MINUTES = 10
+
+
 def _nvlink_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds) -> None:
-    """NVLink CRC errors at DCGM's failing rate. Below it DCGM's health watch only warns (modules/health/
-    DcgmHealthWatch.cpp MonitorNVLink4Fields) and NVIDIA says they do not matter: a steady trickle, even tens a
-    minute, is not named (healthy links trickle too; BENCHMARKS.md, the third generator)."""
+    """NVLink CRC errors at DCGM's failing rate (critical evidence of a bad link: a warning at 0.9), or DCGM's
+    warning held for `CRC_SUSTAINED_MINUTES` (a marginal link: a warning at 0.7, below the runbooks' gate)."""
     moved = g.moving(gt, "nvlink_crc_errors_total")
     if moved is None:
         return
@@ -1555,6 +1566,7 @@ def _nvlink_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: 
     inc[..., cw:] = c[..., cw:] - c[..., :-cw]
     rate = np.clip(inc, 0, None) / (cw * fr.interval_s)
     hit = np.nan_to_num(rate) >= th.crc_rate_per_s
+    _crc_sustained(col, c, units, ~hit.any(-1), g, fr)
     rows = np.flatnonzero(hit.any(-1))
     if not len(rows):
         return
@@ -1575,6 +1587,50 @@ def _nvlink_rule(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Frame, th: 
                 "metric": "nvlink_crc_errors_total",
                 "peak_rate_per_s": round(float(p), 2),
                 "window_s": th.crc_window_s,
+            },
+        )
+
+
+def _crc_sustained(
+    col: _Collector, c: np.ndarray, units: np.ndarray, below_fail: np.ndarray, g: _GpuContext, fr: _Frame
+) -> None:
+    """The links (of `c`, forward-filled CRC totals per unit and sample) whose per-minute CRC count had a median of
+    `CRC_SUSTAINED_PER_MIN` or more over `CRC_SUSTAINED_MINUTES` minutes, among those `below_fail` (not already
+    read at the failing rate)."""
+    m, k = fr.samples(60.0), CRC_SUSTAINED_MINUTES
+    T = c.shape[-1]
+    if T <= k * m:
+        return
+    with np.errstate(invalid="ignore"):
+        grew = np.nan_to_num(c[:, k * m :] - c[:, : -k * m]).max(-1) >= CRC_SUSTAINED_PER_MIN * k
+    for i in np.flatnonzero(below_fail & grew):  # few links move this much: a per-link loop
+        per_min = np.full(T, np.nan)
+        per_min[m:] = np.clip(c[i, m:] - c[i, :-m], 0, None)
+        # each sample's last k minutes, one minute apart; a sample with a minute missing has a NaN median
+        minutes = np.stack([per_min[(k - 1 - j) * m : T - j * m] for j in range(k)])
+        med = np.median(minutes, axis=0)
+        with np.errstate(invalid="ignore"):
+            held = np.nan_to_num(med, nan=-1.0) >= CRC_SUSTAINED_PER_MIN
+        if not held.any():
+            continue
+        first = int(held.argmax()) + (k - 1) * m  # the sample at which the k-th minute ended
+        h, gi = divmod(int(units[i]), g.G)
+        peak = float(np.nanmax(np.where(held, med, np.nan)))
+        col.add(
+            fr.names[h],
+            Category.NVLINK,
+            Severity.WARNING,
+            0.7,
+            f"GPU {gi} on {fr.names[h]}: NVLink CRC errors held at a median of {peak:.0f}/min over"
+            f" {k} minutes (DCGM's health watch warns on any in its minute and fails a link at 100/s)",
+            int(fr.ts_of(first)),
+            int(fr.ts_of(max(0, first - k * m))),
+            {
+                "gpu": int(gi),
+                "metric": "nvlink_crc_errors_total",
+                "median_per_min": round(peak, 1),
+                "minutes": k,
+                "threshold_per_min": CRC_SUSTAINED_PER_MIN,
             },
         )
 

@@ -403,6 +403,24 @@ def test_nvlink_crc_judged_at_nvidias_rate() -> None:
     assert fi.evidence["signals"][0]["peak_rate_per_s"] == pytest.approx(150, rel=0.05)
 
 
+def test_nvlink_crc_held_below_the_failing_rate_is_dcgms_warning_held() -> None:
+    """Below NVIDIA's failing rate (100/s) DCGM's health watch warns on any CRC error in its minute; a link whose
+    minute-by-minute count holds a median of 10/min or more for 10 minutes is that warning held: named, a warning below
+    the runbooks' gate. The healthy trickle (3/min here) and a retrain's one-second burst on top of it are not."""
+    f = Fleet(seconds=1500)
+    rng = np.random.default_rng(3)
+    f.crc[2, 1] = np.cumsum(rng.poisson(0.05, 1500))  # a trickle, 3/min
+    f.crc[3, 0] = np.cumsum(rng.poisson(0.05, 1500))
+    f.crc[3, 0, 700:] += 150  # one retrain burst on top of it
+    assert f.findings() == []
+    f.crc[9, 2, 300:] += np.cumsum(rng.poisson(0.5, 1200))  # 30/min from 300 s
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category, fi.confidence) == (("h09",), Category.NVLINK, 0.7)
+    sig = fi.evidence["signals"][0]
+    assert sig["median_per_min"] == pytest.approx(30, rel=0.25) and sig["gpu"] == 2
+    assert sig["detected_ts"] >= _iso_at(300 + 300)  # the median of ten minutes: half of them at least before it
+
+
 def test_ecc_by_counter_sbe_rate() -> None:
     f = Fleet()
     f.sbe[4, 0] = np.arange(480) // 300  # an SBE every five minutes: normal
