@@ -49,6 +49,7 @@ from trainctl.collectors.log_net_mismatch import read_net_mismatch
 from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, Reading, read_progress
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
+from trainctl.collectors.log_signatures.network import BENIGN_IB_WARNING
 from trainctl.collectors.log_signatures.process_exits import exit_post
 from trainctl.collectors.log_signatures.rule import Blame, C, Event, K, S, Signature, plausible_host
 from trainctl.collectors.log_straggler_report import StragglerReport, read_megatron_straggler
@@ -792,7 +793,7 @@ MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 # WARN("Failed to open libibverbs.so[.1]") when the host has no IB verbs library and went on over its
 # socket transport (src/misc/ibvwrap.cu); later releases print the same text as INFO(NCCL_INIT, ...)
 # (src/misc/ibvwrap.cc). Quoting it as the failure hides what the log does show (a stalled init).
-_HARMLESS = re.compile(r"NCCL WARN Failed to open libibverbs\.so")
+_HARMLESS = re.compile(r"NCCL WARN Failed to open libibverbs\.so|" + BENIGN_IB_WARNING)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 
 
@@ -839,7 +840,7 @@ def _unclassified(
 # 255", "Unable to write to EQ", "rank 3 died"): too common in healthy logs to quote anywhere (a plugin "failed to
 # load", a retry that then worked), but the last lines of a log that stopped are what stopped it.
 _FAILURE_WORDS = re.compile(
-    r"\b(?:fail(?:ed|ure|s|ing)?|errors?|errno|abort(?:ed|ing)?|fatal|panic(?:ked)?|killed|crash(?:ed|es)?|segfault"
+    r"\b(?:fail(?:ed|ure|s|ing)?|errors?|errno|abort(?:ed|ing)?|(?<!non-)fatal|panic(?:ked)?|killed|crash(?:ed|es)?|segfault"
     r"|core dumped|died|exit(?:ed)? (?:with )?(?:code|status) [1-9]\d*|cannot|could not|couldn't|unable to|refused"
     r"|denied|timed out)\b",
     re.I,
@@ -853,7 +854,13 @@ def _failure_words_at_end(records: list[Record], default_rank: int | None, defau
     """A log handed over on its own with no error-looking line and no reading of absence, whose last lines say in
     plain words that something failed: those lines, quoted as unclassified errors (what stopped it)."""
     tail = list(islice((rec for rec in reversed(records) if rec.text.strip()), END_LINES))[::-1]
-    said = [rec for rec in tail if _FAILURE_WORDS.search(rec.text[:4000]) and not _NO_FAILURE.search(rec.text[:4000])]
+    said = [
+        rec
+        for rec in tail
+        if _FAILURE_WORDS.search(rec.text[:4000])
+        and not _NO_FAILURE.search(rec.text[:4000])
+        and not _HARMLESS.search(rec.text[:4000])
+    ]
     out = _quoted(said, default_rank, default_host)
     for ev in out:
         ev.fields["read_at_log_end"] = True

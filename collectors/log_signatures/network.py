@@ -16,6 +16,21 @@ from trainctl.collectors.log_signatures.rule import (
     sig,
 )
 
+# The async events of an HCA that are no fault (rdma-core libibverbs/enum_strs.c ibv_event_type_str's names): NCCL
+# 2.2x (NVIDIA/nccl src/transport/net_ib/common.cc ncclIbAsyncThreadMain) prints them as "Got non-fatal async event:
+# %s(%d)" or "GID table changed"; older releases printed every event as "Got async event : %s". A port coming up, a
+# subnet manager or address change, a drained queue. (A port error or a failed path migration is still a failure.)
+_BENIGN_IB_EVENT = (
+    r"(?:communication established|send queue drained|path migrated|port active|LID change|P_Key change|SM change"
+    r"|SRQ limit reached|last WQE reached|client reregistration|GID table change)\b"
+)
+# The whole warning of such an event (NCCL WARN's "NET/IB : <dev>:<port> ..."): no signature's, and no error-looking
+# line for the unclassified fallback (collectors/logs.py _HARMLESS).
+_BENIGN_IB_WARNING_TAIL = (
+    r"(?:[\w-]+(?::\d+)?\s+)?(?:GID table changed|Got (?:non-fatal )?async event\s*:\s*" + _BENIGN_IB_EVENT + ")"
+)
+BENIGN_IB_WARNING = r"NCCL WARN NET/IB\s*:\s*" + _BENIGN_IB_WARNING_TAIL
+
 # IB work-completion statuses that say the remote end failed (ibv_wc_status): 9 REM_INV_REQ,
 # 10 REM_ACCESS, 11 REM_OP, 12 RETRY_EXC (the peer never acked), 13 RNR_RETRY_EXC. 5 (WR_FLUSH)
 # and the rest are local consequences.
@@ -276,7 +291,9 @@ ERRORS: tuple[Signature, ...] = (
         # net_ib.cc: WARN("NET/IB : %s:%d Got async event : %s", dev, port, ...); NCCL 2.4's net_ib.cu:80 had no
         # device: WARN("NET/IB : Got async event : %s", ...). 2.2x (NVIDIA/nccl 5067397c src/transport/net_ib/common.cc):
         # WARN("NET/IB : %s:%d async fatal event: %s"), "... async fatal event on CQ (%p) ...: %s", "... on QP (%p) ...".
-        r"NET/IB\s*:\s*(?:(?P<nic>[\w-]+(?::\d+)?)\s+)?Got async event\s*:\s*(?P<ib_event>[^\n]+)"
+        r"NET/IB\s*:\s*(?:(?P<nic>[\w-]+(?::\d+)?)\s+)?Got async event\s*:(?!\s*"
+        + _BENIGN_IB_EVENT
+        + r")(?P<ib_event>[^\n]+)"
         r"|NET/IB\s*:\s*(?P<nic__2>[\w-]+(?::\d+)?)\s+async fatal event(?: on (?:CQ|QP|SRQ)[^:\n]*)?:\s*(?P<ib_event__2>[^\n]+)",
         K.NETWORK_ERROR,
         C.IB,
@@ -358,8 +375,23 @@ ERRORS: tuple[Signature, ...] = (
         "libfabric found no usable device for the requested provider (EFA) on the host that printed it.",
     ),
     sig(
+        "nccl_ib_benign_async_event",
+        # The harmless HCA events of the NCCL WARN (BENIGN_IB_WARNING, above): no fault of the host that logs them, so
+        # no blame and no more than information (a GID change mid-run is a RoCE address change, which can break its
+        # connections: worth showing beside a failure, never a failure alone).
+        BENIGN_IB_WARNING,
+        K.NETWORK_ERROR,
+        C.IB,
+        S.INFO,
+        Blame.NONE,
+        ["async event", "GID table changed"],
+        "An HCA's harmless async event (a port up, an address or subnet-manager change): information, no blame.",
+        generic=True,
+    ),
+    sig(
         "nccl_warn_ib",
-        r"NCCL WARN NET/IB\s*:\s*(?P<ib_warn>[^\n]+)",
+        # (not a benign async event, as NCCL itself classes them: above)
+        r"NCCL WARN NET/IB\s*:(?!\s*" + _BENIGN_IB_WARNING_TAIL + r")(?P<ib_warn>[^\n]+)",
         K.NETWORK_ERROR,
         C.IB,
         S.WARNING,

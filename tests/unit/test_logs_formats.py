@@ -988,6 +988,27 @@ def test_a_store_that_went_away_follows_what_took_it_down_and_a_shutdown_warning
     assert not [e for e in events(bye) if e["signature"] == "rendezvous_state_error"]
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        "mlx5_1:1 Got async event : GID table change",  # NCCL <= 2.18 printed every async event so
+        "Got async event : LID change",
+        "mlx5_1:1 Got non-fatal async event: port active(9)",  # 2.2x's own words for the harmless ones
+        "mlx5_1:1 GID table changed",
+    ],
+)
+def test_an_hcas_harmless_async_event_is_information_that_blames_nobody(event: str) -> None:
+    """NCCL's async thread (src/transport/net_ib/common.cc ncclIbAsyncThreadMain) warns of every HCA event; a port
+    coming up or an address or subnet-manager change (rdma-core ibv_event_type_str's names) is no failure, of the
+    host that logs it or of anyone: information only. A port error still is, and blames the host that logs it."""
+    (i,) = analyze_log_events(parse_log_text(f"node1:12:34 [0] NCCL WARN NET/IB : {event}\n", "x.log"))
+    assert (i.kind, i.severity, i.hosts, i.ranks) == (FindingKind.NETWORK_ERROR, Severity.INFO, (), ())
+    (f,) = analyze_log_events(
+        parse_log_text("node1:12:34 [0] NCCL WARN NET/IB : mlx5_1:1 Got async event : port error\n", "x.log")
+    )
+    assert (f.kind, f.hosts) == (FindingKind.NETWORK_ERROR, ("node1",))
+
+
 def test_an_exceptions_traceback_is_not_a_live_stack() -> None:
     # a traceback has ", in" (an exception unwound); faulthandler's live dump has " in" without the comma
     tb = '  File "/x/torch/distributed/distributed_c10d.py", line 4551, in barrier'
