@@ -34,8 +34,9 @@ TIMEOUTS: tuple[Signature, ...] = (
         # "ran for N milliseconds before timing out." ends it; a line cut there (a paste, a tqdm bar
         # glued in front that the excerpt ends on) still says which collective timed out
         r"(?:\s*ran for (?P<ran_ms>\d+) milliseconds)?"
-        # a paste that broke the line after "timeout:" (the WorkNCCL(...) on the lines below): the timeout still
-        r"|Watchdog caught collective operation timeout:\s*$",
+        # a paste that broke the line after "timeout:" (the WorkNCCL(...) on the lines below), or cut it before the
+        # colon: the timeout still
+        r"|Watchdog caught collective operation timeout:?\s*$",
         K.HUNG_COLLECTIVE,
         C.COLLECTIVE_TIMEOUT,
         S.CRITICAL,

@@ -777,6 +777,22 @@ LAUNCHERS: tuple[Signature, ...] = (
         "would not match.",
     ),
     sig(
+        "accelerate_shape_mismatch",
+        # huggingface/accelerate src/accelerate/utils/operations.py verify_operation (its debug mode,
+        # ACCELERATE_DEBUG_MODE / `accelerate launch --debug`): each process gathers the shapes it is about to pass to
+        # gather/broadcast/reduce, and where they differ raises DistributedOperationException("Cannot apply desired
+        # operation due to shape mismatches. All shapes across devices must be valid.\n\nOperation: `{op}`\nInput
+        # shapes:\n  - Process 0: [...]\n  - Process 1: [...]"): the collective would not match (without the debug mode
+        # it hangs). Each process prints the shapes; which one is wrong, the shapes alone do not say: nobody is blamed.
+        r"Cannot apply desired operation due to shape mismatches\. All shapes across devices must be valid",
+        K.COLLECTIVE_MISMATCH,
+        C.SIZE_MISMATCH,
+        S.CRITICAL,
+        Blame.NONE,
+        ["due to shape mismatches"],
+        "Accelerate's debug mode: processes passed tensors of different shapes to one collective.",
+    ),
+    sig(
         "fairseq_all_gather_out_of_sync",
         # fairseq/distributed/utils.py all_gather_list (and distributed_utils.py before 0.10; ParlAI's copy):
         # on pickle.UnpicklingError, Exception("Unable to unpickle data from other workers. all_gather_list

@@ -923,6 +923,10 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
         ("  Warning  Evicted  2m  kubelet  The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi.",
          "kubelet_eviction", "crash"),
         ("        Pending                           : Yes", "nvidia_smi_remap_pending", "faulty_host"),
+        ("accelerate.utils.operations.DistributedOperationException: Cannot apply desired operation due to shape "
+         "mismatches. All shapes across devices must be valid.", "accelerate_shape_mismatch", "collective_mismatch"),
+        ("[rank1]:[E1101 10:00:00.000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout",
+         "nccl_watchdog_timeout", "hung_collective"),
         ("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote "
          "server shutdown or crash?", "c10d_store_connection_closed", "rendezvous_error"),
         ("RuntimeError: Stop_waiting response is expected", "c10d_store_connection_closed", "rendezvous_error"),
