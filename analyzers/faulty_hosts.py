@@ -1349,8 +1349,7 @@ def _shared_low_cap(
         median_w = np.nanmedian(np.where(loaded[us], power[us], np.nan), axis=1)
     low = np.union1d(hit, us[median_w <= cap_w + th.power_limit_margin_w])
     hosts, n_low = np.unique(low // G, return_counts=True)
-    _, n_all = np.unique(us // G, return_counts=True)
-    n_all_of = dict(zip(np.unique(us // G).tolist(), n_all.tolist(), strict=True))
+    n_all_of = dict(zip(*(a.tolist() for a in np.unique(us // G, return_counts=True)), strict=True))
     mostly = [h for h, n in zip(hosts.tolist(), n_low.tolist(), strict=True) if 2 * n > n_all_of[h]]
     on_mostly = int(np.isin(low // G, mostly).sum())
     return len(mostly) >= 2 and on_mostly >= th.power_policy_fraction * len(us)

@@ -732,49 +732,44 @@ def _name_sole_reporter(incident: list[_Ev], groups: list[_Group]) -> list[_Grou
     return groups
 
 
-def _banner_abort_after_named_failure(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> bool:
-    """torchelastic's banner names the first failure its own agent observed (torch/distributed/elastic/multiprocessing/
-    errors/__init__.py ChildFailedError.get_first_failure, v2.13: the earliest failure among that agent's own
-    workers): on a run of several agents, a rank on another node (or one whose own line came first) may have failed
-    before it. Where the banner's root cause exited 1 (a Python exception) or -6 (SIGABRT: torch's NCCL watchdog
-    aborts its process after a collective timed out or an NCCL error it noticed) and an earlier line of the incident
-    blames another rank for its own failure (an OOM, a CUDA error printed under that rank's prefix), that failure came
-    first: the banner says where its consequence surfaced."""
-    roots = [e for e in g.events if e.signature == "elastic_root_cause" and e.culprit_rank is not None]
-    if not roots or any(e.exit_code not in (1, -6) for e in roots):
-        return False
-    first = min(pos[id(e)] for e in g.events)
-    banner_ranks = {e.culprit_rank for e in roots}
-    return any(
-        e.culprit_rank is not None and e.culprit_rank not in banner_ranks and e.basis not in ("peer", "endpoint")
-        for other in groups
-        if other is not g and not all(x.generic for x in other.events)
-        for e in other.events
-        if pos[id(e)] < first
-    )
+def _late_banner(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> bool:
+    """Whether torchelastic's banner in `g` (its "Root Cause (first observed failure)", naming a rank) goes below
+    another failure of its incident instead of first; two cases, both from what the banner can and cannot see.
 
+    Another rank's failure came first: the banner names the first failure its own agent observed (torch/distributed/
+    elastic/multiprocessing/errors/__init__.py ChildFailedError.get_first_failure, v2.13: the earliest failure among
+    that agent's own workers), and on a run of several agents a rank on another node (or one whose own line came
+    first) may have failed before it. Where the root cause exited 1 (a Python exception) or -6 (SIGABRT: torch's NCCL
+    watchdog aborts its process after a collective timed out or an NCCL error it noticed) and an earlier line of the
+    incident blames another rank for its own failure (an OOM, a CUDA error printed under that rank's prefix), that
+    failure came first: the banner says where its consequence surfaced.
 
-def _banner_wraps_its_exception(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> bool:
-    """torchelastic's root cause that exited 1 says its rank raised a Python exception (torch/distributed/elastic/
-    multiprocessing/errors/__init__.py: exit code 1 is the interpreter's for an uncaught exception). Where the excerpt
+    Its own rank's exception is classified: exit 1 is the interpreter's for an uncaught exception. Where the excerpt
     printed a classified exception before the banner (a rendezvous or network error, a timeout, a mismatch, a NaN
     check) from that rank or with no rank prefix, that exception is what the banner reports: the cause goes first,
     with its own blame (a rank that could not reach the store is not the store's fault), and the banner is its
     evidence of where it surfaced."""
     roots = [e for e in g.events if e.signature == "elastic_root_cause" and e.culprit_rank is not None]
-    if not roots or any(e.exit_code != 1 for e in roots):
+    codes = {e.exit_code for e in roots}
+    if not roots or not codes <= {1, -6}:
         return False
     first = min(pos[id(e)] for e in g.events)
     ranks = {e.culprit_rank for e in roots}
-    return any(
-        other is not g
-        and other.kind is not FindingKind.CRASH
-        and other.severity_is_critical
-        and not all(e.generic for e in other.events)
-        and all(e.rank is None or e.rank in ranks for e in other.events)
-        and min(pos[id(e)] for e in other.events) < first
-        for other in groups
+    others = [o for o in groups if o is not g and not all(e.generic for e in o.events)]
+    another_rank_first = any(
+        e.culprit_rank is not None and e.culprit_rank not in ranks and e.basis not in ("peer", "endpoint")
+        for o in others
+        for e in o.events
+        if pos[id(e)] < first
     )
+    own_exception_first = codes == {1} and any(
+        o.kind is not FindingKind.CRASH
+        and o.severity_is_critical
+        and all(e.rank is None or e.rank in ranks for e in o.events)
+        and min(pos[id(e)] for e in o.events) < first
+        for o in others
+    )
+    return another_rank_first or own_exception_first
 
 
 def _printer_of(e: _Ev) -> tuple[str | None, int | None, int | None]:
@@ -907,11 +902,7 @@ def analyze_log_events(
         groups = _adopt_root_cause(_fold_exit_reports(_groups_for_incident(in_incident)))
 
         # (read before the sort below: a list being sorted reads as empty)
-        late_banners = {
-            id(g)
-            for g in groups
-            if _banner_abort_after_named_failure(g, groups, pos) or _banner_wraps_its_exception(g, groups, pos)
-        }
+        late_banners = {id(g) for g in groups if _late_banner(g, groups, pos)}
 
         def settled_root(g: _Group, late_banners: set[int] = late_banners) -> bool:
             return id(g) not in late_banners and any(

@@ -5,9 +5,8 @@ ranks that submitted one tensor's collective differently are a collective mismat
 from __future__ import annotations
 
 import pytest
+from log_text import findings
 
-from trainctl.analyzers.logs import analyze_log_events
-from trainctl.collectors.logs import parse_log_text
 from trainctl.findings import FindingKind
 
 SHUT_DOWN = (
@@ -15,10 +14,6 @@ SHUT_DOWN = (
     "allgather or broadcast a tensor after one of the ranks finished execution. If the shutdown was caused by an "
     "exception, you should see the exception in the log before the first shutdown message."
 )
-
-
-def findings(text: str):
-    return analyze_log_events(parse_log_text(text, source="t.log"))
 
 
 @pytest.mark.parametrize(

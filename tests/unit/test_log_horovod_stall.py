@@ -3,8 +3,8 @@ that names the ranks missing from the stalled tensors, in each of its eras and u
 
 from __future__ import annotations
 
-from trainctl.analyzers.logs import analyze_log_events
-from trainctl.collectors.logs import parse_log_text
+from log_text import findings
+
 from trainctl.findings import Category, FindingKind, Severity
 
 PREAMBLE = (
@@ -12,10 +12,6 @@ PREAMBLE = (
     "for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit "
     "different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. "
 )
-
-
-def findings(text: str):
-    return analyze_log_events(parse_log_text(text, source="t.log"))
 
 
 def test_one_missing_rank_is_the_rank_behind() -> None:

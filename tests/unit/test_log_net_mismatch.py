@@ -6,13 +6,9 @@ src/transport/net_ib "NET/IB : No device found.", src/misc/param.cc "%s set by e
 
 from __future__ import annotations
 
-from trainctl.analyzers.logs import analyze_log_events
-from trainctl.collectors.logs import parse_log_text
+from log_text import findings
+
 from trainctl.findings import Category, FindingKind, Severity
-
-
-def findings(text: str):
-    return analyze_log_events(parse_log_text(text, source="t.log"))
 
 
 def init(host: str, pid: int, network: str, *, why: tuple[str, ...] = ()) -> str:
