@@ -1800,6 +1800,8 @@ def _peer_outliers(
         mw = fr.samples(m.window_s) if m.window_s else w
         out = _Deferred()
         _outliers_one(out, fr, th, m, th.floors[m.floor_kw] * m.scale, x, owner, sub, group, keys, active, mw, cont)
+        if m.column == "power_w" and m.direction < 0 and gt is not None and g is not None:
+            return [c for c in out.calls if not _power_needs_no_more(gt, g, fr, th, c)]
         return out.calls
 
     # Two metrics at a time (numpy's passes release the GIL; the scan's second core is idle by
@@ -1810,19 +1812,55 @@ def _peer_outliers(
                 col.add(*args)
 
 
+# The clock-event reasons that hold a GPU's clocks (so its power) down (nvml.h nvmlClocksEventReasons).
+_HELD_DOWN = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
+HELD_DOWN_FRACTION = 0.05  # under this share of its loaded samples, a GPU was not held down
+
+
+def _power_needs_no_more(gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, call: tuple[Any, ...]) -> bool:
+    """A power-below-peers signal from GPUs that no reason held down: their clock-event reasons are reported and show
+    no power cap, slowdown or thermal event in their loaded samples. Such a GPU draws less for the work it is given: a
+    lower-power SKU or board that the data does not name (an H100 PCIe among SXM boards, with no name reported),
+    better silicon. Less work shows in utilisation, a metric of its own; a power cap, a brake or heat shows in the
+    reasons. Where utilisation or the reasons are not reported, power is the only witness, and the signal stays."""
+    ev = call[-1]
+    if "gpu" not in ev or "throttle_reasons" not in gt.column_names or np.isnan(g.util).all():
+        return False
+    h = fr.names.index(call[0])
+    units = [h * g.G + int(gi) for gi in ev.get("gpus_deviating", [ev["gpu"]])]
+    rows = np.flatnonzero(np.isin(g.unit, units))
+    util = _np(gt.take(pa.array(rows)), "sm_util_pct", np.float32)
+    rows = rows[util >= th.load_util_pct]
+    if not len(rows):
+        return False
+    bits = gt.column("throttle_reasons").take(pa.array(rows))
+    if bits.null_count > 0.1 * len(bits):
+        return False
+    held = (pc.fill_null(bits.cast(pa.uint64()), 0).to_numpy().astype(np.uint64) & np.uint64(_HELD_DOWN)) != 0
+    return bool(held.mean() < HELD_DOWN_FRACTION)
+
+
 def _skip_late_starts(active: np.ndarray, working: np.ndarray, group: np.ndarray, warmup: int, margin: int) -> None:
     """Clear `active` (unit, time) over the first `warmup` samples of work of each unit that starts working more than
-    `margin` samples after its peer group's median start: a late-joining host (a staggered start, a replacement)
+    `margin` samples after the peers it is compared with then: a late-joining host (a staggered start, a replacement)
     warms up its allocator, autotuning and first collectives while they run steady, which is not a departure from
     them. Units that start with their group (within the margin) warm up with it and are compared from their first
-    sample: a fault present from the start of a short run stays seen."""
+    sample: a fault present from the start of a short run stays seen.
+
+    The peers a unit meets at its start are those of its group that started by then (itself included), so the
+    reference is their median start, not the whole group's: hosts that join even later (two replacements half an
+    hour in) would pull the whole group's median past a host that started 2 minutes after the rest, and its warm-up
+    would be compared with their steady work."""
     T = working.shape[1]
     starts = np.where(working.any(1), working.argmax(1), T)
     for k in np.unique(group[group >= 0]):
         rows = np.flatnonzero((group == k) & (starts < T))
         if len(rows) < 2:
             continue
-        for r in rows[starts[rows] > np.median(starts[rows]) + margin]:
+        s = np.sort(starts[rows])
+        n_by = np.searchsorted(s, starts[rows], side="right")  # units started by each one's start, itself included
+        ref = (s[(n_by - 1) // 2] + s[n_by // 2]) / 2  # the median of those starts
+        for r in rows[starts[rows] > ref + margin]:
             active[r, starts[r] : starts[r] + warmup] = False
 
 

@@ -388,6 +388,45 @@ def test_a_late_starter_warming_up_is_not_compared_until_it_has_warmed_up() -> N
     assert (fi.hosts, fi.category) == (("h05",), Category.METRIC_OUTLIER) and "power_w" in fi.summary
 
 
+def test_a_late_starter_is_late_for_the_peers_running_then_not_for_hosts_that_join_later() -> None:
+    """Six hosts: three start together, h03 two minutes after them, and two replacements (h04, h05) join 10 and 13
+    minutes in. h03 warms up while the three run steady, so it is late for them; the whole group's median start
+    (pulled up by the two replacements) would have compared its warm-up with their steady work (a third generator's
+    clean fleet, with late joiners, named such a host)."""
+    f = Fleet(hosts=6, seconds=1400)
+    for h in range(3):
+        _start_late(f, h, 30, 1, 560.0)
+    _start_late(f, f.h("h03"), 150, 240, 560.0)
+    _start_late(f, f.h("h04"), 600, 240, 560.0)
+    _start_late(f, f.h("h05"), 800, 240, 560.0)
+    assert f.findings() == []
+    _start_late(f, f.h("h03"), 150, 240, 400.0)  # ...and once warmed up, a departure is still one
+    (fi,) = f.findings()
+    assert (fi.hosts, fi.category) == (("h03",), Category.METRIC_OUTLIER) and "power_w" in fi.summary
+
+
+def test_a_host_doing_its_peers_work_at_less_power_with_no_reason_held_down_is_not_named() -> None:
+    """Unnamed GPUs, no power limits reported: one host's GPUs draw 280 W where their peers draw 560 W, at the same
+    utilisation, with no clock-event reason set (a third generator's clean fleet: an H100 PCIe host among SXM hosts).
+    Nothing held them down: they need less power for the same work. The same host held at a power cap (its reasons
+    say so) is named, and so is one that also does less work (its utilisation says so)."""
+    unnamed = ("gpu_name", "power_limit_w", "power_limit_default_w")
+    f = Fleet()
+    f.throttle = np.where(f.busy, 0, GPU_IDLE).astype(np.uint64)  # 560 W, under a 700 W limit: not at the cap
+    h = f.h("h05")
+    f.power[h] = np.where(f.busy[h], 280 + np.random.default_rng(5).normal(0, 6, f.power[h].shape), 60.0)
+    f.clock[h] = np.where(f.busy[h], 1750.0, 345.0)
+    assert f.findings(drop=unnamed) == []
+    capped = Fleet()
+    capped.throttle = f.throttle.copy()
+    capped.power[h], capped.clock[h] = f.power[h], f.clock[h]
+    capped.throttle[h] = np.where(f.busy[h], SW_POWER_CAP, GPU_IDLE)
+    assert _hosts(capped.findings(drop=unnamed)) == [("h05", "metric_outlier"), ("h05", "power")]
+    f.util[h] = np.where(f.busy[h], 60.0, 0.0)
+    (fi,) = f.findings(drop=unnamed)
+    assert fi.hosts == ("h05",) and {s["metric"] for s in fi.evidence["signals"]} == {"sm_util_pct"}
+
+
 def _iso_at(s: int) -> str:
     return datetime.fromtimestamp(T0 / 1e9 + s, UTC).isoformat(timespec="milliseconds")
 
