@@ -280,6 +280,24 @@ STORE: tuple[Signature, ...] = (
         "Horovod's gloo rendezvous store timed out at start-up: a worker never registered.",
     ),
     sig(
+        "horovod_start_timeout",
+        # horovod/runner/common/util/timeout.py Timeout.check_time_out_for raises TimeoutException('{message}
+        # Timeout after {s} seconds.') with the message horovodrun gives it (runner/launch.py: "Timed out waiting for
+        # {activity}. Please check connectivity between servers. You may need to increase the --start-timeout
+        # parameter if you have too many servers."; elastic/driver.py: "... Please check that you have enough
+        # resources to run at least N Horovod processes."), activity "tasks to start", "the hosts to acknowledge"...
+        # A traceback cut before its last line still shows the raising frame (horovod/run/ before 0.20).
+        r"Timed out waiting for (?P<activity>[^.\n]{1,80})\. Please check (?:connectivity between servers"
+        r"|that you have enough resources)"
+        r"|horovod/run(?:ner)?/common/util/timeout\.py\", line \d+, in check_time_out_for",
+        K.RENDEZVOUS_ERROR,
+        None,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Timed out waiting for", "check_time_out_for"],
+        "horovodrun's start-up timed out: its task servers (one per host) did not all register in --start-timeout.",
+    ),
+    sig(
         "rendezvous_connection_error",
         # Not the agent's goodbye: DynamicRendezvousHandler.shutdown()
         # (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py) logs "The node '...' has failed

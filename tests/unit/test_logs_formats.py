@@ -934,6 +934,11 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
          "rendezvous_error"),
         ("RuntimeError: connect() timed out. Original timeout was 1800000 ms.", "c10d_connect_timeout_legacy",
          "rendezvous_error"),
+        ("horovod.runner.common.util.timeout.TimeoutException: Timed out waiting for tasks to start. Please check "
+         "connectivity between servers. You may need to increase the --start-timeout parameter if you have too many "
+         "servers. Timeout after 30 seconds.", "horovod_start_timeout", "rendezvous_error"),
+        ('  File "/usr/lib/python3/site-packages/horovod/run/common/util/timeout.py", line 32, in check_time_out_for',
+         "horovod_start_timeout", "rendezvous_error"),
         ("torch.distributed.elastic.rendezvous.api.RendezvousStateError: The node 'n0_1' has failed to read the state "
          "of the rendezvous 'job'.", "rendezvous_state_error", "rendezvous_error"),
         ("link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 7 sm_lid 1 lmc 0 state DOWN physical_state POLLING",
