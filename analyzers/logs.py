@@ -534,6 +534,12 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         return (
             f"unclassified error{on} (no known signature; {what}"
             + (f"; its words '{words}' say {k.value}" if words else "")
+            + (
+                f"; its traceback stops inside a collective call ('{f['cut_in_collective'][:80]}'): the collective"
+                " failed, its exception line is not in the text"
+                if f.get("cut_in_collective")
+                else ""
+            )
             + f"): {first.message[:200]}"
         )
     if (own := _SIGNATURE_SUMMARIES.get(first.signature)) is not None:

@@ -818,12 +818,43 @@ def _interrupted_tracebacks(records: list[Record]) -> set[int]:
     return out
 
 
+# A traceback's frame (CPython traceback.c / traceback.py: 'File "{filename}", line {n}, in {name}', its source line
+# after it; records come with their indentation stripped, a logger's prefix kept) inside a collective of torch.distributed (distributed_c10d.py)
+# or of a framework's wrapper of one, or the source line that calls one ("dist.all_reduce(t)", "comm.gather(d)").
+_COLLECTIVE_IN_TRACEBACK = re.compile(
+    r'(?:^|\s)File "[^"\n]*(?:torch/distributed/distributed_c10d|deepspeed/comm/(?:comm|torch)|detectron2/utils/comm'
+    r'|megatron/core/parallel_state|horovod/torch/(?:mpi_ops|functions))\.py", line \d+, in '
+    r"(?:all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier|gather\w*|scatter\w*|reduce"
+    r"|send|recv|allreduce\w*|allgather\w*)\s*$"
+    r"|(?:^|\s)(?:\w+ = )?(?:dist|torch\.distributed|comm|deepspeed\.comm|hvd)\.(?:all_reduce|all_gather\w*|reduce_scatter\w*"
+    r"|all_to_all\w*|broadcast\w*|barrier|gather\w*|scatter\w*|reduce|allreduce|allgather)\("
+)
+
+
+_EXCEPTION_AFTER_PREFIX = re.compile(r"(?:^|\s)" + _EXCEPTION_LINE.pattern.removeprefix("^"))  # a logger's prefix kept
+
+
+def _cut_in_collective(records: list[Record]) -> Record | None:
+    """The collective frame of a traceback cut off before its exception line (the paste, or the log, stops
+    inside it): what failed is the collective's call, though not why. A traceback that reaches its exception line
+    says why on that line, and is read there."""
+    at: Record | None = None
+    for rec in records:
+        if _TRACEBACK.search(rec.text) or _EXCEPTION_AFTER_PREFIX.search(rec.text):
+            at = None
+        elif _COLLECTIVE_IN_TRACEBACK.search(rec.text):
+            at = rec
+    return at
+
+
 def _unclassified(
     records: list[Record], default_rank: int | None, default_host: str | None, goodbye: set[int]
 ) -> list[Event]:
     """Error-looking lines of a log in which no signature matched anything: one warning event each
     (at most MAX_UNCLASSIFIED_LINES), quoting the line. They blame no rank or host: the line says
-    something failed, not who; the rank/host that printed it is kept as the reporter."""
+    something failed, not who; the rank/host that printed it is kept as the reporter. A traceback cut off
+    inside a collective call makes them a network error (the collective raised: a peer that died, the
+    network, a timeout) unless their words say another kind."""
     interrupted = _interrupted_tracebacks(records)
     errorish = [
         rec
@@ -833,7 +864,12 @@ def _unclassified(
         and rec.line_no not in interrupted
         and rec.line_no not in goodbye  # torchrun's goodbye (_store_goodbyes): its store call's failure and backtrace
     ]
-    return _quoted(errorish, default_rank, default_host)
+    out = _quoted(errorish, default_rank, default_host)
+    if out and not any("kind_from_words" in ev.fields for ev in out) and (cut := _cut_in_collective(records)):
+        for ev in out:
+            ev.kind = K.NETWORK_ERROR
+            ev.fields["cut_in_collective"] = cut.text[:200]
+    return out
 
 
 # Words that say something failed, in any printer's prose ("failed to verify GPU driver installation: exit status

@@ -151,3 +151,31 @@ def test_a_driver_failure_line_no_signature_knows_is_read_by_its_words(line: str
 def test_a_driver_line_that_reports_no_failure_stays_silent() -> None:
     # kern_gsp_*.c's boot dump (NV_PRINTF of the GSP firmware's layout): values, no failure words
     assert _findings("[  194.004435] NVRM: kgspDumpGspLogs: bootCount:              0x3\n") == []
+
+
+_CUT = (
+    "Traceback (most recent call last):\n"
+    '  File "tools/train_net.py", line 132, in train\n'
+    "    all_metrics_dict = comm.gather(metrics_dict)\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 81, in wrapper\n'
+    "    return func(*args, **kwargs)\n"
+)
+
+
+def test_a_traceback_cut_off_inside_a_collective_says_the_collective_failed() -> None:
+    """A paste that stops inside a traceback through a collective call (its exception line not in the text): the
+    collective raised, a network error at the unclassified level, blaming nobody. With its exception line there, the
+    line says why: a known signature, its words, or an unknown exception (a crash)."""
+    (f,) = _findings(_CUT)
+    assert (f.kind, f.category) == (FindingKind.NETWORK_ERROR, Category.UNCLASSIFIED)
+    assert "stops inside a collective call ('all_metrics_dict = comm.gather(metrics_dict)')" in f.summary
+    assert f.ranks == () and f.hosts == ()
+    (f,) = _findings(_CUT + "ValueError: the dict holds a tensor\n")
+    assert (f.kind, f.category) == (FindingKind.CRASH, Category.UNCLASSIFIED) and "collective" not in f.summary
+    # a logger's prefix on every line (vLLM's workers) does not hide the exception line
+    prefixed = "".join(f"(Worker pid=7) ERROR 06-04 12:45:50 [executor.py:932] {line}\n" for line in _CUT.splitlines())
+    assert _findings(prefixed)[0].kind is FindingKind.NETWORK_ERROR
+    prefixed += "(Worker pid=7) ERROR 06-04 12:45:50 [executor.py:932] ValueError: the dict holds a tensor\n"
+    assert _findings(prefixed)[0].kind is FindingKind.CRASH
+    (f,) = _findings(_CUT + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert f.kind is FindingKind.CRASH and f.category is not Category.UNCLASSIFIED
