@@ -171,6 +171,7 @@ def read_progress(
             or _interrupted_at_end(numbered)
             or _strace_blocked_at_end(numbered)
             or _ends_in_set_up(numbered)
+            or _set_up_begun_at_end(numbered)
         )
     return r
 
@@ -838,6 +839,39 @@ def _ends_in_set_up(lines: list[tuple[int, str]]) -> Reading | None:
         n,
         evidence={"last_set_up_line": t.strip()[:300], "stage": "joining" if joining else "joined"},
         kind=K.RENDEZVOUS_ERROR if joining else K.HUNG_COLLECTIVE,
+    )
+
+
+# A line announcing a piece of set-up work as it begins ("Initializing checkpoint manager", "Loading checkpoint
+# shards", "Setting up optimizer with config ...", "Instantiating PipeStageExecutor", "creating communicator"): the
+# present participle of the set-up verbs every framework logs before its loop, after a logger's prefix or at the start.
+_SET_UP_BEGUN = re.compile(
+    r"(?:^|[\s\]>:|-])(?:[Ii]nitiali[sz]ing|[Ii]nstantiating|[Ll]oading|[Bb]uilding|[Cc]reating|[Ss]etting up"
+    r"|[Ss]ynchroni[sz]ing|[Cc]onnecting|[Ss]tarting|[Ll]aunching|[Pp]reparing|[Cc]ompiling|[Ww]arming up)\b"
+)
+
+
+def _set_up_begun_at_end(lines: list[tuple[int, str]]) -> Reading | None:
+    """A log on its own whose last lines announce a piece of set-up work begun, with no step and no line after it
+    saying it finished: the run stopped there (a communicator, a checkpoint, a dataset that never came), or the
+    excerpt was cut there. As for `_ends_in_set_up`'s markers, what came before (a healthy start, earlier steps)
+    does not matter: where the log ends does. A line that names a step, an epoch or a loss is progress, not set-up
+    ("Starting epoch 3"). The markers name the stage; this reads the run's own words where no marker is printed."""
+    # the last line that is a step or announces set-up work, among the last few: set-up work, not a step
+    last = next(
+        ((n, t) for n, t in reversed(lines[-END_LINES:]) if _STEPPED.search(t) or _SET_UP_BEGUN.search(t[:300])), None
+    )
+    if last is None or _STEPPED.search(last[1]):
+        return None
+    n, t = last
+    return Reading(
+        "log_ends_in_set_up",
+        f"the log ends as its run begins a piece of set-up ({t.strip()[:160]!r}, line {n}), with no step and no"
+        " line saying it finished: the run stopped in its set-up (a communicator, a checkpoint, a dataset that never"
+        " came), or the excerpt was cut there",
+        n,
+        evidence={"last_set_up_line": t.strip()[:300], "stage": "set-up begun"},
+        kind=K.HUNG_COLLECTIVE,
     )
 
 

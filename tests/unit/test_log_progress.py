@@ -622,10 +622,39 @@ def test_set_up_followed_by_steps_or_many_lines_or_in_a_run_dirs_rank_log_is_not
         alone(rebuilt + MMCV_ITER),
     ):
         assert [f.evidence["signatures"] for f in stepped] == [["progress_stopped_short"]]  # the counter's reading
-    assert alone(DEEPSPEED_INIT + "".join(f"Loading shard {i} of the model from disk\n" for i in range(3))) == []
+    assert alone(DEEPSPEED_INIT + "".join(f"Loaded shard {i} of the model from disk\n" for i in range(3))) == []
     # the collectives NCCL's COLL subsystem traces are the run's work, not its set-up
     coll = "node1:100:100 [0] NCCL INFO AllReduce: opCount 5 sendbuff 0x7f sendbuff 0x7e count 3 datatype 7 op 0\n"
     assert alone(NCCL_DONE_THEN_NOTE + coll * 4) == []
+
+
+def test_a_log_on_its_own_that_ends_as_its_run_begins_a_piece_of_set_up_is_a_run_stopped_in_its_set_up():
+    """No set-up marker, no step: the last lines announce set-up work begun ("Initializing ...", "Loading ...",
+    "Setting up ..."), and nothing says it finished. A weak hang (or the excerpt cut there), as a marker's reading."""
+    for text, last in (
+        (
+            "11:05:18    INFO Applied activation checkpointing (freq=1)\n"
+            "11:07:08    INFO Initializing checkpoint manager (interval=20 resume_step=None)\n",
+            "Initializing checkpoint manager",
+        ),
+        (
+            "[NeMo I 2025-10-13 13:29:27 utils:661] Setting up optimizer with config OptimizerConfig(lr=3e-4)\n",
+            "Setting up",
+        ),
+        ("Synchronizing parameters for rank 0...\n", "Synchronizing"),
+        ("INFO:root:Instantiating PipeStageExecutor for stage 4\nINFO:root:[2] Instantiating RankWorker\n", "[2]"),
+    ):
+        f = only_alone(text)
+        assert f.kind is FindingKind.HUNG_COLLECTIVE and f.confidence == PROGRESS_CONFIDENCE
+        assert f.evidence["signatures"] == ["log_ends_in_set_up"] and f.evidence["stage"] == "set-up begun"
+        assert last in f.evidence["last_set_up_line"] and f.ranks == () and f.hosts == ()
+        assert findings(text) == []  # a live run's rank log ends in its set-up while it starts
+    # earlier steps do not matter (a restart's set-up, an evaluation's); a step after it, or a line that names a step
+    # ("Starting epoch 3": progress), set-up work that finished, or more lines after it: nothing
+    assert only_alone("epoch 1 step 10 loss 2.31\nLoading checkpoint shards\n").kind is FindingKind.HUNG_COLLECTIVE
+    assert alone("Loading checkpoint shards\nepoch 1 step 10 loss 2.31\n") == []
+    assert alone("epoch 2 step 20 loss 2.05\nStarting epoch 3\n") == []
+    assert alone("Initializing model\nModel initialized in 3.2 s\nDataset ready: 1000 samples\nNum workers: 8\n") == []
 
 
 def test_a_log_on_its_own_that_ends_saying_something_failed_quotes_those_lines():
