@@ -837,6 +837,7 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
         ("reported_xids", "reported_xid"),
         ("local_ranks", "local_rank"),
         ("identity_lines", "identity_line"),  # the line that paired the culprit's rank with its host/pid
+        ("raised_in", "raised_in"),  # the rendezvous frame an unknown exception was raised in
     ):
         vals = _sorted_unique(e.fields.get(key) for e in allv)
         if vals:

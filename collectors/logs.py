@@ -946,6 +946,7 @@ def parse_log_text(
     records = list(clean_lines(text))
     events = parse_records(records, default_rank=rank, default_host=host)
     _retries_are_warnings(events)
+    _raised_in_rendezvous(records, events)
     goodbye = _store_goodbyes(records, events)
     # a blamed printer's other half (its host, its rank) from other lines of the text
     complete_culprits(events, read_identity(records, events, plausible_host=plausible_host))
@@ -995,6 +996,31 @@ def parse_log_text(
 # (Retry(total=4, ...)) after connection broken by ...", tenacity's and the clouds' SDKs' "Retrying in 2 s",
 # "attempt 1/5", "will retry"): the program handles it; if the retries run out, the line that says so is the failure.
 _RETRYING = re.compile(r"\bretrying\b|\bwill retry\b|\bretry(?:ing)? in \d|\battempt \d+\s*(?:/|of)\s*\d+", re.I)
+
+
+def _raised_in_rendezvous(records: list[Record], events: list[Event]) -> None:
+    """A traceback through the rendezvous (torch's init_process_group, its store, torchelastic's rendezvous: the
+    generic `rendezvous_traceback_frame`) that ends in an exception no signature knows: the exception was raised
+    while the group was being formed, which is what the excerpt can say of it. Its deepest rendezvous frame becomes
+    the failure, read at the exception line (not generic, critical, the frame kept as `raised_in`), so that it outranks the launcher's banner that
+    reports the process's exit (an exit 1 is the interpreter's for an uncaught exception: `analyzers/logs._late_banner`).
+    A classified exception line says more, and is left to say it."""
+    on_line: dict[int, list[Event]] = {}
+    for e in events:
+        on_line.setdefault(e.line_no, []).append(e)
+    frames: list[Event] = []
+    for rec in records:
+        if _TRACEBACK.search(rec.text):
+            frames = []
+            continue
+        here = on_line.get(rec.line_no, [])
+        frames += [e for e in here if e.signature == "rendezvous_traceback_frame"]
+        if frames and _EXCEPTION_AFTER_PREFIX.search(rec.text):
+            if not any(e.kind is not None for e in here):
+                last = frames[-1]  # read as the exception line, raised in that frame
+                last.fields["raised_in"] = last.message[:300]
+                last.generic, last.severity, last.line_no, last.message = False, S.CRITICAL, rec.line_no, rec.text
+            frames = []
 
 
 def _retries_are_warnings(events: list[Event]) -> None:

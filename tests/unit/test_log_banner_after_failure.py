@@ -77,3 +77,33 @@ def test_an_exit_1_banner_follows_the_exception_its_rank_raised_with_that_except
     # another rank's prefixed line is not this rank's exception: the late-banner rule's (above), not this one
     other = raised.replace("torch.distributed", "[rank5]: torch.distributed", 1)
     assert kinds_and_ranks(other + banner(1, 1, "To enable traceback see: ..."))[0] == (FindingKind.CRASH, (1,))
+
+
+def test_an_exception_no_signature_knows_raised_inside_the_rendezvous_goes_before_its_exit_1_banner() -> None:
+    """A traceback through init_process_group into the store's creation ends in an exception no signature knows:
+    it was raised while the group was being formed, a rendezvous failure read at its exception line; the exit-1
+    banner of the rank that raised it comes after it. A known exception there says more and is read as itself."""
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 40, in <module>\n'
+        '    dist.init_process_group(backend="nccl")\n'
+        '  File "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", line 1141, in init_process_group\n'
+        "    store, rank, world_size = next(rendezvous_iterator)\n"
+        '  File "/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py", line 172, in _create_c10d_store\n'
+        "    return TCPStore(\n"
+    )
+    found = analyze_log_events(
+        parse_log_text(tb + "RuntimeError: frobnicated the widget\n" + banner(2, 1, "To enable ..."), source="t.log")
+    )
+    assert found[0].kind is FindingKind.RENDEZVOUS_ERROR and found[0].severity.value == "critical"
+    assert "RuntimeError: frobnicated the widget" in found[0].summary
+    assert found[0].evidence["raised_in"][0].startswith('File "/usr/lib/python3/dist-packages/torch/distributed/rendez')
+    assert FindingKind.CRASH not in [f.kind for f in found[:1]]
+    # a known exception (a CUDA error) raised there is that exception
+    cuda = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert kinds_and_ranks(tb + cuda + banner(2, 1, "To enable ..."))[0][0] is FindingKind.CRASH
+    # a traceback that does not run through the rendezvous stays the banner's crash
+    plain = tb.replace("distributed_c10d.py", "trainer.py").replace("rendezvous.py", "loader.py")
+    assert (
+        kinds_and_ranks(plain + "RuntimeError: frobnicated the widget\n" + banner(2, 1, "x"))[0][0] is FindingKind.CRASH
+    )
