@@ -485,7 +485,25 @@ def _nvrx_monitor_summary(s: _Said) -> str:
     )
 
 
+def _slurm_cancel_summary(s: _Said) -> str:
+    """slurmstepd's "*** JOB J ON N CANCELLED AT T [DUE TO R] ***" (process_exits.slurm_cancelled): the scheduler ended
+    the job; what it says of the run depends on the reason."""
+    reason = s.f.get("cancel_reason")
+    if reason == "TIME LIMIT":
+        return (
+            f"Slurm cancelled the job at its time limit{s.on}: the scheduler ended it, no failure of its own is"
+            " printed with it; a run still stepping until then needed more time, one that had stopped stepping"
+            " before it hung"
+        )
+    if reason == "PREEMPTION":
+        return f"Slurm preempted the job{s.on}: a job of higher priority took its nodes (requeue it, resume from a checkpoint)"
+    if reason == "NODE FAILURE":
+        return f"Slurm cancelled the job after a node failure{s.on}: slurmctld's log names the node"
+    return f"Slurm cancelled the job{s.on} (scancel, or the scheduler): no failure of its own is printed with it"
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
+    "slurm_cancelled": _slurm_cancel_summary,
     "nvrx_rank_monitor_timeout": _nvrx_monitor_summary,
     "fr_trace_missing_ranks": _fr_trace_summary,
     "horovod_stall_warning": _horovod_stall_summary,

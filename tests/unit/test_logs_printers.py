@@ -353,3 +353,21 @@ def test_nvlink_crc_and_recovery_errors_are_a_marginal_link_and_replays_alone_ar
 def test_a_cuda_error_finding_without_an_error_string_quotes_its_line() -> None:
     (f,) = analyze_log_events(parse_log_text("Failed to initialize NVML: Unknown Error\n", "x.log"))
     assert f.kind is FindingKind.CRASH and f.summary == "CUDA error: Failed to initialize NVML: Unknown Error"
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "says"),
+    [
+        (" DUE TO TIME LIMIT", FindingKind.CRASH, "at its time limit"),
+        (" DUE TO PREEMPTION", FindingKind.CRASH, "preempted"),
+        ("", FindingKind.CRASH, "(scancel, or the scheduler)"),
+        (" DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", FindingKind.FAULTY_HOST, "after a node failure"),
+    ],
+)
+def test_slurms_cancellation_says_why_the_scheduler_ended_the_job(reason: str, kind: FindingKind, says: str) -> None:
+    """slurmstepd's "*** JOB J ON N CANCELLED AT T [DUE TO R] ***" (src/slurmd/slurmstepd): the scheduler ended the
+    job, which no worker's failure did; the finding says which of its reasons, not 'a worker exited with a failure'."""
+    text = f"slurmstepd: error: *** JOB 123456 ON node-7 CANCELLED AT 2024-03-01T10:00:00{reason} ***\n"
+    (f,) = analyze_log_events(parse_log_text(text, source="t.log"))
+    assert f.kind is kind and says in f.summary and "a worker exited" not in f.summary
+    assert f.ranks == () and f.hosts == ()  # the node that printed it is not blamed
