@@ -1801,7 +1801,7 @@ def _peer_outliers(
         out = _Deferred()
         _outliers_one(out, fr, th, m, th.floors[m.floor_kw] * m.scale, x, owner, sub, group, keys, active, mw, cont)
         if m.column == "power_w" and m.direction < 0 and gt is not None and g is not None:
-            return [c for c in out.calls if not _power_needs_no_more(gt, g, fr, th, c)]
+            return [c for c in out.calls if not _power_below_without_reason(gt, g, fr, th, c)]
         return out.calls
 
     # Two metrics at a time (numpy's passes release the GIL; the scan's second core is idle by
@@ -1817,7 +1817,9 @@ _HELD_DOWN = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRA
 HELD_DOWN_FRACTION = 0.05  # under this share of its loaded samples, a GPU was not held down
 
 
-def _power_needs_no_more(gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, call: tuple[Any, ...]) -> bool:
+def _power_below_without_reason(
+    gt: pa.Table, g: _GpuContext, fr: _Frame, th: _Thresholds, call: tuple[Any, ...]
+) -> bool:
     """A power-below-peers signal from GPUs that no reason held down: their clock-event reasons are reported and show
     no power cap, slowdown or thermal event in their loaded samples. Such a GPU draws less for the work it is given: a
     lower-power SKU or board that the data does not name (an H100 PCIe among SXM boards, with no name reported),

@@ -496,7 +496,10 @@ def _slurm_cancel_summary(s: _Said) -> str:
             " before it hung"
         )
     if reason == "PREEMPTION":
-        return f"Slurm preempted the job{s.on}: a job of higher priority took its nodes (requeue it, resume from a checkpoint)"
+        return (
+            f"Slurm preempted the job{s.on}: a job of higher priority took its nodes (requeue it, resume from a"
+            " checkpoint)"
+        )
     if reason == "NODE FAILURE":
         return f"Slurm cancelled the job after a node failure{s.on}: slurmctld's log names the node"
     return f"Slurm cancelled the job{s.on} (scancel, or the scheduler): no failure of its own is printed with it"

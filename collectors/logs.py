@@ -819,19 +819,22 @@ def _interrupted_tracebacks(records: list[Record]) -> set[int]:
 
 
 # A traceback's frame (CPython traceback.c / traceback.py: 'File "{filename}", line {n}, in {name}', its source line
-# after it; records come with their indentation stripped, a logger's prefix kept) inside a collective of torch.distributed (distributed_c10d.py)
-# or of a framework's wrapper of one, or the source line that calls one ("dist.all_reduce(t)", "comm.gather(d)").
+# after it; records come with their indentation stripped, a logger's prefix kept) inside a collective of
+# torch.distributed (distributed_c10d.py) or of a framework's wrapper of one, or the source line that calls one
+# ("dist.all_reduce(t)", "comm.gather(d)").
 _COLLECTIVE_IN_TRACEBACK = re.compile(
     r'(?:^|\s)File "[^"\n]*(?:torch/distributed/distributed_c10d|deepspeed/comm/(?:comm|torch)|detectron2/utils/comm'
     r'|megatron/core/parallel_state|horovod/torch/(?:mpi_ops|functions))\.py", line \d+, in '
     r"(?:all_reduce\w*|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier|gather\w*|scatter\w*|reduce"
     r"|send|recv|allreduce\w*|allgather\w*)\s*$"
-    r"|(?:^|\s)(?:\w+ = )?(?:dist|torch\.distributed|comm|deepspeed\.comm|hvd)\.(?:all_reduce|all_gather\w*|reduce_scatter\w*"
-    r"|all_to_all\w*|broadcast\w*|barrier|gather\w*|scatter\w*|reduce|allreduce|allgather)\("
+    r"|(?:^|\s)(?:\w+ = )?(?:dist|torch\.distributed|comm|deepspeed\.comm|hvd)\."
+    r"(?:all_reduce|all_gather\w*|reduce_scatter\w*|all_to_all\w*|broadcast\w*|barrier|gather\w*|scatter\w*|reduce"
+    r"|allreduce|allgather)\("
 )
 
 
-_EXCEPTION_AFTER_PREFIX = re.compile(r"(?:^|\s)" + _EXCEPTION_LINE.pattern.removeprefix("^"))  # a logger's prefix kept
+# an exception line after a logger's prefix ("(Worker pid=7) ERROR ... [file.py:932] ValueError: ...")
+_EXCEPTION_AFTER_PREFIX = re.compile(r"(?:^|\s)" + _EXCEPTION_LINE.pattern.removeprefix("^"))
 
 
 def _cut_in_collective(records: list[Record]) -> Record | None:
@@ -1002,9 +1005,9 @@ def _raised_in_rendezvous(records: list[Record], events: list[Event]) -> None:
     """A traceback through the rendezvous (torch's init_process_group, its store, torchelastic's rendezvous: the
     generic `rendezvous_traceback_frame`) that ends in an exception no signature knows: the exception was raised
     while the group was being formed, which is what the excerpt can say of it. Its deepest rendezvous frame becomes
-    the failure, read at the exception line (not generic, critical, the frame kept as `raised_in`), so that it outranks the launcher's banner that
-    reports the process's exit (an exit 1 is the interpreter's for an uncaught exception: `analyzers/logs._late_banner`).
-    A classified exception line says more, and is left to say it."""
+    the failure, read at the exception line (not generic, critical, the frame kept as `raised_in`), so that it
+    outranks the launcher's banner that reports the process's exit (an exit 1 is the interpreter's for an uncaught
+    exception: `analyzers/logs._late_banner`). A classified exception line says more, and is left to say it."""
     on_line: dict[int, list[Event]] = {}
     for e in events:
         on_line.setdefault(e.line_no, []).append(e)
