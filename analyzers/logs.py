@@ -505,8 +505,16 @@ def _slurm_cancel_summary(s: _Said) -> str:
     return f"Slurm cancelled the job{s.on} (scancel, or the scheduler): no failure of its own is printed with it"
 
 
+def _fabric_status_summary(s: _Said) -> str:
+    return (
+        f"a GPU failed to register with its NVLink fabric{s.on} (nvidia-smi -q Fabric: state Completed, status"
+        f" '{s.f.get('fabric_status', '?')}'): CUDA will not start on it until the fabric manager or NVSwitch is fixed"
+    )
+
+
 _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
     "slurm_cancelled": _slurm_cancel_summary,
+    "nvidia_smi_fabric_status": _fabric_status_summary,
     "nvrx_rank_monitor_timeout": _nvrx_monitor_summary,
     "fr_trace_missing_ranks": _fr_trace_summary,
     "horovod_stall_warning": _horovod_stall_summary,

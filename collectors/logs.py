@@ -434,6 +434,9 @@ _HEADERS: Mapping[str, re.Pattern[str]] = {
     "gpu": re.compile(r"NVRM: (?:The NVIDIA GPU |GPU at |GPU )(?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"),
     # scontrol show node: the record's "NodeName=X", for its "Reason=" line
     "slurm_node": re.compile(r"^NodeName=([\w.-]{1,253})\s"),
+    # nvidia-smi -q's "Fabric" section header, and the state line under it
+    "fabric": re.compile(r"^\s*(Fabric)\s*$"),
+    "fabric_state": re.compile(r"^\s*State\s*:\s*(\S[^\n]*?)\s*$"),
 }
 
 
@@ -448,9 +451,18 @@ def _node_from_record(ev: Event, headers: Mapping[str, tuple[int, str]], line_no
     ev.host, ev.host_basis = (h[1], "text") if h else (None, None)
 
 
+def _fabric_from_header(ev: Event, headers: Mapping[str, tuple[int, str]], line_no: int) -> None:
+    """A "Status" line is the fabric's only under nvidia-smi -q's "Fabric" header (a few lines above), after a state
+    of "Completed" (nvml.h: the status is read only then); any other "Status" line is no finding."""
+    h, st = headers.get("fabric"), headers.get("fabric_state")
+    if not (h and 0 < line_no - h[0] <= 3 and st and h[0] < st[0] < line_no and st[1] == "Completed"):
+        ev.kind, ev.category, ev.severity = None, None, S.INFO
+
+
 _HEADER_USES: Mapping[str, Callable[[Event, Mapping[str, tuple[int, str]], int], None]] = {
     "nvrm_fallen_off_bus": _gpu_from_header,
     "slurm_node_drained": _node_from_record,
+    "nvidia_smi_fabric_status": _fabric_from_header,
 }
 
 

@@ -289,6 +289,23 @@ NVIDIA_SMI: tuple[Signature, ...] = (
         "nvidia-smi: a GPU memory row remap or page retirement is pending (reset the GPU) or failed (replace it).",
     ),
     sig(
+        "nvidia_smi_fabric_status",
+        # nvidia-smi -q's "Fabric" section (NVSwitch and multi-node NVLink systems) prints nvmlDeviceGetGpuFabricInfo's
+        # nvmlGpuFabricInfo_t (nvml.h, NVML_GPU_FABRIC_STATE_*): "State : Not Supported | Not Started | In Progress |
+        # Completed", then "Status : <nvmlErrorString(status)>", which nvml.h says is to be read only once the state
+        # is Completed. A status other than "Success" there ("Insufficient Resources", "Unknown Error", ...) is a GPU
+        # that failed to register with the NVLink fabric (fabric manager, NVSwitch): CUDA on it will not start
+        # ("system not yet initialized"). "Status" is read only under a "Fabric" header whose state is Completed
+        # (collectors/logs._fabric_from_header).
+        r"^\s*Status\s*:\s*(?P<fabric_status>(?!Success\s*$|N/A\s*$)[A-Z][A-Za-z ]{2,60}?)\s*$",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["Status"],
+        "nvidia-smi -q: the GPU's NVLink fabric registration completed with an error (fabric manager / NVSwitch).",
+    ),
+    sig(
         "rocr_hw_exception",
         # ROCm's runtime (ROCR-Runtime src/core/runtime/runtime.cpp HwExceptionHandler): fprintf(stderr, "HW Exception by
         # GPU node-%u (Agent handle: %p) reason :%s\n"), the reason "GPU Hang" (the driver found the GPU hung and reset

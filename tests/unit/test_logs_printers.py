@@ -371,3 +371,25 @@ def test_slurms_cancellation_says_why_the_scheduler_ended_the_job(reason: str, k
     (f,) = analyze_log_events(parse_log_text(text, source="t.log"))
     assert f.kind is kind and says in f.summary and "a worker exited" not in f.summary
     assert f.ranks == () and f.hosts == ()  # the node that printed it is not blamed
+
+
+def _fabric(state: str, status: str) -> str:
+    # nvidia-smi -q's Fabric section (r550+), as it prints nvmlGpuFabricInfo_t
+    return (
+        "    Fabric\n"
+        f"        State                             : {state}\n"
+        f"        Status                            : {status}\n"
+        "        CliqueId                          : 0\n"
+        "        ClusterUUID                       : 00000000-0000-0000-0000-000000000000\n"
+    )
+
+
+def test_a_gpu_whose_nvlink_fabric_registration_completed_with_an_error_is_a_faulty_host() -> None:
+    """nvml.h: the fabric status is read once the state is Completed; a status other than Success there is a GPU the
+    fabric manager could not register, on which CUDA will not start. Success, a registration still in progress, and a
+    "Status" line of another section are no such finding."""
+    (f,) = analyze_log_events(parse_log_text(_fabric("Completed", "Insufficient Resources"), source="t.log"))
+    assert (f.kind, f.category, f.severity) == (FindingKind.FAULTY_HOST, Category.NVLINK, Severity.CRITICAL)
+    assert "'Insufficient Resources'" in f.summary
+    for healthy in (_fabric("Completed", "Success"), _fabric("In Progress", "N/A"), "Job\n  Status : Running\n"):
+        assert analyze_log_events(parse_log_text(healthy, source="t.log")) == []
