@@ -962,7 +962,7 @@ def _throttle_rules(
     thr = gt.column("throttle_reasons") if "throttle_reasons" in gt.column_names else None
     if thr is None or thr.null_count == len(thr):
         return
-    bits = pc.fill_null(thr.cast(pa.uint64()), 0).to_numpy().astype(np.uint64, copy=False)
+    bits = _reason_bits(thr)
     # One pass tells which bits occur at all: a fleet without slowdowns skips each rule's passes.
     seen = int(np.bitwise_or.reduce(bits))
     temp_g = None
@@ -1269,7 +1269,7 @@ def _capped_below_peers(col: _Collector, gt: pa.Table, g: _GpuContext, fr: _Fram
     unknown = np.isnan(g.unit_limit)
     if not unknown.any():
         return
-    bits = pc.fill_null(gt.column("throttle_reasons").cast(pa.uint64()), 0).to_numpy()
+    bits = _reason_bits(gt.column("throttle_reasons"))
     capped = (bits & np.uint64(SW_POWER_CAP)) != 0
     if not capped.any():
         return
@@ -1812,6 +1812,11 @@ def _peer_outliers(
                 col.add(*args)
 
 
+def _reason_bits(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A throttle_reasons column as uint64 bits, a null as no reason."""
+    return pc.fill_null(col.cast(pa.uint64()), 0).to_numpy().astype(np.uint64, copy=False)
+
+
 # The clock-event reasons that hold a GPU's clocks (so its power) down (nvml.h nvmlClocksEventReasons).
 _HELD_DOWN = SW_POWER_CAP | HW_SLOWDOWN | SW_THERMAL | HW_THERMAL | HW_POWER_BRAKE
 HELD_DOWN_FRACTION = 0.05  # under this share of its loaded samples, a GPU was not held down
@@ -1831,14 +1836,13 @@ def _power_below_without_reason(
     h = fr.names.index(call[0])
     units = [h * g.G + int(gi) for gi in ev.get("gpus_deviating", [ev["gpu"]])]
     rows = np.flatnonzero(np.isin(g.unit, units))
-    util = _np(gt.take(pa.array(rows)), "sm_util_pct", np.float32)
-    rows = rows[util >= th.load_util_pct]
+    rows = rows[g.loaded.reshape(-1)[g.flat[rows]]]  # the context's loaded samples (row -> unit * T + second)
     if not len(rows):
         return False
     bits = gt.column("throttle_reasons").take(pa.array(rows))
     if bits.null_count > 0.1 * len(bits):
         return False
-    held = (pc.fill_null(bits.cast(pa.uint64()), 0).to_numpy().astype(np.uint64) & np.uint64(_HELD_DOWN)) != 0
+    held = (_reason_bits(bits) & np.uint64(_HELD_DOWN)) != 0
     return bool(held.mean() < HELD_DOWN_FRACTION)
 
 

@@ -1020,6 +1020,8 @@ def _raised_in_rendezvous(records: list[Record], events: list[Event]) -> None:
     the failure, read at the exception line (not generic, critical, the frame kept as `raised_in`), so that it
     outranks the launcher's banner that reports the process's exit (an exit 1 is the interpreter's for an uncaught
     exception: `analyzers/logs._late_banner`). A classified exception line says more, and is left to say it."""
+    if not any(e.signature == "rendezvous_traceback_frame" for e in events):
+        return  # most logs: no second pass over their lines
     on_line: dict[int, list[Event]] = {}
     for e in events:
         on_line.setdefault(e.line_no, []).append(e)
