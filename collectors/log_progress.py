@@ -101,10 +101,13 @@ INTERRUPTED = re.compile(f"{KEYBOARD_INTERRUPT.pattern}|{_CTRL_C.pattern}")
 _GPU_PROC = re.compile(
     r"(?<![\w.])(\d{1,3})\s+(?:N/A\s+N/A\s+)?(\d{2,8})\s+(?:[CG](?:\+G)?\s+)?([^\s|]*[A-Za-z][^\s|]*)\s+(\d+)\s?MiB(?![a-z])"
 )
-# A normal end: nothing stopped.
+# A normal end: nothing stopped. Besides the generic words, the trainers' own last lines: Lightning's fit loop
+# (src/lightning/pytorch/loops/fit_loop.py: "`Trainer.fit` stopped: `max_epochs=N` reached.", and max_steps),
+# Megatron-LM's (megatron/training/training.py pretrain: print_datetime('after training is done')), fairseq's
+# (fairseq_cli/train.py main: "done training in {:.1f} seconds").
 _NORMAL_END = re.compile(
     r"exit(?:ed)? (?:with )?(?:code|status) 0\b|Training completed|training finished|SUCCEEDED|Finished training"
-    r"|Done!?\s*$",
+    r"|Done!?\s*$|`?Trainer\.fit`? stopped: `?max_(?:epochs|steps)=|\[after training is done\]|\bdone training in [\d.]+ s",
     re.I,
 )
 
@@ -536,6 +539,8 @@ def _gpu_table_idle(lines: list[tuple[int, str]], peeled: Mapping[int, int]) -> 
     two steps: a lead, not proof.) peeled: the number a line's "[N] " prefix had (gpustat's GPU index)."""
     gpus = _smi_table_rows(lines) or _gpustat_rows(lines, peeled) or _smi_csv_rows(lines)
     held = [g for g in gpus if g[2] >= HELD_MIB]
+    if len(held) >= 2 and (r := _gpu_missing_between(gpus, held)) is not None:
+        return r
     if len(held) < 2 or len(held) < len(gpus):
         return None
     idle = [g[1] for g in held if g[3] == 0]
@@ -573,6 +578,32 @@ def _gpu_table_idle(lines: list[tuple[int, str]], peeled: Mapping[int, int]) -> 
     )
 
 
+EMPTY_MIB = 128  # a GPU holding at most this much runs no training process (a display server, the driver's own)
+
+
+def _gpu_missing_between(gpus: list[_GpuRow], held: list[_GpuRow]) -> Reading | None:
+    """A table in which GPUs hold a training process's memory on both sides of one that holds none: the process
+    meant for that GPU is gone (exited, or never reached the GPU) while the others hold theirs and wait for it.
+    Only a gap counts: a job given fewer GPUs than the host has leaves the last ones empty, not one in between."""
+    top = max(g[1] for g in held)
+    gap = [g for g in gpus if g[2] <= EMPTY_MIB and min(h[1] for h in held) < g[1] < top]
+    if not gap:
+        return None
+    return Reading(
+        "gpu_table_gpu_without_process",
+        f"GPU {', '.join(str(g[1]) for g in gap)} holds no process's memory ({', '.join(f'{g[2]} MiB' for g in gap)})"
+        f" while GPU {', '.join(str(g[1]) for g in held)} on either side hold one, no error printed: the process of"
+        " that GPU is gone (exited, or never reached the GPU) and the others wait for it (the index is a device,"
+        " not a rank)",
+        gap[0][0],
+        evidence={
+            "gpu_memory_used_mib": {str(g[1]): g[2] for g in gpus},
+            "gpu_util_pct": {str(g[1]): g[3] for g in gpus},
+            "gpus_without_process": [g[1] for g in gap],
+        },
+    )
+
+
 # tqdm/std.py format_meter: before the first iteration finishes there is no rate, so the bar's right part is
 # "[{elapsed}<?, ?{unit}/s]" ("0/4887 [00:00<?, ?it/s]"); any finished iteration prints a rate instead.
 _TQDM_NOTHING_DONE = re.compile(r"(?<![\d.])0/(\d+) \[[\d:]{4,9}<\?, \?[^\s\]/]{0,20}/s\]")
@@ -602,12 +633,21 @@ def _first_step_pending(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
 # nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv (nvidia-smi(1)): the header "pid,
 # process_name, used_gpu_memory [MiB]", then a row per process, "12345, /usr/bin/python3, 40000 MiB" (no GPU index).
 _SMI_APPS_CSV = re.compile(r"^\s*(\d{2,8}),\s*([^,\n]*[A-Za-z][^,\n]*?),\s*(\d+) MiB\s*$")
+# nvidia-smi pmon (nvidia-smi(1) "pmon": "# gpu pid type sm mem enc dec [jpg ofa] [fb] command", one row per process
+# per GPU, "-" where a value is not sampled; a GPU with no process is a row of "-"): a process on a GPU.
+_SMI_PMON_ROW = re.compile(r"^\s*(\d{1,3})\s+(\d{2,8})\s+[CGM][+CGM]{0,2}\s+(?:(?:\d+|-)\s+){2,8}([^\s\d-]\S*)\s*$")
 
 
 def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
     """A GPU process table with no error: the training processes are alive and hold their memory."""
     rows = [(n, m.groups()) for n, t in lines for m in _GPU_PROC.finditer(t)]
     rows += [(n, ("?", *m.groups())) for n, t in lines if (m := _SMI_APPS_CSV.match(t))]
+    rows += [
+        (n, (gpu, pid, name, None))
+        for n, t in lines
+        if (m := _SMI_PMON_ROW.match(t))
+        for gpu, pid, name in [m.groups()]
+    ]
     if len(rows) < 2:
         return None
     return Reading(
@@ -615,7 +655,12 @@ def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
         f"{len(rows)} processes still hold GPU memory and no error was printed: the job is stuck (or left"
         " orphans), not crashed",
         rows[0][0],
-        evidence={"gpu_processes": [f"GPU {gpu} pid {pid} {name} {mib} MiB" for _, (gpu, pid, name, mib) in rows[:16]]},
+        evidence={
+            "gpu_processes": [
+                f"GPU {gpu} pid {pid} {name}" + (f" {mib} MiB" if mib is not None else "")
+                for _, (gpu, pid, name, mib) in rows[:16]
+            ]
+        },
     )
 
 
@@ -875,6 +920,48 @@ def _set_up_begun_at_end(lines: list[tuple[int, str]]) -> Reading | None:
     )
 
 
+# A shell prompt with nothing after it ("user@node:~/run$ ", "root@host:/# ", "(venv) $ "): the shell came back, so the
+# process the log is of exited (bash's default PS1 '\u@\h:\w\$ ', zsh's '%n@%m %~ %# ').
+_PROMPT_AT_END = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.-]+@[\w.-]+(?::\S*|\s+\S+)?\s*)?[$#%>]\s*$")
+
+
+def stopped_mid_run(lines: list[tuple[int, str]], raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
+    """The weakest reading, after every other (read_progress's, and the failure words of the log's last lines:
+    collectors/logs.py): a log on its own from a run at work (a step, an epoch, a loss or a
+    rate printed, or its set-up) that ends with no error line, no normal end and no other reading, on an ordinary
+    line ("Saving model checkpoint to ...", "***** Running Evaluation *****", "begin training epoch 2", a step).
+    A log handed to `diagnose` on its own is where its run stopped printing, and a run that stops printing with
+    nothing said stopped there: hung (most often, in a collective or its I/O), or killed without a message, or the
+    excerpt was cut (or the run still goes on), which the summary says. Not where the shell's prompt came back
+    after it (the process exited) or its last progress counter stands at its total (the loop finished)."""
+    lines = [(n, t) for n, t in lines if t.strip()]
+    if not lines or any(_NORMAL_END.search(t) for _, t in lines):
+        return None
+    at_work = next(
+        (
+            (n, t)
+            for n, t in reversed(lines)
+            if _STEPPED.search(t) or _SET_UP_BEGUN.search(t[:300]) or _JOINING.search(t) or _JOINED.search(t)
+        ),
+        None,
+    )
+    if at_work is None or _PROMPT_AT_END.match(lines[-1][1]):
+        return None
+    last = _last_counter(raw_tail)
+    if last is not None and last[3] is not None and last[2] >= last[3]:
+        return None
+    n, t = lines[-1]
+    work_n, work = at_work
+    where = "" if work_n == n else f", work last at line {work_n}"
+    return Reading(
+        "log_ends_mid_run",
+        f"the log ends mid-run on {t.strip()[:80]!r} (line {n}{where}) with no error and no normal end: the run"
+        " stopped there (hung, or killed without a message), or the excerpt was cut",
+        n,
+        evidence={"last_line": t.strip()[:300], "last_work_line": work.strip()[:300]},
+    )
+
+
 # A process listing of the training's own processes, none of them a zombie or in D (those are
 # signatures: collectors/log_signatures/processes.py), each row in its printer's columns:
 # - procps-ng top (src/top/top.c Fieldstab, default fields): PID USER PR NI VIRT RES SHR S %CPU %MEM TIME+ COMMAND;
@@ -897,6 +984,17 @@ _PS_EF_ROW = re.compile(
     rf"(?:\S*/)?(?P<cmd>{_TRAINER})\b"
 )
 _PSTREE_NODE = re.compile(rf"(?:[\u2500-\u257f]|[-+|`]-)(?P<cmd>{_TRAINER})\((?P<pid>\d+)\)")
+# procps-ng ps -o / -eo with columns of the user's choosing (ps(1) "STANDARD FORMAT SPECIFIERS"): the pid first, a
+# STAT column (ps(1) "PROCESS STATE CODES": one of D I R S T t W X Z, then the BSD flags < N L s l +) somewhere
+# before the command (ps -eo pid,ppid,stat,etime,cmd).
+_PS_COLUMNS_ROW = re.compile(
+    rf"^\s*(?P<pid>\d+)\s+(?:[\w:.%/-]+\s+){{0,6}}?(?P<state>[DIRSTtWXZ][<NLsl+]{{0,5}})\s+(?:[\w:.%/-]+\s+){{0,6}}?"
+    rf"(?:\S*/)?(?P<cmd>{_TRAINER})\b"
+)
+# psmisc fuser -v (src/fuser.c print_matches): "NAME:" on the first process's line, then the user (" %-8s "), the pid
+# ("%6d") and the access (" %c%c%c%c%c ": [fF.] open for reading / writing, [r.] root, [c.] cwd, [e.] executable,
+# [m.] mapped) before the command: a process holding the file (fuser -v /dev/nvidia*: a GPU's device).
+_FUSER_ROW = re.compile(rf"^(?:\S+:)?\s+\S+\s+(?P<pid>\d+)\s+[fF.][r.][c.][e.][m.]\s+(?:\S*/)?(?P<cmd>{_TRAINER})\b")
 
 
 def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
@@ -904,16 +1002,20 @@ def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
     alive (stuck, or not finished when it was taken), not crashed."""
     rows: list[tuple[int, str, str]] = []  # line_no, pid, what the listing says of it
     for n, t in lines:
-        if m := _TOP_ROW.match(t) or _PS_AUX_ROW.match(t) or _PS_EF_ROW.match(t):
-            state = f" state {m.group('state')}" if "state" in m.groupdict() else ""
-            rows.append((n, m.group("pid"), f"{m.group('cmd')} pid {m.group('pid')}{state} {m.group('cpu')}% CPU"))
+        m = _TOP_ROW.match(t) or _PS_AUX_ROW.match(t) or _PS_EF_ROW.match(t) or _PS_COLUMNS_ROW.match(t)
+        if m := m or _FUSER_ROW.match(t):
+            said = m.groupdict()
+            state = f" state {said['state']}" if said.get("state") else ""
+            cpu = f" {said['cpu']}% CPU" if said.get("cpu") else ""
+            rows.append((n, m.group("pid"), f"{m.group('cmd')} pid {m.group('pid')}{state}{cpu}"))
         else:
             rows += [(n, m.group("pid"), f"{m.group('cmd')} pid {m.group('pid')}") for m in _PSTREE_NODE.finditer(t)]
-    if len({pid for _, pid, _ in rows}) < 2:
+    pids = len({pid for _, pid, _ in rows})
+    if pids < 2:
         return None
     return Reading(
         "training_processes_listed",
-        f"{len(rows)} training processes are alive in a process listing and no error was printed: the job is stuck"
+        f"{pids} training processes are alive in a process listing and no error was printed: the job is stuck"
         " (or was still running when it was taken), not crashed",
         rows[0][0],
         evidence={"processes": [what for _, _, what in rows[:16]]},

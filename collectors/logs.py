@@ -46,7 +46,7 @@ from trainctl.collectors.log_fr_trace import FrTraceMissing, read_fr_trace_missi
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_nccl_ras import RasReport, read_nccl_ras
 from trainctl.collectors.log_net_mismatch import read_net_mismatch
-from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, Reading, read_progress
+from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, Reading, read_progress, stopped_mid_run
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
 from trainctl.collectors.log_signatures.network import BENIGN_IB_WARNING
@@ -997,6 +997,8 @@ def parse_log_text(
         events = events + _progress_stopped(records, rank, host, text, ends_where_it_stopped)
     if ends_where_it_stopped and not any(e.kind is not None for e in events):
         events = events + _failure_words_at_end(records, rank, host)
+    if ends_where_it_stopped and not any(e.kind is not None for e in events):
+        events = events + _stopped_mid_run(records, rank, host, text)
     # Megatron's own straggler reports (collectors/log_straggler_report.py): after the fallbacks, so that a straggler
     # never keeps an unknown error line from being quoted or a stop from being read (either outranks it)
     if sr := read_megatron_straggler((r.line_no, r.text) for r in records):
@@ -1151,21 +1153,39 @@ def _oom_task_dump(records: list[Record], default_host: str | None) -> list[Even
 RAW_TAIL_LINES = 8  # the log's last lines, unwrapped but not cleaned, for readings of what cleaning drops (bars)
 
 
+def _raw_tail(text: str) -> list[tuple[int, str]]:
+    """The log's last RAW_TAIL_LINES non-blank lines as written (unwrapped, not cleaned), numbered."""
+    cut = max(0, len(text) - RAW_TAIL_LINES * 400)
+    first_line = text.count("\n", 0, cut) + 1
+    return [(n, ln) for n, ln in enumerate(normalized_lines(text[cut:])[0], first_line) if ln.strip()][-RAW_TAIL_LINES:]
+
+
 def _progress_stopped(
     records: list[Record], default_rank: int | None, default_host: str | None, text: str, ends_where_it_stopped: bool
 ) -> list[Event]:
     """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
     as one event that analyzers/log_progress.py makes a low-confidence finding of."""
-    cut = max(0, len(text) - RAW_TAIL_LINES * 400)
-    first_line = text.count("\n", 0, cut) + 1
-    tail = [(n, ln) for n, ln in enumerate(normalized_lines(text[cut:])[0], first_line) if ln.strip()]
     r = (_coll_trace_stopped(records) if ends_where_it_stopped else None) or read_progress(
         ((rec.line_no, rec.text) for rec in records),
         {rec.line_no: rec.rank for rec in records if rec.rank is not None},
-        raw_tail=tail[-RAW_TAIL_LINES:],
+        raw_tail=_raw_tail(text),
         ends_where_it_stopped=ends_where_it_stopped,
         counter_of_line={rec.line_no: rec.fields["line_counter"] for rec in records if "line_counter" in rec.fields},
     )
+    return _reading_event(r, default_rank, default_host)
+
+
+def _stopped_mid_run(
+    records: list[Record], default_rank: int | None, default_host: str | None, text: str
+) -> list[Event]:
+    """The weakest reading of a log on its own (collectors/log_progress.stopped_mid_run), after every other reading
+    and after its last lines' failure words: a run at work whose log ends with nothing said."""
+    return _reading_event(
+        stopped_mid_run([(rec.line_no, rec.text) for rec in records], _raw_tail(text)), default_rank, default_host
+    )
+
+
+def _reading_event(r: Reading | None, default_rank: int | None, default_host: str | None) -> list[Event]:
     if r is None:
         return []
     ev = Event(r.line_no, r.summary, r.signature, r.kind, None, S.WARNING, Blame.NONE, True,

@@ -301,6 +301,49 @@ def test_every_gpu_holding_memory_and_idle_is_processes_alive_waiting_on_the_hos
     assert findings(_smi((0, 21614, 0), (1, 3, 0))) == []  # one GPU has no process on it: nothing proven
 
 
+def test_a_gpu_without_a_process_between_gpus_holding_one_is_a_process_gone():
+    """GPU 1 empty between GPUs 0 and 2 that hold a process's memory: that GPU's process is gone (nvidia-smi
+    device table, nvidia-smi(1)). Empty GPUs after the last held one are a job given fewer GPUs: nothing."""
+    f = only(_smi((0, 15234, 100), (1, 3, 0), (2, 15234, 100)))
+    assert f.evidence["signatures"] == ["gpu_table_gpu_without_process"]
+    assert f.evidence["gpus_without_process"] == [1] and f.ranks == () and f.hosts == ()
+    assert f.summary.startswith("GPU 1 holds no process's memory (3 MiB) while GPU 0, 2 on either side hold one")
+    assert findings(_smi((0, 15234, 100), (1, 15234, 100), (2, 3, 0), (3, 0, 0))) == []  # the job uses GPUs 0-1
+    assert findings(_smi((0, 3, 0), (1, 15234, 100), (2, 15234, 100))) == []  # nor does an empty first one count
+
+
+def test_process_rows_of_pmon_fuser_and_ps_with_chosen_columns_are_the_training_alive():
+    # nvidia-smi pmon (nvidia-smi(1)): "# gpu pid type sm mem enc dec command", "-" for a GPU with no process
+    pmon = (
+        "# gpu        pid  type    sm   mem   enc   dec   command\n"
+        "# Idx          #   C/G     %     %     %     %   name\n"
+        "    0      12345     C   100     0     -     -   python\n"
+        "    1      12346     C   100     0     -     -   python\n"
+        "    2          -     -     -     -     -     -   -\n"
+    )
+    f = only(pmon)
+    assert f.evidence["signatures"] == ["gpu_processes_resident"]
+    assert f.evidence["gpu_processes"] == ["GPU 0 pid 12345 python", "GPU 1 pid 12346 python"]
+    # psmisc fuser -v (src/fuser.c print_matches): NAME: USER PID ACCESS COMMAND, the access as [fF.][r.][c.][e.][m.]
+    fuser = (
+        "                     USER        PID ACCESS COMMAND\n"
+        "/dev/nvidia0:        root      23451 F...m python\n"
+        "/dev/nvidia1:        root      23452 F...m python\n"
+        "/dev/nvidiactl:      root      23451 F...m python\n"
+    )
+    g = only(fuser)
+    assert g.evidence["signatures"] == ["training_processes_listed"] and g.summary.startswith("2 training processes")
+    # ps -eo pid,ppid,stat,etime,cmd (ps(1): the STAT column's state codes and flags)
+    ps = (
+        " 23451  23440 Sl+   02:13:05 python -u train.py --local_rank=0\n"
+        " 23452  23440 Sl+   02:13:05 python -u train.py --local_rank=1\n"
+    )
+    h = only(ps)
+    assert h.evidence["processes"] == ["python pid 23451 state Sl+", "python pid 23452 state Sl+"]
+    assert findings(ps.splitlines()[0] + "\n") == []  # one process proves nothing
+    assert findings(" 23451  23440 Sl+   02:13:05 bash\n 23452  23440 Sl+   02:13:05 vim\n") == []  # not a trainer
+
+
 def test_every_gpu_at_full_utilization_and_idle_power_is_kernels_spinning_in_a_wait():
     f = only(_smi((0, 11304, 100), (1, 11312, 100), (2, 11314, 97), watts=70))
     assert f.evidence["signatures"] == ["gpu_table_busy_at_idle_power"] and f.kind is FindingKind.HUNG_COLLECTIVE
@@ -444,7 +487,7 @@ def test_a_counter_is_not_read_from_a_rank_log_of_a_run_dir_nor_when_it_reached_
     assert alone(chainer_bar(90000, 7, 90000, "iterations")) == []
     # a run that went on printing after its last counter (a checkpoint save) stopped in that, not in the loop
     saved = TQDM_MIDWAY + "".join(f"12:45:1{i}.224 [I] Saving checkpoint at step 10 part {i}\n" for i in range(3))
-    assert alone(saved) == []
+    assert mid_run(saved)  # stopped in the save: the weakest reading, not the counter's
     # an error line after it says what failed instead
     assert alone(TQDM_MIDWAY + "RuntimeError: CUDA error: an illegal memory access was encountered\n")[0].kind is (
         FindingKind.CRASH
@@ -458,7 +501,7 @@ def test_a_wait_among_the_last_lines_of_a_log_on_its_own_is_a_wait_that_never_en
     assert f.evidence["waiting_line"] == "Waiting for GPU driver libraries to be available."
     # a health check after the wait does not end it; a timeout is a failure, not a wait
     assert only_alone(text + "DEBUG 12-17 00:40:55 client.py:165] Heartbeat successful.\n")
-    assert alone("Waiting for GPU driver libraries to be available.\n" + "step 1 loss 2.31\n" * 3) == []
+    assert mid_run("Waiting for GPU driver libraries to be available.\n" + "step 1 loss 2.31\n" * 3)  # it went on
     assert alone("bootstrap.cc:89 CCOM WARN Timeout waiting for incoming connection (waited 120 sec)\n") == []
     assert findings(text) == []
 
@@ -468,6 +511,11 @@ def only_alone(text: str):
     assert len(fs) == 1, fs
     assert fs[0].kind is FindingKind.HUNG_COLLECTIVE and fs[0].confidence == PROGRESS_CONFIDENCE
     return fs[0]
+
+
+def mid_run(text: str) -> bool:
+    """The log on its own gives only the weakest reading, a run at work whose log ends (none of the others)."""
+    return only_alone(text).evidence["signatures"] == ["log_ends_mid_run"]
 
 
 TOP = """top - 10:47:42 up 3 min,  0 users,  load average: 5.27, 1.96, 0.75
@@ -614,18 +662,18 @@ def test_a_log_on_its_own_that_ends_after_its_set_up_with_no_step_is_a_first_ste
 def test_set_up_followed_by_steps_or_many_lines_or_in_a_run_dirs_rank_log_is_nothing():
     for text in (C10D_CONNECTING, HF_TRAINER, MEGATRON_START):
         assert findings(text) == []  # a rank log of a live run ends in its set-up while it starts
-    assert alone(HF_TRAINER + "{'loss': 1.7172, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n") == []
+    assert mid_run(HF_TRAINER + "{'loss': 1.7172, 'learning_rate': 4.9e-05, 'epoch': 0.01}\n")  # stepped: not set-up
     rebuilt = "INFO:root:Reducer buckets have been rebuilt in this iteration.\n"
-    assert alone(rebuilt + "2022-05-22 03:39:14,809 - mmseg - INFO - loss: 5.6491\n") == []
+    assert mid_run(rebuilt + "2022-05-22 03:39:14,809 - mmseg - INFO - loss: 5.6491\n")
     for stepped in (
         alone(MEGATRON_START + " [2025-04-13 23:41:12] iteration       10/    1000 | lm loss: 7.1 |\n"),
         alone(rebuilt + MMCV_ITER),
     ):
         assert [f.evidence["signatures"] for f in stepped] == [["progress_stopped_short"]]  # the counter's reading
-    assert alone(DEEPSPEED_INIT + "".join(f"Loaded shard {i} of the model from disk\n" for i in range(3))) == []
+    assert mid_run(DEEPSPEED_INIT + "".join(f"Loaded shard {i} of the model from disk\n" for i in range(3)))
     # the collectives NCCL's COLL subsystem traces are the run's work, not its set-up
     coll = "node1:100:100 [0] NCCL INFO AllReduce: opCount 5 sendbuff 0x7f sendbuff 0x7e count 3 datatype 7 op 0\n"
-    assert alone(NCCL_DONE_THEN_NOTE + coll * 4) == []
+    assert mid_run(NCCL_DONE_THEN_NOTE + coll * 4)
 
 
 def test_a_log_on_its_own_that_ends_as_its_run_begins_a_piece_of_set_up_is_a_run_stopped_in_its_set_up():
@@ -652,9 +700,49 @@ def test_a_log_on_its_own_that_ends_as_its_run_begins_a_piece_of_set_up_is_a_run
     # earlier steps do not matter (a restart's set-up, an evaluation's); a step after it, or a line that names a step
     # ("Starting epoch 3": progress), set-up work that finished, or more lines after it: nothing
     assert only_alone("epoch 1 step 10 loss 2.31\nLoading checkpoint shards\n").kind is FindingKind.HUNG_COLLECTIVE
-    assert alone("Loading checkpoint shards\nepoch 1 step 10 loss 2.31\n") == []
-    assert alone("epoch 2 step 20 loss 2.05\nStarting epoch 3\n") == []
-    assert alone("Initializing model\nModel initialized in 3.2 s\nDataset ready: 1000 samples\nNum workers: 8\n") == []
+    assert mid_run("Loading checkpoint shards\nepoch 1 step 10 loss 2.31\n")
+    assert mid_run("epoch 2 step 20 loss 2.05\nStarting epoch 3\n")
+    assert mid_run("Initializing model\nModel initialized in 3.2 s\nDataset ready: 1000 samples\nNum workers: 8\n")
+
+
+def test_a_log_on_its_own_from_a_run_at_work_that_ends_on_an_ordinary_line_stopped_there():
+    """The weakest reading: a step, a loss or set-up was printed, and the log ends on anything with no error and
+    no normal end (an evaluation begun, a checkpoint saved, an epoch begun). Low confidence, no rank, no host."""
+    for text, last in (
+        (
+            "{'loss': 1.2345, 'learning_rate': 1.9e-05, 'epoch': 0.5}\n***** Running Evaluation *****\n"
+            "  Num examples = 1000\n  Batch size = 8\n",
+            "Batch size = 8",
+        ),
+        (
+            "{'loss': 0.9, 'learning_rate': 1e-05, 'epoch': 1.0}\nSaving model checkpoint to output/checkpoint-500\n"
+            "Configuration saved in output/checkpoint-500/config.json\n",
+            "Configuration saved",
+        ),
+        (
+            "2023-05-05 12:00:00 | INFO | fairseq.trainer | begin training epoch 1\n"
+            "2023-05-05 12:00:00 | INFO | fairseq_cli.train | Start iterating over samples\n",
+            "Start iterating over samples",
+        ),
+    ):
+        f = only_alone(text)
+        assert f.evidence["signatures"] == ["log_ends_mid_run"] and last in f.evidence["last_line"]
+        assert f.ranks == () and f.hosts == () and "or the excerpt was cut" in f.summary
+        assert findings(text) == []  # a run dir's rank log of a live run always ends mid-run
+    # the work line is named where the log ends on something else
+    g = only_alone("step 7 loss 2.1\nsyncing metrics to the dashboard\n")
+    assert g.evidence["last_work_line"] == "step 7 loss 2.1" and "(line 2, work last at line 1)" in g.summary
+    # no work printed (a config dump), the shell's prompt came back, a counter at its total, a trainer's normal end
+    assert alone("batch_size: 8\nlr: 0.0001\nseed: 1234\n") == []
+    assert alone("step 7 loss 2.1\nuser@node1:~/run$ \n") == []
+    assert alone("step 7 loss 2.1\n(venv) root@gpu-3:/workspace# \n") == []
+    assert alone("Epoch 9: 100%|██████████| 701/701 [08:14<00:00,  1.41it/s, loss=0.31]\nval_acc 0.91\n") == []
+    for end in (
+        "`Trainer.fit` stopped: `max_epochs=10` reached.",  # Lightning fit_loop.py
+        "[after training is done] datetime: 2024-05-01 10:00:00",  # Megatron-LM training.py
+        "2023-05-05 13:00:00 | INFO | fairseq_cli.train | done training in 3600.1 seconds",  # fairseq_cli/train.py
+    ):
+        assert alone(f"step 7 loss 2.1\n{end}\n") == [], end
 
 
 def test_a_log_on_its_own_that_ends_saying_something_failed_quotes_those_lines():
@@ -677,7 +765,7 @@ def test_failure_words_are_read_only_at_the_end_of_a_log_on_its_own_and_never_fo
     text = "failed to verify GPU driver installation: exit status 255\n"
     assert findings(text) == []  # a run dir's rank log: a live rank's last line is not where it stopped
     assert alone(text + "".join(f"Verified shard {i} of the dataset\n" for i in range(3))) == []  # it went on
-    assert alone("epoch 3 finished: 0 errors, 12 warnings\n") == []
+    assert mid_run("epoch 3 finished: 0 errors, 12 warnings\n")  # no failure words read: an epoch, the run at work
     assert alone("validation done without errors\nerrors: 0\n") == []
 
 
@@ -700,12 +788,7 @@ def test_the_terminals_ctrl_c_echo_is_read_wherever_it_is_glued() -> None:
 def test_a_log_on_its_own_that_ends_on_ctrl_c_was_stopped_by_hand() -> None:
     f = only_alone("step 12 loss 2.31\n^C\n")
     assert f.evidence["signatures"] == ["log_ends_interrupted"] and f.kind is FindingKind.HUNG_COLLECTIVE
-    assert (
-        analyze_log_events(
-            parse_log_text("^C\nstep 12 loss 2.31\nstep 13\nstep 14\ndone 15\n", "x.log", ends_where_it_stopped=True)
-        )
-        == []
-    )
+    assert mid_run("^C\nstep 12 loss 2.31\nstep 13\nstep 14\ndone 15\n")  # it went on after the ^C
 
 
 # strace(1): a call that has not returned has no ") = RESULT" (another thread's call cutting in: "<unfinished ...>")

@@ -28,23 +28,32 @@ def test_diagnose_pasted_log_json(cli, tmp_path) -> None:
 
 def test_diagnose_clean_log_has_no_findings(cli, tmp_path) -> None:
     log = tmp_path / "clean.log"
-    log.write_text("step 1 loss 2.31\nstep 2 loss 2.29\n")
+    log.write_text("config: run.yaml\nseed: 1234\n")
     r = cli("diagnose", str(log), "--json")
     assert r.code == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["findings"] == []
     # never a bare "no findings": what was read, and where the log ends (as written)
     (note,) = report["notes"]
-    assert "2 lines read" in note and "ends at line 2: 'step 2 loss 2.29'" in note
+    assert "2 lines read" in note and "ends at line 2: 'seed: 1234'" in note
     r = cli("diagnose", str(log))
     assert r.code == 0 and "note: no failure line" in r.stdout, r.stdout
+    # a run at work whose log ends with nothing said: the weakest reading, a warning that exits 0 by default
+    log.write_text("step 1 loss 2.31\nstep 2 loss 2.29\n")
+    r = cli("diagnose", str(log), "--json")
+    assert r.code == 0, r.stderr
+    (f,) = json.loads(r.stdout)["findings"]
+    assert f["severity"] == "warning" and f["evidence"]["signatures"] == ["log_ends_mid_run"]
+    assert f["ranks"] == [] and f["hosts"] == []
+    log.write_text("step 1 loss 2.31\nstep 2 loss 2.29\nTraining completed.\n")
+    assert json.loads(cli("diagnose", str(log), "--json").stdout)["findings"] == []  # a normal end
 
 
 def test_a_quiet_logs_note_names_its_last_state_and_an_empty_log_says_so(cli, tmp_path) -> None:
     log = tmp_path / "bar.log"
-    log.write_text("\x1b[32mstep 3\x1b[0m\rstep 4\n\n\n")  # a line redrawn with \r: its last state
+    log.write_text("\x1b[32mpass 3\x1b[0m\rpass 4\n\n\n")  # a line redrawn with \r: its last state
     (note,) = json.loads(cli("diagnose", str(log), "--json").stdout)["notes"]
-    assert "ends at line 1: 'step 4'" in note
+    assert "ends at line 1: 'pass 4'" in note
     (tmp_path / "empty.log").write_text("")
     r = cli("diagnose", str(tmp_path / "empty.log"), "--json")
     assert json.loads(r.stdout)["notes"] == [f"{tmp_path / 'empty.log'} holds no log lines"]
