@@ -807,26 +807,54 @@ MAX_UNCLASSIFIED_LINES = 20  # quoted per log; the rest are counted
 # (src/misc/ibvwrap.cc). Quoting it as the failure hides what the log does show (a stalled init).
 _HARMLESS = re.compile(r"NCCL WARN Failed to open libibverbs\.so|" + BENIGN_IB_WARNING)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+# an exception line after a logger's prefix ("(Worker pid=7) ERROR ... [file.py:932] ValueError: ...")
+_EXCEPTION_AFTER_PREFIX = re.compile(r"(?:^|\s)" + _EXCEPTION_LINE.pattern.removeprefix("^"))
 
 
-def _interrupted_tracebacks(records: list[Record]) -> set[int]:
+@dataclass(frozen=True)
+class _TracebackPart:
+    """A stretch of a log between Python traceback boundaries (CPython traceback.c / traceback.py): it opens at a
+    traceback's header, at the log's start or after the line that closed the part before it, and is closed by an
+    exception line (after a logger's prefix too) or KeyboardInterrupt, or left open where the next header begins or
+    the log ends (a paste, or a log, cut inside it). The one reading the passes over tracebacks share."""
+
+    header: Record | None  # "Traceback (most recent call last):"; None where the part opened without one
+    body: tuple[Record, ...]  # its frames and source lines (and any other line between)
+    closing: Record | None  # the exception (or KeyboardInterrupt) line; None: cut before one
+
+
+def _traceback_parts(records: list[Record]) -> list[_TracebackPart]:
+    parts: list[_TracebackPart] = []
+    header: Record | None = None
+    body: list[Record] = []
+    for rec in records:
+        if _TRACEBACK.search(rec.text):
+            if header is not None or body:
+                parts.append(_TracebackPart(header, tuple(body), None))
+            header, body = rec, []
+        elif _EXCEPTION_AFTER_PREFIX.search(rec.text) or KEYBOARD_INTERRUPT.match(rec.text):
+            parts.append(_TracebackPart(header, tuple(body), rec))
+            header, body = None, []
+        else:
+            body.append(rec)
+    if header is not None or body:
+        parts.append(_TracebackPart(header, tuple(body), None))
+    return parts
+
+
+def _interrupted_tracebacks(parts: list[_TracebackPart]) -> set[int]:
     """Line numbers of the tracebacks (header to exception line) that end in KeyboardInterrupt, or that the
     terminal's "^C" echo begins and the paste cut before their exception line: the user's Ctrl-C, not a failure
     (log_progress.KEYBOARD_INTERRUPT); their frames are read as a stack dump. (One the echo begins that ends in another
     exception is that exception's: the process failed while the user stopped it.)"""
     out: set[int] = set()
-    start: int | None = None
-    echoed = False
-    for rec in records:
-        if _TRACEBACK.search(rec.text):
-            start, echoed = rec.line_no, bool(rec.fields.get("echoed_interrupt"))
-        elif start is not None and KEYBOARD_INTERRUPT.match(rec.text):
-            out.update(range(start, rec.line_no + 1))
-            start = None
-        elif start is not None and echoed and _EXCEPTION_LINE.match(rec.text):
-            start = None
-    if start is not None and echoed and records:
-        out.update(range(start, records[-1].line_no + 1))
+    for i, part in enumerate(parts):
+        if part.header is None:
+            continue
+        if part.closing is not None and KEYBOARD_INTERRUPT.match(part.closing.text):
+            out.update(range(part.header.line_no, part.closing.line_no + 1))
+        elif part.closing is None and i == len(parts) - 1 and part.header.fields.get("echoed_interrupt"):
+            out.update(range(part.header.line_no, (part.body[-1] if part.body else part.header).line_no + 1))
     return out
 
 
@@ -845,21 +873,13 @@ _COLLECTIVE_IN_TRACEBACK = re.compile(
 )
 
 
-# an exception line after a logger's prefix ("(Worker pid=7) ERROR ... [file.py:932] ValueError: ...")
-_EXCEPTION_AFTER_PREFIX = re.compile(r"(?:^|\s)" + _EXCEPTION_LINE.pattern.removeprefix("^"))
-
-
-def _cut_in_collective(records: list[Record]) -> Record | None:
+def _cut_in_collective(parts: list[_TracebackPart]) -> Record | None:
     """The collective frame of a traceback cut off before its exception line (the paste, or the log, stops
     inside it): what failed is the collective's call, though not why. A traceback that reaches its exception line
     says why on that line, and is read there."""
-    at: Record | None = None
-    for rec in records:
-        if _TRACEBACK.search(rec.text) or _EXCEPTION_AFTER_PREFIX.search(rec.text):
-            at = None
-        elif _COLLECTIVE_IN_TRACEBACK.search(rec.text):
-            at = rec
-    return at
+    if not parts or parts[-1].closing is not None:
+        return None
+    return next((rec for rec in reversed(parts[-1].body) if _COLLECTIVE_IN_TRACEBACK.search(rec.text)), None)
 
 
 def _unclassified(
@@ -870,7 +890,8 @@ def _unclassified(
     something failed, not who; the rank/host that printed it is kept as the reporter. A traceback cut off
     inside a collective call makes them a network error (the collective raised: a peer that died, the
     network, a timeout) unless their words say another kind."""
-    interrupted = _interrupted_tracebacks(records)
+    parts = _traceback_parts(records)
+    interrupted = _interrupted_tracebacks(parts)
     errorish = [
         rec
         for rec in records
@@ -880,7 +901,7 @@ def _unclassified(
         and rec.line_no not in goodbye  # torchrun's goodbye (_store_goodbyes): its store call's failure and backtrace
     ]
     out = _quoted(errorish, default_rank, default_host)
-    if out and not any("kind_from_words" in ev.fields for ev in out) and (cut := _cut_in_collective(records)):
+    if out and not any("kind_from_words" in ev.fields for ev in out) and (cut := _cut_in_collective(parts)):
         for ev in out:
             ev.kind = K.NETWORK_ERROR
             ev.fields["cut_in_collective"] = cut.text[:200]
@@ -1027,19 +1048,17 @@ def _raised_in_rendezvous(records: list[Record], events: list[Event]) -> None:
     on_line: dict[int, list[Event]] = {}
     for e in events:
         on_line.setdefault(e.line_no, []).append(e)
-    frames: list[Event] = []
-    for rec in records:
-        if _TRACEBACK.search(rec.text):
-            frames = []
-            continue
-        here = on_line.get(rec.line_no, [])
-        frames += [e for e in here if e.signature == "rendezvous_traceback_frame"]
-        if frames and _EXCEPTION_AFTER_PREFIX.search(rec.text):
-            if not any(e.kind is not None for e in here):
-                last = frames[-1]  # read as the exception line, raised in that frame
-                last.fields["raised_in"] = last.message[:300]
-                last.generic, last.severity, last.line_no, last.message = False, S.CRITICAL, rec.line_no, rec.text
-            frames = []
+    for part in _traceback_parts(records):
+        exc = part.closing
+        if exc is None or not _EXCEPTION_AFTER_PREFIX.search(exc.text):
+            continue  # cut, or the user's Ctrl-C
+        frames = [
+            e for rec in part.body for e in on_line.get(rec.line_no, []) if e.signature == "rendezvous_traceback_frame"
+        ]
+        if frames and not any(e.kind is not None for e in on_line.get(exc.line_no, [])):
+            last = frames[-1]  # read as the exception line, raised in that frame
+            last.fields["raised_in"] = last.message[:300]
+            last.generic, last.severity, last.line_no, last.message = False, S.CRITICAL, exc.line_no, exc.text
 
 
 def _retries_are_warnings(events: list[Event]) -> None:
