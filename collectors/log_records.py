@@ -215,10 +215,20 @@ def wrap_width(lines: list[str], padded: list[int] | None = None) -> int | None:
         if len(ln) >= 60 and not ln.endswith("  ") and not _RULE.match(ln):
             if padded[i]:
                 counts[len(ln)] = counts.get(len(ln), 0) + 2
-            elif lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]):
+            elif lines[i + 1].strip() and not _RECORD_START.match(lines[i + 1]) and not _table_rows(ln, lines[i + 1]):
                 counts[len(ln)] = counts.get(len(ln), 0) + 1
     best = max(counts.items(), key=lambda kv: (kv[1], kv[0]), default=None)
     return best[0] if best and best[1] >= 2 else None
+
+
+# A column of a fixed-width table starts after two or more spaces (kubectl's, sacct's, ps's rows): two rows whose
+# columns start at two or more of the same places are a table's rows, which a terminal's wrap does not make.
+_COLUMN_START = re.compile(r"(?<=  )\S")
+
+
+def _table_rows(line: str, after: str) -> bool:
+    starts = {m.start() for m in _COLUMN_START.finditer(line)}
+    return len(starts.intersection(m.start() for m in _COLUMN_START.finditer(after))) >= 2
 
 
 def _shape(line: str) -> str:
@@ -271,6 +281,7 @@ def join_wraps(lines: list[str]) -> list[tuple[int, str]]:
                 and lines[i + 1].strip()
                 and not _RECORD_START.match(lines[i + 1])
                 and _shape(lines[i + 1]) != head
+                and not _table_rows(lines[i], lines[i + 1])
             ):
                 rows = 1
             if not rows:

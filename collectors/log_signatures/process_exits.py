@@ -117,6 +117,21 @@ def _slurm_cancel_post(ev: Event) -> None:
         ev.kind, ev.category = K.FAULTY_HOST, None
 
 
+def _sacct_state_post(ev: Event) -> None:
+    state = str(ev.fields.get("sacct_state", ""))
+    if state.startswith("OUT_OF_ME"):
+        ev.kind, ev.category, ev.severity = K.OOM, None, S.CRITICAL
+    elif state in ("NODE_FAIL", "BOOT_FAIL"):
+        ev.kind, ev.category = (
+            K.FAULTY_HOST,
+            C.UNREACHABLE,
+        )  # as srun's "Node failure on": which node, sacct -o NodeList
+    elif state in ("TIMEOUT", "DEADLINE", "PREEMPTED"):
+        ev.category = C.SIGNAL  # the scheduler ended it
+    else:
+        ev.generic = True  # FAILED: the job's non-zero exit, whatever made it fail is said elsewhere
+
+
 def _srun_node_failure_post(ev: Event) -> None:
     """One node named (not a hostlist range) is the failed node; a range stays in the fields."""
     node = ev.fields.get("failed_nodes", "")
@@ -877,6 +892,25 @@ LAUNCHERS: tuple[Signature, ...] = (
         ["CANCELLED AT"],
         "Slurm cancelled the job or step (time limit, preemption, scancel; a node failure names no node here).",
         post=_slurm_cancel_post,
+    ),
+    sig(
+        "sacct_job_state",
+        # sacct's rows (slurm src/sacct/print.c; the default format "JobID JobName Partition Account AllocCPUS State
+        # ExitCode"): the State is slurm_protocol_defs.c job_state_string's word, cut by print_fields.c to the
+        # column's width with a '+' at its end (10 wide: "OUT_OF_ME+", "CANCELLED+" for "CANCELLED by UID"), and
+        # the ExitCode "%d:%d" (the exit code, the signal). A job that ended in a failure state: OUT_OF_MEMORY (its
+        # cgroup's limit), NODE_FAIL / BOOT_FAIL (a node of the job failed), FAILED (a non-zero exit), TIMEOUT /
+        # DEADLINE (its time limit), PREEMPTED. The accounting says how it ended, not why: a warning but for the
+        # out-of-memory, which is the cause.
+        r"^\s*(?P<slurm_job>\d+(?:_\d+)?(?:\.\w+)?)\s+.{0,200}?(?<!\S)(?P<sacct_state>OUT_OF_ME(?:MORY|\+)|NODE_FAIL"
+        r"|BOOT_FAIL|FAILED|TIMEOUT|DEADLINE|PREEMPTED)\s+(?P<exit_code>\d+):(?P<signal_no>\d+)(?!\S)",
+        K.CRASH,
+        C.EXIT_CODE,
+        S.WARNING,
+        Blame.NONE,
+        ["OUT_OF_ME", "NODE_FAIL", "BOOT_FAIL", "FAILED", "TIMEOUT", "DEADLINE", "PREEMPTED"],
+        "Slurm's accounting (sacct) shows the job ended in a failure state (out of memory, node failure, ...).",
+        post=_sacct_state_post,
     ),
     sig(
         "srun_node_failure",

@@ -503,6 +503,19 @@ def test_same_length_records_are_not_joined() -> None:
     assert [e["line_no"] for e in events(text)] == [1, 2, 3]
 
 
+def test_rows_of_a_fixed_width_table_of_one_length_are_not_joined() -> None:
+    """kubectl's pod printer pads its columns: rows whose AGE is as long come out at one length (>= 60), and rows
+    whose columns start at the same places are a table's rows, not a line a terminal wrapped."""
+    table = (
+        "NAME                   READY   STATUS             RESTARTS      AGE\n"
+        "train-worker-0         0/1     CrashLoopBackOff   5 (2m ago)    20m\n"
+        "train-worker-1         1/1     Running            0             20m\n"
+    )
+    assert len({len(ln) for ln in table.splitlines()}) == 1 and len(table.splitlines()[0]) >= 60
+    (e,) = [e for e in events(table) if e["kind"]]
+    assert (e["signature"], e["line_no"]) == ("kubectl_pod_status", 2)
+
+
 def test_run_dir_logs_take_rank_and_host_from_the_path(tmp_path) -> None:
     (tmp_path / "logs" / "node02").mkdir(parents=True)
     (tmp_path / "logs" / "node02" / "rank-5.log").write_text(

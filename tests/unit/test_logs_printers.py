@@ -393,3 +393,35 @@ def test_a_gpu_whose_nvlink_fabric_registration_completed_with_an_error_is_a_fau
     assert "'Insufficient Resources'" in f.summary
     for healthy in (_fabric("Completed", "Success"), _fabric("In Progress", "N/A"), "Job\n  Status : Running\n"):
         assert analyze_log_events(parse_log_text(healthy, source="t.log")) == []
+
+
+# sacct (slurm src/sacct/print.c, src/common/print_fields.c): the State column cut to 10 with a '+', ExitCode "%d:%d"
+SACCT = (
+    "JobID           JobName      State ExitCode\n"
+    "------------ ---------- ---------- --------\n"
+    "123456            train {state:>10}      {code}\n"
+    "123456.batch      batch {state:>10}      {code}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "state, code, kind, severity",
+    [
+        ("OUT_OF_ME+", "0:125", FindingKind.OOM, Severity.CRITICAL),  # OUT_OF_MEMORY cut to the column
+        ("NODE_FAIL", "0:0", FindingKind.FAULTY_HOST, Severity.WARNING),
+        ("TIMEOUT", "0:0", FindingKind.CRASH, Severity.WARNING),
+        ("FAILED", "1:0", FindingKind.CRASH, Severity.WARNING),
+    ],
+)
+def test_sacct_rows_say_how_the_job_ended(state: str, code: str, kind: FindingKind, severity: Severity) -> None:
+    (f, *_) = _findings(SACCT.format(state=state, code=code))
+    assert (f.kind, f.severity, f.ranks, f.hosts) == (kind, severity, (), ())
+    assert f.evidence["signatures"][0] == "sacct_job_state"
+
+
+def test_sacct_rows_of_healthy_states_and_a_node_failure_beside_the_jobs_exit() -> None:
+    for state in ("COMPLETED", "RUNNING", "PENDING"):
+        assert _findings(SACCT.format(state=state, code="0:0")) == [], state
+    # the job's FAILED row is the consequence of its step's node failure: the node failure comes first
+    rows = SACCT.format(state="FAILED", code="1:0") + "123456.0         python  NODE_FAIL      0:0\n"
+    assert _findings(rows)[0].kind is FindingKind.FAULTY_HOST
