@@ -785,6 +785,12 @@ _ERRORISH = re.compile(
     # << SourceLocation ("{function} at {file}:{line}") << " (most recent call first):"): torch threw, even
     # where the paste lost the message line above it
     r"|^Exception raised from \S{1,200} at \S{1,300}:\d+ \(most recent call first\)"
+    # CPython's own headers of an exception that was raised, where a paste may stop: threading.py excepthook
+    # ("Exception in thread {name}:" before the thread's traceback), traceback.py's chained-exception separators
+    # (_cause_message "The above exception was the direct cause of the following exception:", _context_message
+    # "During handling of the above exception, another exception occurred:")
+    r"|^Exception in thread \S[^\n]{0,200}:\s*$|^The above exception was the direct cause of the following exception:"
+    r"|^During handling of the above exception, another exception occurred:"
     # cuda-gdb's automatic API error checking ("set cuda api_failures", on by default): "warning: Cuda API error
     # detected: cudaMalloc returned (0x2)", a CUDA call that failed under the debugger
     r"|\bCuda API error detected: \w{1,80} returned \(0x[0-9a-fA-F]{1,8}\)"

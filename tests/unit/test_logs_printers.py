@@ -425,3 +425,24 @@ def test_sacct_rows_of_healthy_states_and_a_node_failure_beside_the_jobs_exit() 
     # the job's FAILED row is the consequence of its step's node failure: the node failure comes first
     rows = SACCT.format(state="FAILED", code="1:0") + "123456.0         python  NODE_FAIL      0:0\n"
     assert _findings(rows)[0].kind is FindingKind.FAULTY_HOST
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Exception in thread Thread-1:",  # CPython threading.py excepthook, before the thread's traceback
+        "Exception in thread Thread-3 (_worker):",  # 3.10+: the target's name in brackets
+        "The above exception was the direct cause of the following exception:",  # traceback.py _cause_message
+        "During handling of the above exception, another exception occurred:",  # traceback.py _context_message
+    ],
+)
+def test_a_paste_cut_after_cpythons_header_of_a_raised_exception_is_an_unclassified_error(header: str) -> None:
+    (f,) = _findings(f"step 10 loss 2.31\n{header}\n")
+    assert (f.kind, f.category, f.severity, f.ranks, f.hosts) == (
+        FindingKind.CRASH,
+        Category.UNCLASSIFIED,
+        Severity.WARNING,
+        (),
+        (),
+    )
+    assert header in f.summary
