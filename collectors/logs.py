@@ -437,6 +437,8 @@ _HEADERS: Mapping[str, re.Pattern[str]] = {
     # nvidia-smi -q's "Fabric" section header, and the state line under it
     "fabric": re.compile(r"^\s*(Fabric)\s*$"),
     "fabric_state": re.compile(r"^\s*State\s*:\s*(\S[^\n]*?)\s*$"),
+    # nvidia-smi -q's (before R525) ECC counter blocks
+    "ecc_bits": re.compile(r"^\s*(Single Bit|Double Bit)\s*$"),
 }
 
 
@@ -459,10 +461,22 @@ def _fabric_from_header(ev: Event, headers: Mapping[str, tuple[int, str]], line_
         ev.kind, ev.category, ev.severity = None, None, S.INFO
 
 
+ECC_BLOCK_LINES = 9  # a counter block: Device Memory, Register File, L1, L2, Texture Memory / Shared, CBU, Total
+
+
+def _double_bit_from_header(ev: Event, headers: Mapping[str, tuple[int, str]], line_no: int) -> None:
+    """A "Total" line is the double-bit count only under nvidia-smi -q's "Double Bit" header (the last of the two
+    block headers, within a block's lines above); any other "Total" line is no finding."""
+    h = headers.get("ecc_bits")
+    if not (h and h[1] == "Double Bit" and 0 < line_no - h[0] <= ECC_BLOCK_LINES):
+        ev.kind, ev.category, ev.severity = None, None, S.INFO
+
+
 _HEADER_USES: Mapping[str, Callable[[Event, Mapping[str, tuple[int, str]], int], None]] = {
     "nvrm_fallen_off_bus": _gpu_from_header,
     "slurm_node_drained": _node_from_record,
     "nvidia_smi_fabric_status": _fabric_from_header,
+    "nvidia_smi_q_double_bit": _double_bit_from_header,
 }
 
 

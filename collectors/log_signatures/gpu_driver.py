@@ -413,6 +413,21 @@ NVIDIA_SMI: tuple[Signature, ...] = (
         "nvidia-smi -q counts uncorrectable memory errors (or rows remapped after them) on a GPU.",
     ),
     sig(
+        "nvidia_smi_q_double_bit",
+        # nvidia-smi -q before R525, "ECC Errors": under Volatile and Aggregate, a "Single Bit" and a "Double Bit"
+        # block, each counting per memory (Device Memory, Register File, L1 Cache, L2 Cache, Texture Memory, Texture
+        # Shared, CBU) and then "Total : N". A double-bit error is uncorrectable: a Total above 0 under "Double Bit"
+        # is this GPU's uncorrectable memory errors (nvidia-smi(1)); the line is the block's only where a "Double
+        # Bit" header is the last such header a few lines above (collectors/logs._double_bit_from_header).
+        r"^\s*Total\s*:\s*(?P<uncorrected>[1-9]\d*)\s*$",
+        K.FAULTY_HOST,
+        C.ECC,
+        S.WARNING,
+        Blame.SELF,
+        ["total"],
+        "nvidia-smi -q (before R525) counts double-bit (uncorrectable) ECC errors on a GPU.",
+    ),
+    sig(
         "nvidia_smi_q_hw_slowdown",
         # nvidia-smi -q, "Clocks Throttle Reasons" (R530+: "Clocks Event Reasons"): "HW Slowdown : Active" is the
         # hardware cutting the core clock by half or more (too hot, an external power brake, power draw too high);

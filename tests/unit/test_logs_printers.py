@@ -446,3 +446,28 @@ def test_a_paste_cut_after_cpythons_header_of_a_raised_exception_is_an_unclassif
         (),
     )
     assert header in f.summary
+
+
+def _ecc_blocks(single: int, double: int) -> str:
+    """nvidia-smi -q's ECC Errors section before R525: a Single Bit and a Double Bit block of counters."""
+
+    def block(name: str, total: int) -> str:
+        rows = ("Device Memory", "Register File", "L1 Cache", "L2 Cache")
+        return (
+            f"            {name}            \n"
+            + "".join(f"                {r:<28}: {total if r == 'Device Memory' else 0}\n" for r in rows)
+            + "                Texture Memory              : N/A\n"
+            + f"                Total                       : {total}\n"
+        )
+
+    return "    ECC Errors\n        Volatile\n" + block("Single Bit", single) + block("Double Bit", double)
+
+
+def test_a_double_bit_total_of_the_old_nvidia_smi_q_is_an_uncorrectable_ecc_fault() -> None:
+    (f,) = _findings(_ecc_blocks(single=0, double=2))
+    assert (f.kind, f.category, f.severity) == (FindingKind.FAULTY_HOST, Category.ECC, Severity.WARNING)
+    assert f.evidence["signatures"] == ["nvidia_smi_q_double_bit"]
+    # single-bit errors are corrected; a Total line of anything else is no finding
+    assert _findings(_ecc_blocks(single=7, double=0)) == []
+    assert _findings("Memory usage\n    Total                       : 81920 MiB\n") == []
+    assert _findings("Summary\n    Total : 12\n") == []
