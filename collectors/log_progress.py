@@ -642,12 +642,7 @@ def _gpu_processes(lines: list[tuple[int, str]]) -> Reading | None:
     """A GPU process table with no error: the training processes are alive and hold their memory."""
     rows = [(n, m.groups()) for n, t in lines for m in _GPU_PROC.finditer(t)]
     rows += [(n, ("?", *m.groups())) for n, t in lines if (m := _SMI_APPS_CSV.match(t))]
-    rows += [
-        (n, (gpu, pid, name, None))
-        for n, t in lines
-        if (m := _SMI_PMON_ROW.match(t))
-        for gpu, pid, name in [m.groups()]
-    ]
+    rows += [(n, (*m.groups(), None)) for n, t in lines if (m := _SMI_PMON_ROW.match(t))]  # pmon shows no MiB
     if len(rows) < 2:
         return None
     return Reading(
@@ -927,13 +922,13 @@ _PROMPT_AT_END = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.-]+@[\w.-]+(?::\S*|\s+\S
 
 def stopped_mid_run(lines: list[tuple[int, str]], raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
     """The weakest reading, after every other (read_progress's, and the failure words of the log's last lines:
-    collectors/logs.py): a log on its own from a run at work (a step, an epoch, a loss or a
-    rate printed, or its set-up) that ends with no error line, no normal end and no other reading, on an ordinary
-    line ("Saving model checkpoint to ...", "***** Running Evaluation *****", "begin training epoch 2", a step).
-    A log handed to `diagnose` on its own is where its run stopped printing, and a run that stops printing with
-    nothing said stopped there: hung (most often, in a collective or its I/O), or killed without a message, or the
-    excerpt was cut (or the run still goes on), which the summary says. Not where the shell's prompt came back
-    after it (the process exited) or its last progress counter stands at its total (the loop finished)."""
+    collectors/logs.py): a log on its own from a run at work (a step, an epoch, a loss or a rate printed, or its
+    set-up) that ends with no error line and no normal end, on an ordinary line ("Saving model checkpoint to ...",
+    "***** Running Evaluation *****", "begin training epoch 2", a step). A log handed to `diagnose` on its own is
+    where its run stopped printing, and a run that stops printing with nothing said stopped there: hung (most often,
+    in a collective or its I/O), or killed without a message, or the excerpt was cut, as the summary says. Not where
+    the shell's prompt came back after it (the process exited) or its last progress counter stands at its total (the
+    loop finished)."""
     lines = [(n, t) for n, t in lines if t.strip()]
     if not lines or any(_NORMAL_END.search(t) for _, t in lines):
         return None
@@ -995,6 +990,7 @@ _PS_COLUMNS_ROW = re.compile(
 # ("%6d") and the access (" %c%c%c%c%c ": [fF.] open for reading / writing, [r.] root, [c.] cwd, [e.] executable,
 # [m.] mapped) before the command: a process holding the file (fuser -v /dev/nvidia*: a GPU's device).
 _FUSER_ROW = re.compile(rf"^(?:\S+:)?\s+\S+\s+(?P<pid>\d+)\s+[fF.][r.][c.][e.][m.]\s+(?:\S*/)?(?P<cmd>{_TRAINER})\b")
+_PROCESS_ROWS = (_TOP_ROW, _PS_AUX_ROW, _PS_EF_ROW, _PS_COLUMNS_ROW, _FUSER_ROW)
 
 
 def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
@@ -1002,8 +998,7 @@ def _training_processes_listed(lines: list[tuple[int, str]]) -> Reading | None:
     alive (stuck, or not finished when it was taken), not crashed."""
     rows: list[tuple[int, str, str]] = []  # line_no, pid, what the listing says of it
     for n, t in lines:
-        m = _TOP_ROW.match(t) or _PS_AUX_ROW.match(t) or _PS_EF_ROW.match(t) or _PS_COLUMNS_ROW.match(t)
-        if m := m or _FUSER_ROW.match(t):
+        if m := next((m for pattern in _PROCESS_ROWS if (m := pattern.match(t))), None):
             said = m.groupdict()
             state = f" state {said['state']}" if said.get("state") else ""
             cpu = f" {said['cpu']}% CPU" if said.get("cpu") else ""

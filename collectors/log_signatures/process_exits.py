@@ -121,11 +121,8 @@ def _sacct_state_post(ev: Event) -> None:
     state = str(ev.fields.get("sacct_state", ""))
     if state.startswith("OUT_OF_ME"):
         ev.kind, ev.category, ev.severity = K.OOM, None, S.CRITICAL
-    elif state in ("NODE_FAIL", "BOOT_FAIL"):
-        ev.kind, ev.category = (
-            K.FAULTY_HOST,
-            C.UNREACHABLE,
-        )  # as srun's "Node failure on": which node, sacct -o NodeList
+    elif state in ("NODE_FAIL", "BOOT_FAIL"):  # as srun's "Node failure on"; `sacct -o NodeList` names the node
+        ev.kind, ev.category = K.FAULTY_HOST, C.UNREACHABLE
     elif state in ("TIMEOUT", "DEADLINE", "PREEMPTED"):
         ev.category = C.SIGNAL  # the scheduler ended it
     else:

@@ -55,9 +55,10 @@ def test_a_shipper_envelope_names_the_host_it_ran_on() -> None:
     assert rows and rows[0]["kind"] == "oom" and rows[0]["rank"] == 3 and rows[0]["host"] == "gpu-node-7"
 
 
-def test_a_healthy_runs_start_up_lines_give_no_finding() -> None:
+def test_a_healthy_runs_lines_blame_nobody_and_give_only_the_weakest_reading() -> None:
     """The preamble the carriers put in front of excerpts: torchrun's banner, c10d's IPv6 warnings,
-    NCCL's init lines and a healthy H100 run (whose warnings say "hang" and "deprecated")."""
+    NCCL's init lines and a healthy H100 run (whose warnings say "hang" and "deprecated"). None of its lines is
+    a failure; on its own it is a log that ends mid-run."""
     b = load_bench("logs_accuracy")
     preamble = load_bench("log_carriers").HEALTHY_PREAMBLE
     # on its own it is a run at work whose log ends mid-run: only the weakest reading, low confidence, no blame
