@@ -72,7 +72,7 @@ def test_a_corrupt_part_of_a_lazy_table_is_skipped_and_said_and_the_rest_drawn(t
 
 def test_nothing_to_draw_is_an_error_not_a_blank_trace(cli, tmp_path) -> None:
     log = tmp_path / "train.log"
-    log.write_text("step 1 loss 2.31\n")
+    log.write_text("config: run.yaml\nseed: 1234\n")  # no failure and no run at work: no finding, no timeline
     out = tmp_path / "trace.json"
     r = cli("export", log, "--perfetto", out)
     assert r.code == 1 and "Traceback" not in r.stderr

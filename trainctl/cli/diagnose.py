@@ -127,7 +127,7 @@ def _watch(path: Path, window: TimeWindow, json_out: bool, interval_s: float, ro
                 time.sleep(interval_s)
             n += 1
             try:
-                current = diagnose_path(path, window)
+                current = diagnose_path(path, window, live=True)  # a log that grows: its end is not a stop
             except TrainctlError as exc:
                 if report is None:
                     raise

@@ -180,11 +180,14 @@ def _load_kind(
     return dataset.read_table(root, kind, validate=False, skip=skip, unreadable=unreadable)
 
 
-def load_signals(path: Path, kind: InputKind | None = None) -> Signals:
+def load_signals(path: Path, kind: InputKind | None = None, *, live: bool = False) -> Signals:
+    """live: PATH is watched as it grows (diagnose --watch): a log file's end is not where its run stopped."""
     kind = kind or detect_input(path)
     if kind is InputKind.LOG_FILE:
         text = logs_input.read_log_file(path)  # once, for both parsers (a .gz decompressed once)
-        tables: dict[SignalKind, TableLike] = {SignalKind.LOG_EVENTS: logs_input.parse_pasted_log(path, text)}
+        tables: dict[SignalKind, TableLike] = {
+            SignalKind.LOG_EVENTS: logs_input.parse_pasted_log(path, text, live=live)
+        }
         # A pasted log may hold NCCL's INFO init lines (which network, which transport per peer).
         nccl = nccl_inputs.parse_nccl_text(text, str(path))
         tables.update({k: t for k, t in nccl.items() if t.num_rows})
@@ -305,6 +308,7 @@ def read_path(
     kind: InputKind | None = None,
     analysis: Callable[[T], Analysis] | None = None,
     failed: Callable[[T], bool] = lambda _: False,
+    live: bool = False,
 ) -> PathRead[T]:
     """Load PATH's signals and run `work` over them, the one way every command that reads a run or dataset reads it
     (diagnose, report, export, compare): a torn or corrupt Parquet part is said on stderr and left out, and the rest
@@ -315,7 +319,7 @@ def read_path(
     holds run_analysis's Analysis. An analyzer that raised (caught by run_analysis) may have met such a part, so the
     work is retried too; one that still fails is said on stderr after PATH's name, once, and is among the skipped.
     `failed`: whether the result shows some other read that failed inside the work (diagnose's throughput summary),
-    retried the same way.
+    retried the same way. `live`: PATH is watched as it grows (load_signals).
     """
     p = Path(path)
     kind = kind or detect_input(p)
@@ -329,7 +333,7 @@ def read_path(
     try:
         # ranks/ is read for the run events' hosts and again for the throughput summary: one read, one warning.
         with run_events.rank_reports_read_once(), _each_message_once():
-            result = _without_unreadable_parts(p, load_signals(p, kind), work, failed_inside)
+            result = _without_unreadable_parts(p, load_signals(p, kind, live=live), work, failed_inside)
             for line in analysis(result).skipped if analysis is not None else ():
                 logger.warning("%s: %s", p, line)
     finally:
@@ -337,8 +341,10 @@ def read_path(
     return PathRead(result, recorder.skipped())
 
 
-def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None) -> Report:
-    """Diagnose PATH; `window` keeps only the rows of a time range (diagnose --since/--until)."""
+def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None, *, live: bool = False) -> Report:
+    """Diagnose PATH; `window` keeps only the rows of a time range (diagnose --since/--until); `live`: PATH is
+    watched as it grows (diagnose --watch), so a log file's end is where its run has got to, not where it stopped
+    (the readings of a log on its own, such as a loop that stopped, are not made)."""
     p = Path(path)
     kind = detect_input(p)
     read = read_path(
@@ -347,13 +353,14 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
         kind=kind,
         analysis=lambda done: done.analysis,
         failed=lambda done: bool(done.skipped),
+        live=live,
     )
     done = read.result
     _say_skipped(done.skipped)
     signals, analysis = done.signals, done.analysis
     skipped = read.skipped + done.skipped
     notes = analysis.notes if done.kept is None else (*analysis.notes, done.kept)
-    if kind is InputKind.LOG_FILE and not analysis.findings and not window:  # never a bare "no findings"
+    if kind is InputKind.LOG_FILE and not analysis.findings and not window and not live:  # never a bare "no findings"
         notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
     return Report(
         run_id=signals.run.run_id if signals.run else None,

@@ -70,11 +70,12 @@ def _not_a_log(text: str) -> str | None:
     )
 
 
-def parse_pasted_log(path: Path, text: str) -> pa.Table:
+def parse_pasted_log(path: Path, text: str, *, live: bool = False) -> pa.Table:
     from trainctl.collectors import logs as _logs
 
-    # one file on its own: its end is where the run stopped printing, so a stopped loop is read too
-    return _logs.parse_log_text(text, str(path), ends_where_it_stopped=True)
+    # one file on its own: its end is where the run stopped printing, so a stopped loop is read too; not a log that is
+    # watched as it grows (diagnose --watch): its end is where its live run has got to
+    return _logs.parse_log_text(text, str(path), ends_where_it_stopped=not live)
 
 
 def quiet_log_note(path: Path, table: pa.Table) -> str:
