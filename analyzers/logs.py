@@ -779,11 +779,13 @@ def _late_banner(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> boo
     incident blames another rank for its own failure (an OOM, a CUDA error printed under that rank's prefix), that
     failure came first: the banner says where its consequence surfaced.
 
-    Its own rank's exception is classified: exit 1 is the interpreter's for an uncaught exception. Where the excerpt
-    printed a classified exception before the banner (a rendezvous or network error, a timeout, a mismatch, a NaN
-    check) from that rank or with no rank prefix, that exception is what the banner reports: the cause goes first,
-    with its own blame (a rank that could not reach the store is not the store's fault), and the banner is its
-    evidence of where it surfaced."""
+    Its own rank's exception is classified: exit 1 is the interpreter's for an uncaught exception, and -6 is the
+    abort torch's NCCL watchdog raises after it reports a timeout or an NCCL error (ProcessGroupNCCL.cpp, v2.13:
+    "To avoid data inconsistency, we are taking the entire process down." then std::abort / an uncaught exception in
+    the watchdog thread). Where the excerpt printed a classified exception or watchdog report before the banner (a
+    rendezvous or network error, a timeout, a mismatch, a NaN check) from that rank or with no rank prefix, that is
+    what the banner reports: the cause goes first, with its own blame (a rank that could not reach the store is not
+    the store's fault), and the banner is its evidence of where it surfaced."""
     roots = [e for e in g.events if e.signature == "elastic_root_cause" and e.culprit_rank is not None]
     codes = {e.exit_code for e in roots}
     if not roots or not codes <= {1, -6}:
@@ -797,7 +799,7 @@ def _late_banner(g: _Group, groups: list[_Group], pos: Mapping[int, int]) -> boo
         for e in o.events
         if pos[id(e)] < first
     )
-    own_exception_first = codes == {1} and any(
+    own_exception_first = any(
         o.kind is not FindingKind.CRASH
         and o.severity_is_critical
         and all(e.rank is None or e.rank in ranks for e in o.events)

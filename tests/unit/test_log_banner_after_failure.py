@@ -107,3 +107,16 @@ def test_an_exception_no_signature_knows_raised_inside_the_rendezvous_goes_befor
     assert (
         kinds_and_ranks(plain + "RuntimeError: frobnicated the widget\n" + banner(2, 1, "x"))[0][0] is FindingKind.CRASH
     )
+
+
+def test_a_minus_6_banner_follows_its_own_ranks_watchdog_timeout() -> None:
+    """-6 is the abort torch's NCCL watchdog raises after the timeout it reported ("we are taking the entire process
+    down"): the banner naming rank 0 says where that hang surfaced, and the timeout goes first. A -9 banner (killed
+    from outside) is a failure of its own and stays first."""
+    found = kinds_and_ranks(TIMEOUT + banner(0, -6, "Signal 6 (SIGABRT) received by PID 2904040"))
+    assert found[0][0] is FindingKind.HUNG_COLLECTIVE
+    assert (FindingKind.CRASH, (0,)) in found[1:]
+    assert kinds_and_ranks(TIMEOUT + banner(0, -9, "Signal 9 (SIGKILL) received by PID 2904040"))[0] == (
+        FindingKind.CRASH,
+        (0,),
+    )
