@@ -39,8 +39,11 @@ _PROGRESS_RE = re.compile(
     r"(?P<desc>[^\r\n|]{0,80}?)\d{1,3}%\|[^|\n]{0,200}\|[^\[\n]{0,60}(?:\[(?P<r_bar>[^\]\n]{0,400})\])?"
 )
 # tqdm's r_bar is "[{elapsed}<{remaining}, {rate_fmt}{postfix}]" (tqdm/std.py format_meter): the
-# postfix holds the metrics a trainer sets on its bar (Lightning's "loss=nan, v_num=3"), kept as text.
-_TQDM_POSTFIX = re.compile(r"^[^,]*,\s*[^,]*?(?:it/s|s/it|/s)\s*,\s*(?P<postfix>.+)$")
+# postfix holds the metrics a trainer sets on its bar (Lightning's "loss=nan, v_num=3"), kept as text. A bar_format
+# without {rate_fmt} ("[{elapsed}<{remaining}{postfix}]") puts the postfix right after the times.
+_TQDM_POSTFIX = re.compile(
+    r"^[^,]*,\s*[^,]*?(?:it/s|s/it|/s)\s*,\s*(?P<postfix>.+)$|^[\d:]+<[\d:?]+,\s*(?P<postfix_b>[\w./-]+=.+)$"
+)
 
 
 def _progress_postfix(m: re.Match[str]) -> str:
@@ -51,7 +54,7 @@ def _progress_postfix(m: re.Match[str]) -> str:
     # trainers' epoch, memory and loss columns, ultralytics engine/trainer.py), kept as text like the postfix
     desc = m.group("desc")
     kept = desc[:-2] if desc.endswith(": ") and any(c.isalnum() for c in desc) else ""
-    return f" {kept} {pm.group('postfix')} " if pm else f" {kept} "
+    return f" {kept} {pm.group('postfix') or pm.group('postfix_b')} " if pm else f" {kept} "
 
 
 _MD_QUOTE_RE = re.compile(r"^\s{0,3}(?:[+-]?\s?>\s?)+")
