@@ -18,6 +18,15 @@ then "Init COMPLETE" (2.30.7 src/init.cc ncclCommInitRankFunc). A host that comp
 another host printed its network was not waiting for that host: another run in the same paste (a
 healthy run's preamble), not a mismatch. (Per-host logs pasted one after the other are not in time
 order; a mismatch whose init still completed (2.22+ connects at the first collective) is missed there.)
+
+A second reading of the same lines: a process of a job that spans hosts whose NCCL chose the loopback or a container
+bridge for its sockets. NCCL picks "lo", "docker*" or "virbr*" only when it finds no other interface or when
+NCCL_SOCKET_IFNAME names one (NVIDIA/nccl 2.18-2.30 src/misc/socket.cc ncclFindInterfaces: "Then look for anything
+else (but not docker,lo, or virtual)", "Finally look for docker, then lo"), and prints its choice ("Bootstrap :
+Using%s", src/bootstrap.cc bootstrapNetInit; "NET/Socket : Using%s", src/transport/net_socket.cc, each interface as
+" [%d]%s:%s"). Those addresses are the host's own (127.0.0.1, docker's 172.17.0.1 on every host), so a peer on
+another host that connects to them reaches itself or nothing: set-up hangs or fails. A run spans hosts where NCCL's
+lines come from two hosts or its init says so ("comm %p rank %d nRanks %d nNodes %d ...", src/init.cc).
 """
 
 from __future__ import annotations
@@ -84,4 +93,56 @@ def read_net_mismatch(records: Iterable[tuple[int, str | None, str]]) -> NetMism
         " misconfigured (check NCCL_IB_DISABLE, NCCL_NET, the IB devices and the net plugin on each)",
         tuple(lines),
         by_host,
+    )
+
+
+_LOCAL_ONLY = re.compile(
+    r"\bNCCL INFO (?:Bootstrap ?: Using|NET/Socket : Using)\s*(?:\[\d+\])?(?P<ifname>lo|docker\d*|virbr\d*):(?P<addr>\S+)"
+)
+_NNODES = re.compile(r"\bNCCL INFO comm \S+ rank \d+ nRanks \d+ nNodes (?P<nodes>\d+)")
+
+
+@dataclass(frozen=True)
+class LocalInterface:
+    """NCCL sockets on a host-local interface in a job across hosts: the reason and its lines (line_no, host, text)."""
+
+    reason: str
+    lines: tuple[tuple[int, str | None, str], ...]
+
+
+def read_local_interface(records: Iterable[tuple[int, str | None, str]]) -> LocalInterface | None:
+    """The processes whose NCCL chose lo, docker* or virbr* for its sockets, if their job spans hosts: another
+    host's NCCL lines count when neither host completed an init before the other's first line (else it is
+    another run, as in read_net_mismatch), the init's nNodes when the same host printed it."""
+    chose: dict[str, tuple[int, str | None, str]] = {}  # interface:address -> its first line
+    first: dict[str | None, int] = {}  # host -> its first NCCL line
+    done: dict[str | None, int] = {}  # host -> its first Init COMPLETE
+    nodes: dict[str | None, int] = {}  # host -> the most nodes its init lines say
+    for n, host, text in records:
+        if "NCCL INFO" not in text:
+            continue
+        first.setdefault(host, n)
+        if m := _LOCAL_ONLY.search(text):
+            chose.setdefault(f"{m.group('ifname')}:{m.group('addr')}", (n, host, text))
+        elif m := _NNODES.search(text):
+            nodes[host] = max(nodes.get(host, 1), int(m.group("nodes")))
+        elif _DONE.search(text):
+            done.setdefault(host, n)
+    local = {h for _, h, _ in chose.values()}
+    others = {
+        h
+        for h in first
+        if h is not None and h not in local
+        for a in local
+        if done.get(a, first[h] + 1) > first[h] and done.get(h, first[a] + 1) > first[a]
+    }
+    spans = max([len(local - {None}) + len(others)] + [nodes.get(a, 1) for a in local])
+    if spans < 2:
+        return None
+    where = ", ".join(sorted(chose))
+    return LocalInterface(
+        f"NCCL uses a host-local interface ({where}) in a job across {spans} hosts: NCCL picks lo or a container"
+        " bridge only when it finds no other interface or NCCL_SOCKET_IFNAME names it, and peers on other hosts"
+        " cannot reach that address (set NCCL_SOCKET_IFNAME to the interface the hosts share)",
+        tuple(sorted(chose.values(), key=lambda x: x[0])),
     )

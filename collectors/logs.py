@@ -45,7 +45,7 @@ from trainctl.collectors.log_coll_mismatch import CollTraceEnd, read_coll_mismat
 from trainctl.collectors.log_fr_trace import FrTraceMissing, read_fr_trace_missing
 from trainctl.collectors.log_identity import complete_culprits, read_identity
 from trainctl.collectors.log_nccl_ras import RasReport, read_nccl_ras
-from trainctl.collectors.log_net_mismatch import read_net_mismatch
+from trainctl.collectors.log_net_mismatch import read_local_interface, read_net_mismatch
 from trainctl.collectors.log_progress import END_LINES, KEYBOARD_INTERRUPT, Reading, read_progress, stopped_mid_run
 from trainctl.collectors.log_records import Record, clean_lines, norm_ts, normalized_lines, parse_ts
 from trainctl.collectors.log_signatures import SIGNATURES, XID_MEANINGS
@@ -1025,6 +1025,12 @@ def parse_log_text(
         for n, h, t in mm.lines:
             ev = Event(n, t, "nccl_network_mismatch", K.NETWORK_ERROR, C.NCCL, S.WARNING, Blame.NONE, False, host=h)
             ev.fields.update(reason=mm.reason, networks_by_host=mm.networks_by_host)
+            events.append(ev)
+    # ... and a job across hosts whose NCCL chose lo or a container bridge for its sockets (the same module)
+    if li := read_local_interface((r.line_no, r.host, r.text) for r in records):
+        for n, h, t in li.lines:
+            ev = Event(n, t, "nccl_local_interface", K.NETWORK_ERROR, C.NCCL, S.WARNING, Blame.NONE, False, host=h)
+            ev.fields.update(reason=li.reason)
             events.append(ev)
     # processes whose NCCL COLL trace shows different collectives at one opCount (collectors/log_coll_mismatch.py)
     if cm := read_coll_mismatch((r.line_no, r.host, r.fields.get("nccl_pid"), r.text) for r in records):

@@ -82,3 +82,37 @@ def test_a_host_that_completed_init_before_the_other_chose_its_network_is_anothe
     # completed after both chose (2.22+ connects at the first collective): still one job, a mismatch
     same_job = "\n".join([init("nodeA", 100, "Socket"), init("nodeB", 200, "IB"), done])
     assert findings(same_job)[0].kind is FindingKind.NETWORK_ERROR
+
+
+def test_a_job_across_hosts_whose_nccl_chose_the_loopback_is_a_network_error_naming_nobody():
+    """src/misc/socket.cc picks lo or docker* only when no other interface exists or NCCL_SOCKET_IFNAME names it;
+    across hosts those addresses are each host's own. One host alone on lo (a single-node run) is nothing."""
+    lo = [
+        "nodeA:100:100 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+        "nodeB:200:200 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+        "nodeA:100:150 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>",
+        "nodeA:100:150 [0] NCCL INFO Using network Socket",
+    ]
+    f = findings("\n".join(lo))[0]
+    assert (f.kind, f.category, f.severity) == (FindingKind.NETWORK_ERROR, Category.NCCL, Severity.WARNING)
+    assert f.ranks == () and f.hosts == ()
+    assert "lo:127.0.0.1<0>" in f.summary and "across 2 hosts" in f.summary
+    assert f.evidence["signatures"] == ["nccl_local_interface"]
+    # one host, or hosts on a shared interface, give no such finding
+    assert not any("host-local" in g.summary for g in findings("\n".join(x for x in lo if "nodeB" not in x)))
+    shared = "\n".join(x.replace("lo:127.0.0.1", "eth0:10.0.0.1") for x in lo)
+    assert not any("host-local" in g.summary for g in findings(shared))
+    # a host whose init completed before the loopback host printed its first line is another run in the paste
+    other_run = "nodeC:300:300 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 - Init COMPLETE"
+    alone = "\n".join(x for x in lo if "nodeB" not in x)
+    assert not any("host-local" in g.summary for g in findings(other_run + "\n" + alone))
+    assert any("host-local" in g.summary for g in findings(alone + "\n" + other_run))
+    # the init's nNodes says the job spans hosts where one host's lines are all the paste has (a docker bridge)
+    one = "\n".join(
+        [
+            "nodeA:100:100 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>",
+            "nodeA:100:150 [0] NCCL INFO comm 0x55 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
+        ]
+    )
+    assert "docker0:172.17.0.1<0>" in findings(one)[0].summary
+    assert not any("host-local" in g.summary for g in findings(one.replace("nNodes 2", "nNodes 1")))
