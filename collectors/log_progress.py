@@ -702,6 +702,20 @@ def _last_counter(raw_tail: Sequence[tuple[int, str]]) -> tuple[int, str, int, i
     return None
 
 
+def _outer_loop_short(raw_tail: Sequence[tuple[int, str]], before_line: int) -> bool:
+    """A counter short of its known total among the raw tail's lines before `before_line`: the loop that finished
+    at the end was an inner one (a rollout's or an evaluation's bar under the trainer's bar of steps), and the run
+    was still in the outer loop."""
+    return any(
+        int(m.group(2)) > int(m.group(1))
+        for n, t in raw_tail
+        if n < before_line
+        for pat in _COUNTERS
+        for m in pat.finditer(t)
+        if m.group(2) != "Unknown"
+    )
+
+
 def _counter_short_of_total(raw_tail: Sequence[tuple[int, str]]) -> Reading | None:
     """The log's last progress counter stands short of its total (or of a total it does not know):
     the loop was running, and the log ends there with no error and no normal end."""
@@ -835,6 +849,13 @@ _JOINED = re.compile(
     r"|\[before the start of training step\] datetime:"
     r"|\*{5} Running training \*{5}|\b(?:Num Epochs|Total optimization steps|Number of trainable parameters) = [\d,]+"
     r"|Reducer buckets have been rebuilt in this iteration"
+    # gloo's full mesh formed (gloo/rendezvous/context.cc Context::connectFullMesh, 2024+: "[Gloo] Rank %d is connected
+    # to %d peer ranks. Expected number of connected peer ranks is : %d"); vLLM's parallel groups assigned
+    # (vllm/distributed/parallel_state.py initialize_model_parallel: "rank %s in world size %s is assigned as DP rank
+    # %s, PP rank %s, ..."); DeepSpeed ZeRO-3's engine set-up past the group (deepspeed/runtime/zero/
+    # parameter_offload.py: "Parameter Offload - Persistent parameters statistics: param_count = ..., numel = ...")
+    r"|\[Gloo\] Rank \d+ is connected to \d+ peer ranks|\brank \d+ in world size \d+ is assigned as DP rank"
+    r"|Parameter Offload - Persistent parameters statistics"
     r"|\bworkflow: \[.{0,200}\], max: \d+ (?:epochs|iters)\b|\bCheckpoints will be saved to \S|Starting training from iteration \d+"
 )
 # A line that says a step, an iteration, an epoch or a loss: the run got past its set-up.
@@ -943,7 +964,7 @@ def stopped_mid_run(lines: list[tuple[int, str]], raw_tail: Sequence[tuple[int, 
     if at_work is None or _PROMPT_AT_END.match(lines[-1][1]):
         return None
     last = _last_counter(raw_tail)
-    if last is not None and last[3] is not None and last[2] >= last[3]:
+    if last is not None and last[3] is not None and last[2] >= last[3] and not _outer_loop_short(raw_tail, last[0]):
         return None
     n, t = lines[-1]
     work_n, work = at_work

@@ -737,6 +737,15 @@ def test_a_log_on_its_own_from_a_run_at_work_that_ends_on_an_ordinary_line_stopp
     assert alone("step 7 loss 2.1\nuser@node1:~/run$ \n") == []
     assert alone("step 7 loss 2.1\n(venv) root@gpu-3:/workspace# \n") == []
     assert alone("Epoch 9: 100%|██████████| 701/701 [08:14<00:00,  1.41it/s, loss=0.31]\nval_acc 0.91\n") == []
+    # ... unless a counter before it stands short of its total: the loop that finished was inside that one
+    nested = (
+        "{'loss': 0.04116132, 'grad_norm': 0.06237533, 'epoch': 0.12}\n"
+        "Train:   2%|▏         | 56/2290 [1:41:55<93:10:01, 150.14s/it]INFO [block_pool.py:292] reset prefix cache\n"
+        "100%|██████████| 32/32 [00:00<00:00, 52966.74it/s]\n"
+        "100%|██████████| 32/32 [00:00<00:00, 58661.59it/s]\n"
+    )
+    assert mid_run(nested)
+    assert alone(nested.replace("56/2290", "2290/2290")) == []
     for end in (
         "`Trainer.fit` stopped: `max_epochs=10` reached.",  # Lightning fit_loop.py
         "[after training is done] datetime: 2024-05-01 10:00:00",  # Megatron-LM training.py
@@ -811,3 +820,17 @@ def test_an_strace_that_ends_inside_a_blocking_call_is_a_process_blocked_in_it(t
 def test_an_strace_whose_last_call_returned_proves_nothing() -> None:
     done = "futex(0x55, FUTEX_WAKE_PRIVATE, 1) = 0\nmprotect(0x7f6ef5ef9000, 4096, PROT_NONE) = 0\n"
     assert alone(done) == []
+
+
+def test_set_up_lines_of_gloo_vllm_and_zero3_say_the_group_formed():
+    """gloo's connectFullMesh line, vLLM's parallel-group assignment and DeepSpeed ZeRO-3's offload statistics are
+    printed once the group exists: a log on its own that stops a few lines after them stopped in set-up."""
+    for line in (
+        "[Gloo] Rank 0 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3",
+        "INFO 10-17 16:49:11 [parallel_state.py:1208] rank 0 in world size 4 is assigned as DP rank 0, PP rank 0, TP"
+        " rank 0, EP rank 0",
+        "Parameter Offload - Persistent parameters statistics: param_count = 490, numel = 1143024",
+    ):
+        f = only_alone(f"{line}\nWARNING tokenizer has new PAD tokens\n")
+        assert f.kind is FindingKind.HUNG_COLLECTIVE and f.ranks == (), line
+    assert alone("config: a\nWARNING tokenizer has new PAD tokens\n") == []
