@@ -136,3 +136,21 @@ def test_a_json_flight_recorder_dump_is_refused_with_the_folder_to_pass(cli, tmp
     r = cli("diagnose", str(dump))
     assert r.code == 1 and "Traceback" not in r.stderr
     assert f"{dump}: a JSON file, not a log (torch's Flight Recorder dump of one rank)" in r.stderr, r.stderr
+
+
+def test_a_reading_of_where_a_fresh_log_stopped_carries_a_caveat(cli, tmp_path) -> None:
+    """A log on its own written seconds ago may belong to a run still going: its end-of-log reading gets a note
+    pointing at --watch; the same file written long ago, or a finding that says what failed, gets none."""
+    import os
+
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.31\nstep 2 loss 2.29\n")
+    report = json.loads(cli("diagnose", str(log), "--json").stdout)
+    assert report["findings"][0]["evidence"]["read_from_absence"] is True
+    (note,) = report["notes"]
+    assert note.startswith(f"{log} was last written ") and f"trainctl diagnose --watch {log}" in note
+    old = log.stat().st_mtime - 3600
+    os.utime(log, (old, old))
+    assert json.loads(cli("diagnose", str(log), "--json").stdout)["notes"] == []
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    assert json.loads(cli("diagnose", str(log), "--json", "--fail-on", "never").stdout)["notes"] == []

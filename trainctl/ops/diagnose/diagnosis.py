@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -362,6 +363,12 @@ def diagnose_path(path: str | os.PathLike[str], window: TimeWindow | None = None
     notes = analysis.notes if done.kept is None else (*analysis.notes, done.kept)
     if kind is InputKind.LOG_FILE and not analysis.findings and not window and not live:  # never a bare "no findings"
         notes = (*notes, logs_input.quiet_log_note(p, signals.tables[SignalKind.LOG_EVENTS]))
+    if (
+        kind is InputKind.LOG_FILE
+        and not live
+        and (fresh := logs_input.fresh_log_note(p, analysis.findings, time.time()))
+    ):
+        notes = (*notes, fresh)
     return Report(
         run_id=signals.run.run_id if signals.run else None,
         findings=analysis.findings,

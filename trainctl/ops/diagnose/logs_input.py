@@ -13,16 +13,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 
 from trainctl.errors import InputError
+from trainctl.findings import Finding
 from trainctl.rundir import RunInfo
 from trainctl.schemas import SignalKind
 
-__all__ = ["read_log_file", "parse_pasted_log", "parse_run_dir_logs", "quiet_log_note"]
+__all__ = ["read_log_file", "parse_pasted_log", "parse_run_dir_logs", "quiet_log_note", "fresh_log_note"]
 
 
 def read_log_file(path: Path) -> str:
@@ -92,6 +93,29 @@ def quiet_log_note(path: Path, table: pa.Table) -> str:
         f"no failure line and no sign of a stop among the {n} lines read; the log ends at line {n}: {shown!r}."
         " If the job stopped there, the log does not say why: diagnose its run dir (timeline, heartbeats) or a"
         " py-spy dump of its ranks"
+    )
+
+
+# A log file written this recently may belong to a run that is still going (a healthy run logs every few steps;
+# a hung one stops writing): its end may be where the run has got to, not where it stopped.
+FRESH_LOG_S = 120.0
+
+
+def fresh_log_note(path: Path, findings: Sequence[Finding], now_s: float) -> str | None:
+    """A caveat for the readings of where a log on its own stopped (evidence read_from_absence) when the file was
+    written in the last FRESH_LOG_S seconds; None when no such finding or an older file (or no mtime to read)."""
+    if not any(f.evidence.get("read_from_absence") for f in findings):
+        return None
+    try:
+        age_s = max(0.0, now_s - path.stat().st_mtime)
+    except OSError:
+        return None
+    if age_s >= FRESH_LOG_S:
+        return None
+    return (
+        f"{path} was last written {age_s:.0f} s ago: if its run is still going, the log ends where the run has got"
+        " to, not where it stopped, and the findings read from where it ends (evidence read_from_absence) may not"
+        f" hold; follow it with `trainctl diagnose --watch {path}`"
     )
 
 
