@@ -1041,11 +1041,7 @@ def parse_log_text(
         )
         events.append(ev)
     if not any(e.kind is not None for e in events):
-        events = events + _progress_stopped(records, rank, host, text, ends_where_it_stopped)
-    if ends_where_it_stopped and not any(e.kind is not None for e in events):
-        events = events + _failure_words_at_end(records, rank, host)
-    if ends_where_it_stopped and not any(e.kind is not None for e in events):
-        events = events + _stopped_mid_run(records, rank, host, text)
+        events = events + _quiet_log_readings(records, rank, host, text, ends_where_it_stopped)
     # Megatron's own straggler reports (collectors/log_straggler_report.py): after the fallbacks, so that a straggler
     # never keeps an unknown error line from being quoted or a stop from being read (either outranks it)
     if sr := read_megatron_straggler((r.line_no, r.text) for r in records):
@@ -1205,28 +1201,26 @@ def _raw_tail(text: str) -> list[tuple[int, str]]:
     return [(n, ln) for n, ln in enumerate(normalized_lines(text[cut:])[0], first_line) if ln.strip()][-RAW_TAIL_LINES:]
 
 
-def _progress_stopped(
+def _quiet_log_readings(
     records: list[Record], default_rank: int | None, default_host: str | None, text: str, ends_where_it_stopped: bool
 ) -> list[Event]:
-    """A log with no error line at all: the reading of absence (collectors/log_progress.py), if one holds,
-    as one event that analyzers/log_progress.py makes a low-confidence finding of."""
+    """A log with no error line at all, in order: the reading of absence (collectors/log_progress.py), if one holds,
+    as one event that analyzers/log_progress.py makes a low-confidence finding of; then, for a log on its own, the
+    failure words of its last lines; then the weakest reading (log_progress.stopped_mid_run), a run at work whose
+    log ends with nothing said. The log's raw tail is cut once for the readings that look at it."""
+    tail = _raw_tail(text)
+    lines = [(rec.line_no, rec.text) for rec in records]
     r = (_coll_trace_stopped(records) if ends_where_it_stopped else None) or read_progress(
-        ((rec.line_no, rec.text) for rec in records),
+        lines,
         {rec.line_no: rec.rank for rec in records if rec.rank is not None},
-        raw_tail=_raw_tail(text),
+        raw_tail=tail,
         ends_where_it_stopped=ends_where_it_stopped,
         counter_of_line={rec.line_no: rec.fields["line_counter"] for rec in records if "line_counter" in rec.fields},
     )
-    return _reading_event(r, default_rank, default_host)
-
-
-def _stopped_mid_run(
-    records: list[Record], default_rank: int | None, default_host: str | None, text: str
-) -> list[Event]:
-    """The weakest reading of a log on its own (collectors/log_progress.stopped_mid_run), after every other reading
-    and after its last lines' failure words: a run at work whose log ends with nothing said."""
-    return _reading_event(
-        stopped_mid_run([(rec.line_no, rec.text) for rec in records], _raw_tail(text)), default_rank, default_host
+    if r is not None or not ends_where_it_stopped:
+        return _reading_event(r, default_rank, default_host)
+    return _failure_words_at_end(records, default_rank, default_host) or _reading_event(
+        stopped_mid_run(lines, tail), default_rank, default_host
     )
 
 
