@@ -667,13 +667,14 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         s = f"{g.category.value if g.category else 'GPU'} fault{on}"
         if xids:
             s += f": Xid {', '.join(map(str, xids))} ({'; '.join(meaning)})"
-        if pcis:
-            s += f" on GPU {', '.join(pcis)}"
+        if pcis:  # an SXid's address is its NVSwitch's, not a GPU's
+            s += f" on {'NVSwitch' if set(ev.get('signatures') or ()) <= _NVSWITCH_SIGNATURES else 'GPU'} {', '.join(pcis)}"
         return s
     return f"{k.value}{on}: {first.message[:160]}"
 
 
 _EXIT_REPORT = frozenset({Category.EXIT_CODE, Category.SIGNAL})
+_NVSWITCH_SIGNATURES = frozenset({"nvswitch_sxid", "fabricmanager_nvswitch_error"})
 
 
 def _fold_exit_reports(groups: list[_Group]) -> list[_Group]:

@@ -104,8 +104,8 @@ def _xid_post(ev: Event) -> None:
 
 
 def _sxid_post(ev: Event) -> None:
-    sev = ev.fields.get("sxid_severity")
-    if sev == "Non-fatal":
+    sev = ev.fields.get("sxid_severity") or ev.fields.get("fm_severity")
+    if sev in ("Non-fatal", "non-fatal"):
         ev.severity = S.WARNING
     elif sev == "Correctable":
         ev.severity = S.INFO
@@ -387,8 +387,8 @@ NVIDIA_SMI: tuple[Signature, ...] = (
     sig(
         "nvidia_smi_device_handle",
         # nvidia-smi when nvmlDeviceGetHandleByIndex fails: "Unable to determine the device handle for GPU<bus id>:
-        # <nvmlErrorString>", e.g. "Unknown Error" or "GPU is lost" (NVML_ERROR_GPU_IS_LOST).
-        rf"Unable to determine the device handle for GPU\s?{PCI}[^:]*:\s*(?P<nvml_error>[^\n]{{1,80}})",
+        # <nvmlErrorString>", e.g. "Unknown Error" or "GPU is lost" (NVML_ERROR_GPU_IS_LOST); pasted as "for gpu" too.
+        rf"Unable to determine the device handle for (?i:gpu)\s?{PCI}[^:]*:\s*(?P<nvml_error>[^\n]{{1,80}})",
         K.FAULTY_HOST,
         C.GPU_LOST,
         S.CRITICAL,
@@ -517,6 +517,22 @@ DRIVER: tuple[Signature, ...] = (
         Blame.SELF,
         ["SXid ("],
         "An NVSwitch of this host reported an error (SXid): Fatal critical, Non-fatal warning, Correctable information.",
+        post=_sxid_post,
+    ),
+    sig(
+        "fabricmanager_nvswitch_error",
+        # NVIDIA Fabric Manager's log (/var/log/fabricmanager.log, nv-fabricmanager; closed source, the format as
+        # leptonai/gpud's fabric-manager log component records it): "[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected
+        # NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33", and
+        # "... detected NVSwitch non-fatal error 12028 ...": the same SXids the driver prints (nvswitch_sxid), seen by
+        # the fabric manager. The NVSwitch sits on this host's baseboard.
+        rf"detected NVSwitch (?P<fm_severity>fatal|non-fatal) error (?P<sxid>\d+) on fid \d+ on NVSwitch pci bus id (?:[0-9a-fA-F]{{4}})?{PCI}",
+        K.FAULTY_HOST,
+        C.NVLINK,
+        S.CRITICAL,
+        Blame.SELF,
+        ["detected NVSwitch"],
+        "NVIDIA Fabric Manager saw an NVSwitch error (SXid) on this host: fatal critical, non-fatal warning.",
         post=_sxid_post,
     ),
     sig(

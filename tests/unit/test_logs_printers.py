@@ -106,6 +106,23 @@ def test_sxid_severity_follows_the_switch() -> None:
     assert got == {"Fatal": Severity.CRITICAL, "Non-fatal": Severity.WARNING, "Correctable": Severity.INFO}
 
 
+def test_fabric_managers_nvswitch_errors_are_the_switchs_and_nvidia_smi_may_say_gpu_in_lower_case() -> None:
+    """The fabric manager's log (the format leptonai/gpud's fabric-manager component records) reports the same SXids
+    as the driver: fatal critical, non-fatal warning, and the address is the NVSwitch's, not a GPU's."""
+    fm = (
+        "[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch {} error 20034 on fid 0 on NVSwitch pci bus id"
+        " 00000000:86:00.0 physical id 3 port 33"
+    )
+    (fatal,), (non_fatal,) = _findings(fm.format("fatal")), _findings(fm.format("non-fatal"))
+    assert (fatal.kind, fatal.category, fatal.severity) == (FindingKind.FAULTY_HOST, Category.NVLINK, Severity.CRITICAL)
+    assert non_fatal.severity == Severity.WARNING
+    assert fatal.summary.endswith("on NVSwitch 0000:86:00")
+    sxid = "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 24007, Fatal, Link 44 sourcetrack TCEN0 crumbstore ECC DBE Error"
+    assert _findings(sxid)[0].summary.endswith("on NVSwitch 0000:86:00")
+    (lost,) = _findings("Unable to determine the device handle for gpu 0000:3B:00.0: GPU is lost.  Reboot the system")
+    assert (lost.kind, lost.category, lost.severity) == (FindingKind.FAULTY_HOST, Category.GPU_LOST, Severity.CRITICAL)
+
+
 def test_device_prefix_is_not_a_host() -> None:
     """'nvidia-nvswitch3: ' and 'pynvml.NVMLError_GpuIsLost: ' look like pdsh's 'host: ' and are printers; a rank
     tag in the same place ('rank3: ') is a rank, never a host."""
