@@ -455,6 +455,20 @@ def _fr_trace_summary(s: _Said) -> str:
     )
 
 
+def _monitored_barrier_summary(s: _Said) -> str:
+    # torch ProcessGroupGloo.cpp monitoredBarrier: rank 0 waits for every rank and names those that never came; the
+    # line is rank 0's report about them, not theirs (so "reported by" would name the wrong side)
+    if failed := s.f.get("failed_ranks"):
+        return (
+            f"ranks {failed} never reached the monitored barrier (rank 0, which waits for every rank, names them:"
+            " stuck or gone; several ranks, so none is blamed alone)"
+        )
+    return (
+        f"rank {s.first.culprit_rank} never reached the monitored barrier in {s.f.get('timeout_ms', '?')} ms"
+        " (rank 0, which waits for every rank, names it: stuck or gone)"
+    )
+
+
 def _horovod_stall_summary(s: _Said) -> str:
     f = s.f
     missing = f.get("missing_ranks") or []
@@ -518,6 +532,7 @@ _SIGNATURE_SUMMARIES: Mapping[str, Callable[[_Said], str]] = {
     "nvrx_rank_monitor_timeout": _nvrx_monitor_summary,
     "fr_trace_missing_ranks": _fr_trace_summary,
     "horovod_stall_warning": _horovod_stall_summary,
+    "monitored_barrier_failed": _monitored_barrier_summary,
     "nccl_ras_rank_behind": _ras_behind_summary,
     "nccl_ras_dead_process": _ras_dead_summary,
     "nccl_ras_rank_error": _ras_error_summary,

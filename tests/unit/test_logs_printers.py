@@ -488,3 +488,14 @@ def test_a_double_bit_total_of_the_old_nvidia_smi_q_is_an_uncorrectable_ecc_faul
     assert _findings(_ecc_blocks(single=7, double=0)) == []
     assert _findings("Memory usage\n    Total                       : 81920 MiB\n") == []
     assert _findings("Summary\n    Total : 12\n") == []
+
+
+def test_a_monitored_barrier_report_names_the_ranks_that_never_came_not_a_reporter() -> None:
+    """ProcessGroupGloo.cpp monitoredBarrier: rank 0 names the rank(s) that never reached it. One named is blamed;
+    several are listed and none is blamed alone. Neither summary calls them the reporters."""
+    (one,) = _findings("RuntimeError: [Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms")
+    assert one.ranks == (2,) and one.summary.startswith("rank 2 never reached the monitored barrier in 30000 ms")
+    (two,) = _findings("RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 1800000 ms")
+    assert two.kind is FindingKind.HUNG_COLLECTIVE and two.ranks == ()
+    assert two.summary.startswith("ranks 1, 3 never reached the monitored barrier")
+    assert "reported by" not in one.summary + two.summary
