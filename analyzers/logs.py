@@ -234,8 +234,13 @@ def _groups_for_incident(evs: list[_Ev]) -> list[_Group]:
                 e.fields["refined_from"] = "nccl"
                 e.category = net_specific[0]
     # NCCL's "unhandled cuda error" whose detail is an allocation NCCL could not make ("Failed to CUDA
-    # calloc N bytes", NCCL src/include/alloc.h) is an out-of-memory: one OOM finding, not a crash too.
-    if any(e.signature == "nccl_cuda_alloc_failed" for e in used):
+    # calloc N bytes", NCCL src/include/alloc.h) or a CUDA call that ran out of memory (src/include/checks.h
+    # CUDACHECK's "Cuda failure 'out of memory'", torch quoting it as the "Last error") is an out-of-memory: one
+    # OOM finding, not a crash too.
+    if any(
+        e.signature == "nccl_cuda_alloc_failed" or (e.signature == "nccl_cuda_failure" and e.kind is FindingKind.OOM)
+        for e in used
+    ):
         for e in used:
             if e.signature == "nccl_error_unhandled_cuda":
                 e.fields["refined_from"] = "cuda_error"

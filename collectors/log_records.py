@@ -443,8 +443,9 @@ def clean_lines(text: str) -> Iterator[Record]:
             seg = _MD_LINK_RE.sub(r"\1", seg).replace("`", "")
             if not seg.strip():
                 continue
-            # Ray prefixes may appear mid-line (two messages glued together): split at each.
-            ray = list(_RAY_RE.finditer(seg))
+            # Ray prefixes may appear mid-line (two messages glued together): split at each. One with nothing after
+            # it is no prefix but the end of a message naming a worker (RayTaskError's "ray::A.f() (pid=N, ip=X)").
+            ray = [m for m in _RAY_RE.finditer(seg) if seg[m.end() :].strip()]
             pieces: list[tuple[str, re.Match[str] | None]] = []
             if ray:
                 if ray[0].start() > 0 and seg[: ray[0].start()].strip():

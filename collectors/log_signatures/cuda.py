@@ -176,6 +176,22 @@ ERRORS: tuple[Signature, ...] = (
         post=_ray_node_post,
     ),
     sig(
+        "ray_task_oom",
+        # ray python/ray/exceptions.py RayTaskError.as_instanceof_cause: the task's exception re-raised as a class
+        # named f"RayTaskError({cause_cls.__name__})", printed "ray.exceptions.RayTaskError(OutOfMemoryError):
+        # ray::TrainWorker.train() (pid=N, ip=a.b.c.d, ...)" (RayTaskError.__str__: the proctitle, pid and ip of the
+        # worker that raised it). OutOfMemoryError is torch's CUDA OOM or Ray's own node OOM, MemoryError the
+        # host's: an out-of-memory on the worker at that IP. Read where a paste keeps the re-raise, not the cause.
+        r"RayTaskError\((?:OutOfMemoryError|MemoryError)\)(?:[^\n]*?\(pid=\d+, ip=(?P<node_ip>[\d.]+))?",
+        K.OOM,
+        None,
+        S.CRITICAL,
+        Blame.SELF,
+        ["RayTaskError("],
+        "A Ray task raised an out-of-memory error on the worker at the IP Ray names.",
+        post=_ray_node_post,
+    ),
+    sig(
         "ray_worker_exit_k8s_memory",
         # ray python/ray/_raylet.pyx (task_execution_handler): a worker that exits on SystemExit (a SIGTERM)
         # reports "Worker exits with an exit code {code}." and, under Kubernetes, adds " The worker may have exceeded

@@ -720,6 +720,42 @@ def test_nccl_allocation_failure_under_an_unhandled_cuda_error_is_one_out_of_mem
     )
 
 
+def test_a_cuda_call_out_of_memory_as_the_last_error_of_an_unhandled_cuda_error_is_one_out_of_memory() -> None:
+    # NCCL src/include/checks.h CUDACHECK: WARN("Cuda failure '%s'", cudaGetErrorString(err)); torch quotes
+    # ncclGetLastError() after "Last error:" (older NCCL and torch: no rank prefix)
+    text = (
+        "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled cuda error"
+        " (run with NCCL_DEBUG=INFO for details), NCCL version 2.14.3\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "Last error:\n"
+        "Cuda failure 'out of memory'\n"
+    )
+    assert [f.kind for f in analyze_log_events(parse_log_text(text, source="t.log"))] == [FindingKind.OOM]
+    # another CUDA failure there stays what it was (not an out-of-memory)
+    other = text.replace("out of memory", "an illegal memory access was encountered")
+    assert FindingKind.OOM not in [f.kind for f in analyze_log_events(parse_log_text(other, source="t.log"))]
+
+
+def test_a_ray_task_that_raised_out_of_memory_names_the_workers_ip() -> None:
+    # ray python/ray/exceptions.py: RayTaskError re-raised as "RayTaskError(<cause class>)", its str ending in the
+    # worker's "(pid=N, ip=X)": not a Ray prefix of a next message (nothing follows it)
+    (f,) = analyze_log_events(
+        parse_log_text(
+            "ray.exceptions.RayTaskError(OutOfMemoryError): ray::TrainWorker.train() (pid=1234, ip=10.0.0.2)\n",
+            source="t.log",
+        )
+    )
+    assert (f.kind, f.hosts) == (FindingKind.OOM, ("10.0.0.2",))
+    # a Ray prefix glued mid-line still splits the line (its host is the next message's printer's)
+    (g,) = analyze_log_events(
+        parse_log_text(
+            "step 3 done (TrainWorker pid=77, ip=10.0.0.9) torch.OutOfMemoryError: CUDA out of memory.\n",
+            source="t.log",
+        )
+    )
+    assert (g.kind, g.hosts) == (FindingKind.OOM, ("10.0.0.9",))
+
+
 def test_slurm_cgroup_oom_names_the_node_from_slurmstepd_and_srun() -> None:
     text = (
         "slurmstepd-dgx-b17: error: Detected 3 oom-kill event(s) in StepId=77120.0. Some of your processes may have been "
