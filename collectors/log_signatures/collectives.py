@@ -246,6 +246,20 @@ TIMEOUTS: tuple[Signature, ...] = (
         "Gloo collective/p2p timeout; names only the waiting side.",
     ),
     sig(
+        "gloo_pair_closed_by_timeout",
+        # gloo/transport/tcp/unbound_buffer.cc waitRecv: on a recv timeout gloo calls
+        # context_->signalException("Application timeout caused pair closure") on every pair of the context before it
+        # throws "Timed out waiting ...": the other operations of that process see this line (the peers see
+        # "Connection closed by peer"). A gloo collective of this process timed out; it names nobody.
+        r"Application timeout caused pair closure",
+        K.HUNG_COLLECTIVE,
+        C.COLLECTIVE_TIMEOUT,
+        S.CRITICAL,
+        Blame.NONE,
+        ["Application timeout caused pair closure"],
+        "A gloo operation of this process timed out and gloo closed its pairs; names nobody.",
+    ),
+    sig(
         "collective_fingerprint_mismatch",
         # torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (checkForMismatch): "Detected mismatch between
         # collectives on ranks. Rank R is running collective: <fingerprint>, but Rank S is running collective:

@@ -1003,6 +1003,8 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
         ("root  86177 11.7  0.4 1360975668 2593156 pts/40 Dl+ 16:12   0:25 python train.py --cfg a.yaml",
          "process_uninterruptible", "hung_collective"),
         (" iter 4500   time/iter: 0.49  lr: 0.0001 loss_mn: nan loss_c: nan   losses: nan", "loss_nan", "numerical"),
+        ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:568] Application timeout caused pair closure",
+         "gloo_pair_closed_by_timeout", "hung_collective"),
         # a tqdm bar_format without {rate_fmt}: the postfix follows the times (tqdm/std.py format_meter's r_bar)
         ("epoch 001:  10%|#         | 100/1000 [01:00<09:00, loss=nan, nll_loss=nan, ppl=nan]", "loss_nan", "numerical"),
         # written from the format strings cited at each signature (collectors/logs.py)
