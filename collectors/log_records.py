@@ -165,7 +165,10 @@ _NOT_HOSTS = re.compile(
     # TensorFlow/TSL's TF_CHECK_OK failure ("Non-OK-status: <expr> status: ..."), not a host
     r"|^Non-OK-status$"
     # a rank tag in pdsh's place ("rank3: RuntimeError ...", a user's print or a launcher's): a rank, never a host
-    r"|^(?:local_|global_)?rank[-_]?\d{1,6}$",
+    r"|^(?:local_|global_)?rank[-_]?\d{1,6}$"
+    # the kernel's network-interface prefixes (netdev_warn's "%s: ", IPoIB's ipoib_warn: "ib0: transmit timeout ..."):
+    # an interface of the host, not a host
+    r"|^ib(?:0|[1-9]\d?)(?:\.[0-9a-f]{4})?$",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")

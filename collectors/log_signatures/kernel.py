@@ -40,6 +40,21 @@ def _edac_post(ev: Event) -> None:
         ev.severity = S.CRITICAL
 
 
+def _ghes_post(ev: Event) -> None:
+    sev = ev.fields.get("ghes_severity")
+    if sev in ("fatal", "recoverable"):  # data was lost (fatal: the firmware would reset; recoverable: not corrected)
+        ev.severity = S.CRITICAL
+    elif sev in ("corrected", "info"):
+        ev.severity = S.INFO
+
+
+def _panic_post(ev: Event) -> None:
+    # mm/oom_kill.c panics "Out of memory and no killable processes..." / "System is deadlocked on memory", and
+    # with vm.panic_on_oom "Out of memory: %s panic_on_oom is enabled": the host ran out of memory
+    if "memory" in (ev.fields.get("panic") or "").lower():
+        ev.kind, ev.category = K.OOM, None
+
+
 def _openmpi_signal_post(ev: Event) -> None:
     try:
         ev.fields["signal"] = _signal.Signals(int(ev.fields["signo"])).name
@@ -126,12 +141,15 @@ MACHINE: tuple[Signature, ...] = (
         # (The "[comm:pid]" tail is optional: a pasted or wrapped line is often cut there.)
         r"BUG: soft lockup - CPU#(?P<cpu>\d+) stuck for (?P<stuck_s>\d+)s!(?: \[(?P<proc>[^:\]\n]+):(?P<pid>\d+)\])?"
         r"|Watchdog detected hard LOCKUP on cpu (?P<cpu2>\d+)"
-        r"|INFO: task (?P<task>[^:\s]+):(?P<task_pid>\d+) blocked for more than (?P<blocked_s>\d+) seconds",
+        r"|INFO: task (?P<task>[^:\s]+):(?P<task_pid>\d+) blocked for more than (?P<blocked_s>\d+) seconds"
+        # kernel/rcu/tree_stall.h (5.x+): pr_err("INFO: %s self-detected stall on CPU"), print_other_cpu_stall's
+        # pr_err("INFO: %s detected stalls on CPUs/tasks:"): a CPU held off RCU for the stall timeout (21 s)
+        r"|INFO: (?P<rcu>rcu_\w+|rcu_preempt) (?:self-)?detected stalls? on CPU",
         K.FAULTY_HOST,
         C.HOST_KERNEL,
         S.WARNING,
         Blame.SELF,
-        ["soft lockup", "hard LOCKUP", "blocked for more than"],
+        ["soft lockup", "hard LOCKUP", "blocked for more than", "detected stall"],
         "The host's kernel reported a CPU lockup or a task stuck in the kernel (driver or storage).",
     ),
     sig(
@@ -194,6 +212,49 @@ MACHINE: tuple[Signature, ...] = (
         ["] signal: "],
         "Open MPI's signal handler: the process on the host in brackets died of the signal named.",
         post=_openmpi_signal_post,
+    ),
+    sig(
+        "apei_hardware_error",
+        # drivers/acpi/apei/ghes.c ghes_print_estatus: "%s{%u}" HW_ERR "Hardware error from APEI Generic Hardware
+        # Error Source: %d" (the firmware reported a hardware error: memory, PCIe, CPU), then drivers/firmware/efi/
+        # cper.c cper_estatus_print's "event severity: %s" (cper_severity_str: recoverable, fatal, corrected, info).
+        r"\[Hardware Error\]: (?:Hardware error from APEI Generic Hardware Error Source: \d+"
+        r"|event severity: (?P<ghes_severity>fatal|recoverable|corrected|info)\b)",
+        K.FAULTY_HOST,
+        C.MCE,
+        S.WARNING,
+        Blame.SELF,
+        ["Hardware Error"],
+        "The firmware (ACPI APEI) reported a hardware error on this host: fatal or recoverable critical.",
+        post=_ghes_post,
+    ),
+    sig(
+        "kernel_oops_or_panic",
+        # arch/x86/mm/fault.c show_fault_oops: pr_alert("BUG: unable to handle page fault for address: %px") (5.1+),
+        # before it "BUG: unable to handle kernel NULL pointer dereference at %px" / "... kernel paging request at";
+        # kernel/panic.c panic(): pr_emerg("Kernel panic - not syncing: %s"). The host's kernel crashed (a driver's
+        # bug or failing hardware): everything on the host went with it.
+        r"BUG: unable to handle (?:page fault for address|kernel NULL pointer dereference|kernel paging request)"
+        r"|Kernel panic - not syncing: (?P<panic>[^\n]{0,120})",
+        K.FAULTY_HOST,
+        C.HOST_KERNEL,
+        S.CRITICAL,
+        Blame.SELF,
+        ["unable to handle", "Kernel panic"],
+        "The host's kernel oopsed or panicked (a driver bug or failing hardware; out of memory where it says so).",
+        post=_panic_post,
+    ),
+    sig(
+        "ext4_fs_error",
+        # fs/ext4/super.c __ext4_error / __ext4_error_inode: "EXT4-fs error (device %s): %s:%d: ..." (the file system
+        # found corruption or an I/O error on its disk; it may remount read-only): the host's storage.
+        r"EXT4-fs error \(device (?P<block_dev>[\w./-]+)\)",
+        K.FAULTY_HOST,
+        C.HOST_KERNEL,
+        S.WARNING,
+        Blame.SELF,
+        ["EXT4-fs error"],
+        "The host's ext4 file system reported an error (corruption or disk I/O).",
     ),
     sig(
         "mce_amd_decoded",

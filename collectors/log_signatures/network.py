@@ -415,6 +415,19 @@ ERRORS: tuple[Signature, ...] = (
         "An InfiniBand/RoCE port on this host is not ACTIVE (down, initialising or flapping).",
     ),
     sig(
+        "ipoib_transmit_timeout",
+        # drivers/infiniband/ulp/ipoib/ipoib_main.c ipoib_timeout (the netdev watchdog's tx timeout): ipoib_warn(priv,
+        # "transmit timeout: latency %d msecs"), prefixed with the interface ("ib0: "): packets queued on this host's
+        # IPoIB interface left no more; its IB port or HCA stopped sending.
+        r"\b(?P<ib_if>ib[\w.]*): transmit timeout: latency (?P<latency_ms>\d+) msecs",
+        K.NETWORK_ERROR,
+        C.IB,
+        S.WARNING,
+        Blame.SELF,
+        ["transmit timeout"],
+        "This host's IPoIB interface stopped transmitting (its IB port or HCA).",
+    ),
+    sig(
         "gloo_connect_full_mesh",
         r"Gloo connectFullMesh failed with (?P<detail>[^\n]+)",
         K.NETWORK_ERROR,

@@ -736,6 +736,19 @@ def test_a_cuda_call_out_of_memory_as_the_last_error_of_an_unhandled_cuda_error_
     assert FindingKind.OOM not in [f.kind for f in analyze_log_events(parse_log_text(other, source="t.log"))]
 
 
+def test_the_firmwares_hardware_error_takes_its_event_severity_and_an_interface_is_no_host() -> None:
+    # drivers/firmware/efi/cper.c cper_estatus_print: "event severity: %s" after ghes.c's header line
+    head = "[ 84.2] {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0\n"
+    for sev, want in (("fatal", "critical"), ("recoverable", "critical"), ("corrected", "warning")):  # the header's
+        fs = analyze_log_events(parse_log_text(f"{head}[ 84.2] {{1}}[Hardware Error]: event severity: {sev}\n", "t"))
+        assert fs[0].kind is FindingKind.FAULTY_HOST and fs[0].severity.value == want, sev
+    # IPoIB's "ib0: " is the interface (ipoib_warn), not pdsh's host; a host named like one with a leading zero is
+    (f,) = analyze_log_events(parse_log_text("ib0: transmit timeout: latency 10000 msecs\n", source="t.log"))
+    assert f.hosts == ()
+    cuda = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    assert analyze_log_events(parse_log_text("ib01: " + cuda, source="t.log"))[0].hosts == ("ib01",)
+
+
 def test_a_ray_task_that_raised_out_of_memory_names_the_workers_ip() -> None:
     # ray python/ray/exceptions.py: RayTaskError re-raised as "RayTaskError(<cause class>)", its str ending in the
     # worker's "(pid=N, ip=X)": not a Ray prefix of a next message (nothing follows it)
@@ -1003,6 +1016,20 @@ def test_an_agents_failed_rendezvous_shutdown_at_the_end_of_a_run_is_not_an_erro
         ("root  86177 11.7  0.4 1360975668 2593156 pts/40 Dl+ 16:12   0:25 python train.py --cfg a.yaml",
          "process_uninterruptible", "hung_collective"),
         (" iter 4500   time/iter: 0.49  lr: 0.0001 loss_mn: nan loss_c: nan   losses: nan", "loss_nan", "numerical"),
+        ("[ 84.2] {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 0", "apei_hardware_error",
+         "faulty_host"),
+        ("[ 84.2] rcu: INFO: rcu_sched self-detected stall on CPU", "kernel_lockup", "faulty_host"),
+        ("[ 84.2] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", "kernel_lockup", "faulty_host"),
+        ("[ 84.2] BUG: unable to handle page fault for address: ffffb1c0c0000000", "kernel_oops_or_panic",
+         "faulty_host"),
+        ("[ 84.2] BUG: unable to handle kernel NULL pointer dereference at 0000000000000008", "kernel_oops_or_panic",
+         "faulty_host"),
+        ("[ 84.2] Kernel panic - not syncing: Fatal exception in interrupt", "kernel_oops_or_panic", "faulty_host"),
+        ("[ 84.2] Kernel panic - not syncing: Out of memory: compulsory panic_on_oom is enabled", "kernel_oops_or_panic",
+         "oom"),
+        ("[ 84.2] EXT4-fs error (device nvme0n1p1): ext4_find_entry:1455: inode #2: comm python: reading directory",
+         "ext4_fs_error", "faulty_host"),
+        ("[ 84.2] ib0: transmit timeout: latency 10000 msecs", "ipoib_transmit_timeout", "network_error"),
         ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:568] Application timeout caused pair closure",
          "gloo_pair_closed_by_timeout", "hung_collective"),
         # a tqdm bar_format without {rate_fmt}: the postfix follows the times (tqdm/std.py format_meter's r_bar)
