@@ -168,7 +168,8 @@ _NOT_HOSTS = re.compile(
     r"|^(?:local_|global_)?rank[-_]?\d{1,6}$"
     # the kernel's network-interface prefixes (netdev_warn's "%s: ", IPoIB's ipoib_warn: "ib0: transmit timeout ..."):
     # an interface of the host, not a host
-    r"|^ib(?:0|[1-9]\d?)(?:\.[0-9a-f]{4})?$",
+    # ("ib0", a pkey child "ib0.8001", a predictable name "ibp202s0"; "ib01" may be a node and stays one)
+    r"|^ib(?:0|[1-9]\d?|p\d{1,3}s\d{1,3}(?:f\d)?)(?:\.[0-9a-f]{4})?$",
     re.I,
 )
 _HOST_IN_LINE = re.compile(r"\[(?P<host>[A-Za-z][\w.-]*):pid=(?P<pid>\d+)\]")

@@ -144,7 +144,7 @@ MACHINE: tuple[Signature, ...] = (
         r"|INFO: task (?P<task>[^:\s]+):(?P<task_pid>\d+) blocked for more than (?P<blocked_s>\d+) seconds"
         # kernel/rcu/tree_stall.h (5.x+): pr_err("INFO: %s self-detected stall on CPU"), print_other_cpu_stall's
         # pr_err("INFO: %s detected stalls on CPUs/tasks:"): a CPU held off RCU for the stall timeout (21 s)
-        r"|INFO: (?P<rcu>rcu_\w+|rcu_preempt) (?:self-)?detected stalls? on CPU",
+        r"|INFO: (?P<rcu>rcu_\w+) (?:self-)?detected stalls? on CPU",
         K.FAULTY_HOST,
         C.HOST_KERNEL,
         S.WARNING,

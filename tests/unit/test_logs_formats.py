@@ -743,8 +743,9 @@ def test_the_firmwares_hardware_error_takes_its_event_severity_and_an_interface_
         fs = analyze_log_events(parse_log_text(f"{head}[ 84.2] {{1}}[Hardware Error]: event severity: {sev}\n", "t"))
         assert fs[0].kind is FindingKind.FAULTY_HOST and fs[0].severity.value == want, sev
     # IPoIB's "ib0: " is the interface (ipoib_warn), not pdsh's host; a host named like one with a leading zero is
-    (f,) = analyze_log_events(parse_log_text("ib0: transmit timeout: latency 10000 msecs\n", source="t.log"))
-    assert f.hosts == ()
+    for ifname in ("ib0", "ib0.8001", "ibp202s0"):
+        (f,) = analyze_log_events(parse_log_text(f"{ifname}: transmit timeout: latency 10000 msecs\n", source="t.log"))
+        assert (f.kind, f.hosts) == (FindingKind.NETWORK_ERROR, ()), ifname
     cuda = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
     assert analyze_log_events(parse_log_text("ib01: " + cuda, source="t.log"))[0].hosts == ("ib01",)
 
