@@ -687,14 +687,15 @@ def _summary(g: _Group, ev: dict[str, Any]) -> str:
         s = f"{g.category.value if g.category else 'GPU'} fault{on}"
         if xids:
             s += f": Xid {', '.join(map(str, xids))} ({'; '.join(meaning)})"
-        if pcis:  # an SXid's address is its NVSwitch's, not a GPU's
-            s += f" on {'NVSwitch' if set(ev.get('signatures') or ()) <= _NVSWITCH_SIGNATURES else 'GPU'} {', '.join(pcis)}"
+        if pcis:
+            s += f" on GPU {', '.join(pcis)}"
+        elif switches := ev.get("switch_pcis"):
+            s += f" on NVSwitch {', '.join(switches)}"
         return s
     return f"{k.value}{on}: {first.message[:160]}"
 
 
 _EXIT_REPORT = frozenset({Category.EXIT_CODE, Category.SIGNAL})
-_NVSWITCH_SIGNATURES = frozenset({"nvswitch_sxid", "fabricmanager_nvswitch_error"})
 
 
 def _fold_exit_reports(groups: list[_Group]) -> list[_Group]:
@@ -887,6 +888,7 @@ def _finding(g: _Group, incident: int, first_failure: bool, rank_to_host: Mappin
         ("detector_ranks", "detector_rank"),
         ("errnos", "errno"),
         ("reported_xids", "reported_xid"),
+        ("switch_pcis", "switch_pci"),  # an NVSwitch's address (an SXid's), not a GPU's
         ("local_ranks", "local_rank"),
         ("identity_lines", "identity_line"),  # the line that paired the culprit's rank with its host/pid
         ("raised_in", "raised_in"),  # the rendezvous frame an unknown exception was raised in

@@ -32,8 +32,9 @@ lines come from two hosts or its init says so ("comm %p rank %d nRanks %d nNodes
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 _USING_NETWORK = re.compile(r"\bNCCL INFO Using network (?P<net>\S.*)")
 # Why a host fell back from IB: its own lines, quoted with its choice.
@@ -50,6 +51,12 @@ class NetMismatch:
     reason: str
     lines: tuple[tuple[int, str, str], ...]
     networks_by_host: dict[str, tuple[str, ...]]
+
+
+def _one_job(first: Mapping[Any, int], done: Mapping[Any, int], a: Any, b: Any) -> bool:
+    """Hosts a and b print for one job: neither completed an NCCL init before the other's first line (`first`: a
+    host's first line read, `done`: its first Init COMPLETE)."""
+    return done.get(a, first[b] + 1) > first[b] and done.get(b, first[a] + 1) > first[a]
 
 
 def read_net_mismatch(records: Iterable[tuple[int, str | None, str]]) -> NetMismatch | None:
@@ -69,15 +76,11 @@ def read_net_mismatch(records: Iterable[tuple[int, str | None, str]]) -> NetMism
             done.setdefault(host, n)
 
     first = {h: min(n for n, _ in nets.values()) for h, nets in chose.items()}  # a host's first network line
-
-    def one_job(a: str, b: str) -> bool:  # neither host completed an init before the other chose its network
-        return done.get(a, first[b] + 1) > first[b] and done.get(b, first[a] + 1) > first[a]
-
     hosts = sorted(chose)
     # disjoint, not merely different: a host that shows IB and Socket (a retry with NCCL_IB_DISABLE
     # set, another job in the same paste) shares a network with a host that chose either
     pairs = [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1 :] if chose[a].keys().isdisjoint(chose[b].keys())]
-    hosts = sorted({h for a, b in pairs if one_job(a, b) for h in (a, b)})
+    hosts = sorted({h for a, b in pairs if _one_job(first, done, a, b) for h in (a, b)})
     if not hosts:
         return None
     by_host = {h: tuple(sorted(chose[h])) for h in hosts}
@@ -129,13 +132,7 @@ def read_local_interface(records: Iterable[tuple[int, str | None, str]]) -> Loca
         elif _DONE.search(text):
             done.setdefault(host, n)
     local = {h for _, h, _ in chose.values()}
-    others = {
-        h
-        for h in first
-        if h is not None and h not in local
-        for a in local
-        if done.get(a, first[h] + 1) > first[h] and done.get(h, first[a] + 1) > first[a]
-    }
+    others = {h for h in first if h is not None and h not in local for a in local if _one_job(first, done, a, h)}
     spans = max([len(local - {None}) + len(others)] + [nodes.get(a, 1) for a in local])
     if spans < 2:
         return None

@@ -103,13 +103,19 @@ def _xid_post(ev: Event) -> None:
         ev.severity = S.WARNING
 
 
+# An SXid's address is its NVSwitch's, not a GPU's: kept in its own field (the gpu_pci column is a GPU's)
+SWITCH_PCI = PCI.replace("(?P<gpu_pci>", "(?P<switch_pci>")
+
+
 def _sxid_post(ev: Event) -> None:
-    sev = ev.fields.get("sxid_severity") or ev.fields.get("fm_severity")
-    if sev in ("Non-fatal", "non-fatal"):
+    if ev.fields.get("switch_pci"):
+        ev.fields["switch_pci"] = ev.fields["switch_pci"].lower()
+    sev = (ev.fields.get("sxid_severity") or ev.fields.get("fm_severity") or "").lower()
+    if sev == "non-fatal":
         ev.severity = S.WARNING
-    elif sev == "Correctable":
+    elif sev == "correctable":
         ev.severity = S.INFO
-    elif sev == "Data":  # the severity line, if the excerpt has it, speaks for the SXid
+    elif sev == "data":  # the severity line, if the excerpt has it, speaks for the SXid
         ev.severity, ev.generic = S.WARNING, True
 
 
@@ -510,7 +516,7 @@ DRIVER: tuple[Signature, ...] = (
         # The NVSwitch sits on this host's baseboard.
         # Each SXid is followed by its data line, "... SXid (PCI:%s): %05d, Data {0x%08x, ...}" (the severity is on
         # the line before): read alone, an SXid of unknown severity.
-        rf"nvidia-nvswitch\d+: SXid \({PCI}\): (?P<sxid>\d+), (?P<sxid_severity>Fatal|Non-fatal|Correctable|Data)",
+        rf"nvidia-nvswitch\d+: SXid \({SWITCH_PCI}\): (?P<sxid>\d+), (?P<sxid_severity>Fatal|Non-fatal|Correctable|Data)",
         K.FAULTY_HOST,
         C.NVLINK,
         S.CRITICAL,
@@ -526,7 +532,7 @@ DRIVER: tuple[Signature, ...] = (
         # NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33", and
         # "... detected NVSwitch non-fatal error 12028 ...": the same SXids the driver prints (nvswitch_sxid), seen by
         # the fabric manager. The NVSwitch sits on this host's baseboard.
-        rf"detected NVSwitch (?P<fm_severity>fatal|non-fatal) error (?P<sxid>\d+) on fid \d+ on NVSwitch pci bus id (?:[0-9a-fA-F]{{4}})?{PCI}",
+        rf"detected NVSwitch (?P<fm_severity>fatal|non-fatal) error (?P<sxid>\d+) on fid \d+ on NVSwitch pci bus id (?:[0-9a-fA-F]{{4}})?{SWITCH_PCI}",
         K.FAULTY_HOST,
         C.NVLINK,
         S.CRITICAL,

@@ -117,6 +117,7 @@ def test_fabric_managers_nvswitch_errors_are_the_switchs_and_nvidia_smi_may_say_
     assert (fatal.kind, fatal.category, fatal.severity) == (FindingKind.FAULTY_HOST, Category.NVLINK, Severity.CRITICAL)
     assert non_fatal.severity == Severity.WARNING
     assert fatal.summary.endswith("on NVSwitch 0000:86:00")
+    assert fatal.evidence["switch_pcis"] == ["0000:86:00"] and "gpu_pcis" not in fatal.evidence  # not a GPU's
     sxid = "nvidia-nvswitch3: SXid (PCI:0000:86:00.0): 24007, Fatal, Link 44 sourcetrack TCEN0 crumbstore ECC DBE Error"
     assert _findings(sxid)[0].summary.endswith("on NVSwitch 0000:86:00")
     (lost,) = _findings("Unable to determine the device handle for gpu 0000:3B:00.0: GPU is lost.  Reboot the system")
